@@ -1,0 +1,153 @@
+//! Command-line interface, declared in one place.
+
+use camino::Utf8PathBuf;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Reproducible build-and-verify harness for post-quantum KEM candidates.
+///
+/// Every submission is compiled with a pinned gcc/cmake toolchain inside a
+/// Debian or Ubuntu container (no network, read-only sources, bounded memory,
+/// pids and time), its known-answer tests are regenerated and their SHA-256 is
+/// checked against kat/<id>/kat.sha256.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", version, propagate_version = true)]
+pub struct Xtask {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// List submissions, their instances, and the pinned toolchains.
+    List(List),
+    /// Build or check a pinned toolchain image (mmdebstrap + engine import, no registry).
+    #[command(subcommand)]
+    Image(ImageCmd),
+    /// Build every instance of the submissions, generate their KATs and check the digests.
+    Verify(Verify),
+}
+
+#[derive(Debug, Args)]
+pub struct List {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCmd {
+    /// Build the image of a toolchain spec (reused when the spec is unchanged).
+    Build(ImageBuild),
+    /// Run the compilers inside the image and fail when a version differs from the pin.
+    Check(ImageCheck),
+}
+
+#[derive(Debug, Args)]
+pub struct ImageBuild {
+    /// Toolchain name (a file under toolchains/, without .toml).
+    pub toolchain: String,
+    #[command(flatten)]
+    pub target: Target,
+    /// Package archive to bootstrap from (default: mmdebstrap's own default for the suite).
+    #[arg(long)]
+    pub mirror: Option<String>,
+    /// Rebuild even when an image with the spec's tag exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImageCheck {
+    /// Toolchain name (a file under toolchains/, without .toml).
+    pub toolchain: String,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Debug, Args)]
+pub struct Verify {
+    /// Submission ids (files under submissions/, without .toml).
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub target: Target,
+    /// Toolchain to build with.
+    #[arg(long, default_value = "debian-13")]
+    pub toolchain: String,
+    /// Evidence directory; results go to <out>/<system>/kat/<id>/.
+    #[arg(long, default_value = "out")]
+    pub out: Utf8PathBuf,
+    /// System name used in the evidence layout and in every record.
+    #[arg(long, default_value = "local")]
+    pub system: String,
+    /// Only these instance labels (repeatable); default: every instance.
+    #[arg(long = "instance")]
+    pub instances: Vec<String>,
+    /// Alternative KAT manifest instead of kat/<id>/kat.sha256 (one submission only).
+    #[arg(long)]
+    pub kat_manifest: Option<Utf8PathBuf>,
+    /// Wall-time limit of one KAT run, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Rebuild even when a build with the same inputs exists.
+    #[arg(long)]
+    pub rebuild: bool,
+}
+
+/// Where commands run: which engine, which architecture.
+#[derive(Debug, Args, Clone)]
+pub struct Target {
+    /// Container engine; `auto` takes podman or docker when one works, else the host
+    /// toolchain (unpinned, with a warning).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+    /// Target architecture (default: the host's).
+    #[arg(long, value_enum)]
+    pub arch: Option<Arch>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    Auto,
+    Podman,
+    Docker,
+    Host,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    #[value(name = "x86_64", alias = "amd64", alias = "x86-64")]
+    #[serde(rename = "x86_64")]
+    X86_64,
+    #[value(name = "aarch64", alias = "arm64")]
+    Aarch64,
+}
+
+impl Arch {
+    pub fn host() -> Arch {
+        match std::env::consts::ARCH {
+            "aarch64" => Arch::Aarch64,
+            _ => Arch::X86_64,
+        }
+    }
+    /// Debian's name for the architecture.
+    pub fn debian(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+    pub fn uname(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+}
+
+impl Target {
+    pub fn arch(&self) -> Arch {
+        self.arch.unwrap_or_else(Arch::host)
+    }
+}

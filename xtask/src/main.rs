@@ -1,0 +1,42 @@
+//! ngcc-repro: `cargo xtask <command>`. One module per command, each with a
+//! `run(self, sh)` entry; see `flags.rs` for the interface.
+
+mod emulation;
+mod engine;
+mod evidence;
+mod flags;
+mod image;
+mod kat;
+mod list;
+mod project;
+mod recipe;
+mod sources;
+mod submission;
+mod toolchain;
+mod verify;
+
+use anyhow::Result;
+use clap::Parser;
+use xshell::Shell;
+
+use crate::flags::{Cmd, ImageCmd};
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let flags = flags::Xtask::parse();
+    engine::install_interrupt_handler();
+    let sh = Shell::new()?;
+    sh.change_dir(project::root());
+    match flags.cmd {
+        Cmd::List(cmd) => cmd.run(&sh),
+        Cmd::Image(ImageCmd::Build(cmd)) => cmd.run(&sh),
+        Cmd::Image(ImageCmd::Check(cmd)) => cmd.run(&sh),
+        Cmd::Verify(cmd) => cmd.run(&sh),
+    }
+}

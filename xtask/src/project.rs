@@ -1,0 +1,101 @@
+//! Where things live, and small helpers used by every command.
+
+use std::io::Read;
+
+use anyhow::{Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use sha2::{Digest, Sha256};
+use xshell::{cmd, Shell};
+
+/// The repository root (the parent of `xtask/`).
+pub fn root() -> Utf8PathBuf {
+    Utf8Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_owned()
+}
+
+/// Cache for root filesystems, extracted archives and builds. Safe to delete.
+pub fn cache_dir() -> Utf8PathBuf {
+    match std::env::var("NGCC_CACHE") {
+        Ok(dir) if !dir.is_empty() => Utf8PathBuf::from(dir),
+        _ => root().join("target/ngcc-repro"),
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn sha256_file(path: &Utf8Path) -> Result<String> {
+    let mut file = std::fs::File::open(path).with_context(|| format!("cannot open {path}"))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf).with_context(|| format!("cannot read {path}"))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Content digest of a directory tree: SHA-256 over sorted `path\0mode\0sha256\n` lines.
+/// Symlinks are hashed by target; file times and owners do not count.
+pub fn tree_digest(dir: &Utf8Path) -> Result<String> {
+    let mut lines = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("cannot walk {dir}"))?;
+        let path = Utf8Path::from_path(entry.path())
+            .with_context(|| format!("non-UTF-8 path below {dir}"))?;
+        let rel = path.strip_prefix(dir).unwrap_or(path);
+        let ft = entry.file_type();
+        if ft.is_file() {
+            lines.push(format!("{rel}\0file\0{}\n", sha256_file(path)?));
+        } else if ft.is_symlink() {
+            let target = std::fs::read_link(path)?;
+            lines.push(format!("{rel}\0link\0{}\n", target.display()));
+        }
+    }
+    Ok(sha256_hex(lines.concat().as_bytes()))
+}
+
+/// The harness commit, with `-dirty` when the work tree has uncommitted changes.
+pub fn harness_commit(sh: &Shell) -> String {
+    let root = root();
+    let head = cmd!(sh, "git -C {root} rev-parse HEAD").quiet().ignore_stderr().read();
+    let dirty = cmd!(sh, "git -C {root} status --porcelain --untracked-files=no")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .map(|s| !s.trim().is_empty())
+        .unwrap_or(false);
+    match head {
+        Ok(h) if dirty => format!("{h}-dirty"),
+        Ok(h) => h,
+        Err(_) => "unknown (not a git checkout)".to_owned(),
+    }
+}
+
+pub fn now_utc() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+pub fn write_json<T: serde::Serialize>(path: &Utf8Path, value: &T) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {parent}"))?;
+    }
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    std::fs::write(path, text).with_context(|| format!("cannot write {path}"))
+}
+
+pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Utf8Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    toml::from_str(&text).with_context(|| format!("invalid TOML in {path}"))
+}

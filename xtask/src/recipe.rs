@@ -1,0 +1,134 @@
+//! Build plans: the exact compiler command lines for one instance, derived from
+//! its manifest. The submission's own Makefiles and build scripts are never used.
+
+use anyhow::{bail, Context, Result};
+use camino::Utf8Path;
+use serde::Serialize;
+
+use crate::engine::Sandbox;
+use crate::project;
+use crate::sources::Source;
+use crate::submission::{Instance, Submission};
+
+/// Mount points inside the sandbox.
+pub const SRC: &str = "/src";
+pub const DRIVERS: &str = "/drivers";
+pub const WORK: &str = "/work";
+
+pub const LIBRARY: &str = "libinstance.so";
+pub const KAT_PROGRAM: &str = "kat";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub what: String,
+    pub argv: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub flag_set: String,
+    pub flags: Vec<String>,
+    pub steps: Vec<Step>,
+    /// Sandbox folder the KAT program runs in, and its command line.
+    pub workdir: String,
+    pub run: Vec<String>,
+}
+
+/// Plan for building `inst` into `<work>/<build_dir>`.
+pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build_dir: &str) -> Result<Plan> {
+    let mut flags = sub.flags();
+    flags.extend(inst.extra_flags.iter().cloned());
+    let work = sb.path(WORK, build_dir);
+    let src_path = |rel: &str| sb.path(SRC, rel).to_string();
+
+    let never: Vec<String> = sub.build.never_compile.iter().map(|p| inst.expand(p)).collect();
+    let mut lib_sources = Vec::new();
+    for pattern in &sub.build.sources {
+        for rel in resolve(&src.root, &inst.expand(pattern))? {
+            if never.iter().any(|n| *n == rel || rel.rsplit('/').next() == Some(n.as_str())) {
+                continue;
+            }
+            lib_sources.push(src_path(&rel));
+        }
+    }
+    if lib_sources.is_empty() {
+        bail!("instance {}: the source patterns match no file", inst.label);
+    }
+    let includes: Vec<String> = sub.build.include.iter().map(|i| format!("-I{}", src_path(&inst.expand(i)))).collect();
+    let defines: Vec<String> = sub.build.defines.iter().map(|d| format!("-D{}", inst.expand(d))).collect();
+
+    let mut lib = vec!["gcc".to_owned()];
+    lib.extend(flags.iter().cloned());
+    lib.extend(["-fPIC".into(), "-shared".into()]);
+    lib.extend(includes.iter().cloned());
+    lib.extend(defines.iter().cloned());
+    lib.extend(lib_sources);
+    lib.extend(["-o".into(), work.join(LIBRARY).to_string()]);
+
+    let mut prog = vec!["gcc".to_owned()];
+    prog.extend(flags.iter().cloned());
+    prog.extend(sub.kat.include.iter().map(|i| format!("-I{}", program_path(sb, &inst.expand(i)))));
+    prog.extend(includes);
+    prog.extend(sub.kat.defines.iter().map(|d| format!("-D{}", inst.expand(d))));
+    prog.extend(defines);
+    for p in &sub.kat.program {
+        let p = inst.expand(p);
+        if !p.starts_with("driver:") && !src.root.join(&p).is_file() {
+            bail!("instance {}: KAT program source {p} not found in {}", inst.label, src.root);
+        }
+        prog.push(program_path(sb, &p));
+    }
+    prog.extend([
+        "-o".into(),
+        work.join(KAT_PROGRAM).to_string(),
+        format!("-L{work}"),
+        "-linstance".into(),
+        "-Wl,-rpath,$ORIGIN".into(),
+    ]);
+
+    Ok(Plan {
+        flag_set: sub.flag_set(inst),
+        flags,
+        steps: vec![Step { what: "library".into(), argv: lib }, Step { what: "kat program".into(), argv: prog }],
+        workdir: work.to_string(),
+        run: vec![work.join(KAT_PROGRAM).to_string()],
+    })
+}
+
+/// `driver:<file>` is the harness's own driver; anything else is in the source tree.
+fn program_path(sb: &Sandbox, p: &str) -> String {
+    match p.strip_prefix("driver:") {
+        Some(d) => sb.path(DRIVERS, d).to_string(),
+        None => sb.path(SRC, p).to_string(),
+    }
+}
+
+/// Expand one source pattern against the host tree (sorted, relative paths).
+fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
+    if let Some(dir) = pattern.strip_suffix("/*.c") {
+        let mut files: Vec<String> = root
+            .join(dir)
+            .read_dir_utf8()
+            .with_context(|| format!("source folder {dir} not found in {root}"))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().ends_with(".c") && e.path().is_file())
+            .map(|e| format!("{dir}/{}", e.file_name()))
+            .collect();
+        files.sort();
+        return Ok(files);
+    }
+    if !root.join(pattern).is_file() {
+        bail!("source file {pattern} not found in {root}");
+    }
+    Ok(vec![pattern.to_owned()])
+}
+
+/// Digests of the harness drivers a plan uses, so that a changed driver rebuilds.
+pub fn driver_digests(sub: &Submission) -> Result<Vec<(String, String)>> {
+    sub.kat
+        .program
+        .iter()
+        .filter_map(|p| p.strip_prefix("driver:"))
+        .map(|d| Ok((d.to_owned(), project::sha256_file(&project::root().join("drivers").join(d))?)))
+        .collect()
+}

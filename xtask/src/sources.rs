@@ -1,0 +1,271 @@
+//! Obtaining submission sources: a pinned crate, a pinned archive, or a local tree.
+//! Archives are checked by SHA-256 before anything is extracted, and extracted
+//! into a cache keyed by that digest with every execute bit dropped, so nothing
+//! that came inside a source package can be run.
+
+use std::io::Read;
+
+use anyhow::{bail, Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::Serialize;
+
+use crate::project;
+use crate::submission::{SourceSpec, Submission};
+
+/// Where a source tree came from; copied into every record.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Provenance {
+    Crate { name: String, version: String, checksum: String },
+    Archive { file: String, sha256: String },
+    Directory { path: String, tree_sha256: String, note: &'static str },
+}
+
+impl Provenance {
+    /// A short digest that changes whenever the tree may have changed.
+    pub fn digest(&self) -> &str {
+        match self {
+            Provenance::Crate { checksum, .. } => checksum,
+            Provenance::Archive { sha256, .. } => sha256,
+            Provenance::Directory { tree_sha256, .. } => tree_sha256,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Host path of the source root (what manifests' paths are relative to).
+    pub root: Utf8PathBuf,
+    pub provenance: Provenance,
+}
+
+/// How the user pointed at the sources (command-line overrides).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub archive: Option<Utf8PathBuf>,
+    pub source_dir: Option<Utf8PathBuf>,
+}
+
+pub fn obtain(sub: &Submission, overrides: &Overrides) -> Result<Source> {
+    if let Some(dir) = &overrides.source_dir {
+        return from_directory(sub, dir);
+    }
+    match &sub.source {
+        SourceSpec::Crate { name, version, subdir } => from_crate(name, version, subdir),
+        SourceSpec::Archive { .. } => from_archive(sub, overrides.archive.as_deref()),
+    }
+}
+
+fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
+    let dir = dir.canonicalize_utf8().with_context(|| format!("--source-dir {dir} does not exist"))?;
+    let root = match &sub.source {
+        SourceSpec::Archive { root, .. } => find_root(&dir, root).unwrap_or(dir.clone()),
+        SourceSpec::Crate { .. } => dir.clone(),
+    };
+    let tree_sha256 = project::tree_digest(&root)?;
+    Ok(Source {
+        root: root.clone(),
+        provenance: Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory" },
+    })
+}
+
+fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
+    let manifest = project::root().join("sources/Cargo.toml");
+    // --locked: Cargo downloads the crate and checks it against Cargo.lock's checksum.
+    let meta = cargo_metadata::MetadataCommand::new()
+        .manifest_path(&manifest)
+        .other_options(vec!["--locked".to_owned()])
+        .exec()
+        .with_context(|| format!("`cargo metadata --locked` failed for {manifest}"))?;
+    let pkg = meta
+        .packages
+        .iter()
+        .find(|p| p.name.as_str() == name && p.version.to_string() == version)
+        .with_context(|| format!("crate {name} {version} is not pinned in {manifest} (add it with an exact `=` version)"))?;
+    let checksum = lock_checksum(&project::root().join("sources/Cargo.lock"), name, version)?;
+    // Re-check the downloaded .crate ourselves, then unpack our own read-only copy.
+    let unpacked = pkg.manifest_path.parent().context("crate manifest without a folder")?;
+    let index_dir = unpacked.parent().and_then(|p| p.file_name()).context("unexpected registry layout")?;
+    let registry = unpacked.parent().and_then(|p| p.parent()).and_then(|p| p.parent()).context("unexpected registry layout")?;
+    let crate_file = registry.join("cache").join(index_dir).join(format!("{name}-{version}.crate"));
+    let actual = project::sha256_file(&crate_file)
+        .with_context(|| format!("cannot check the downloaded crate file {crate_file}"))?;
+    if actual != checksum {
+        bail!("{crate_file} has SHA-256 {actual}, but Cargo.lock pins {checksum}");
+    }
+    let tree = extract(&crate_file, &checksum)?;
+    let root = tree.join(format!("{name}-{version}")).join(subdir);
+    if !root.is_dir() {
+        bail!("crate {name} {version} has no folder {subdir:?}");
+    }
+    Ok(Source {
+        root,
+        provenance: Provenance::Crate { name: name.into(), version: version.into(), checksum },
+    })
+}
+
+fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<String> {
+    #[derive(serde::Deserialize)]
+    struct Lock {
+        package: Vec<LockPackage>,
+    }
+    #[derive(serde::Deserialize)]
+    struct LockPackage {
+        name: String,
+        version: String,
+        checksum: Option<String>,
+    }
+    let lock: Lock = project::read_toml(lock)?;
+    lock.package
+        .into_iter()
+        .find(|p| p.name == name && p.version == version)
+        .and_then(|p| p.checksum)
+        .with_context(|| format!("no checksum for {name} {version} in the lock file"))
+}
+
+fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
+    let SourceSpec::Archive { file, bytes, sha256, page, root } = &sub.source else { unreachable!() };
+    let default = project::root().join("archives").join(file);
+    let path = given.map(Utf8Path::to_owned).unwrap_or(default.clone());
+    if !path.is_file() {
+        bail!(
+            "{} needs its archive {file} ({bytes} bytes, SHA-256 {sha256}){}.\n\
+             It was not found at {path}. Download it, then either put it at {default} \
+             or pass --archive PATH.",
+            sub.id,
+            page.as_ref().map(|p| format!(", published at {p}")).unwrap_or_default(),
+        );
+    }
+    let actual = project::sha256_file(&path)?;
+    if &actual != sha256 {
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        bail!(
+            "refusing {path}: SHA-256 {actual} ({size} bytes), but {} pins {file} as {sha256} ({bytes} bytes). \
+             Nothing was extracted.",
+            sub.id
+        );
+    }
+    let tree = extract(&path, sha256)?;
+    let root = find_root(&tree, root).with_context(|| format!("{file} has no folder {root:?}"))?;
+    Ok(Source { root, provenance: Provenance::Archive { file: file.clone(), sha256: sha256.clone() } })
+}
+
+/// `rel` inside `tree`, also below up to two wrapping folders.
+fn find_root(tree: &Utf8Path, rel: &str) -> Option<Utf8PathBuf> {
+    let direct = tree.join(rel);
+    if direct.is_dir() {
+        return Some(direct);
+    }
+    let mut level: Vec<Utf8PathBuf> = vec![tree.to_owned()];
+    for _ in 0..2 {
+        let mut next = Vec::new();
+        for dir in &level {
+            let Ok(entries) = dir.read_dir_utf8() else { continue };
+            for e in entries.flatten() {
+                if e.path().is_dir() {
+                    let cand = e.path().join(rel);
+                    if cand.is_dir() {
+                        return Some(cand);
+                    }
+                    next.push(e.path().to_owned());
+                }
+            }
+        }
+        level = next;
+    }
+    None
+}
+
+/// Extract a verified archive (zip, tar, tar.gz/.crate) once into the cache.
+pub fn extract(archive: &Utf8Path, sha256: &str) -> Result<Utf8PathBuf> {
+    let base = project::cache_dir().join("sources");
+    let dest = base.join(sha256);
+    if dest.join(".complete").exists() {
+        return Ok(dest);
+    }
+    std::fs::create_dir_all(&base)?;
+    let tmp = tempfile::Builder::new().prefix(".extract-").tempdir_in(&base)?;
+    let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
+    let mut magic = [0u8; 4];
+    std::fs::File::open(archive)?.read_exact(&mut magic).ok();
+    let result = if magic == *b"PK\x03\x04" {
+        extract_zip(archive, &tmp_path)
+    } else if magic[..2] == [0x1f, 0x8b] {
+        let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive)?);
+        extract_tar(gz, &tmp_path)
+    } else {
+        extract_tar(std::fs::File::open(archive)?, &tmp_path)
+    };
+    result.with_context(|| format!("cannot extract {archive}"))?;
+    std::fs::write(tmp_path.join(".complete"), sha256)?;
+    let kept = tmp.keep();
+    if std::fs::rename(&kept, &dest).is_err() && !dest.join(".complete").exists() {
+        bail!("cannot move the extracted tree to {dest}");
+    }
+    Ok(dest)
+}
+
+/// A relative path without `..`, or an error.
+fn safe_path(name: &str) -> Result<Utf8PathBuf> {
+    let p = Utf8PathBuf::from(name.replace('\\', "/"));
+    if p.is_absolute() || p.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
+        bail!("archive entry {name:?} escapes the extraction folder");
+    }
+    Ok(p)
+}
+
+fn write_file(dest: &Utf8Path, rel: &Utf8Path, mut reader: impl Read) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dest.join(rel);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut out = std::fs::File::create(&path).with_context(|| format!("cannot create {path}"))?;
+    std::io::copy(&mut reader, &mut out)?;
+    // Shipped binaries lose their execute bits.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
+    Ok(())
+}
+
+fn extract_zip(archive: &Utf8Path, dest: &Utf8Path) -> Result<()> {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(archive)?)?;
+    for i in 0..zip.len() {
+        let entry = zip.by_index(i)?;
+        let rel = safe_path(&entry.name()?)?;
+        if entry.is_dir() {
+            std::fs::create_dir_all(dest.join(&rel))?;
+        } else if entry.is_file() {
+            write_file(dest, &rel, entry)?;
+        }
+        // Symlinks and other entries are skipped: sources are regular files.
+    }
+    Ok(())
+}
+
+fn extract_tar(reader: impl Read, dest: &Utf8Path) -> Result<()> {
+    let mut tar = tar::Archive::new(reader);
+    for entry in tar.entries()? {
+        let entry = entry?;
+        let name = entry.path()?.to_string_lossy().into_owned();
+        let rel = safe_path(&name)?;
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => std::fs::create_dir_all(dest.join(&rel))?,
+            tar::EntryType::Regular | tar::EntryType::Continuous => write_file(dest, &rel, entry)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_entries_are_refused() {
+        assert!(safe_path("../x").is_err());
+        assert!(safe_path("/etc/passwd").is_err());
+        assert!(safe_path("a/../../b").is_err());
+        assert_eq!(safe_path("a\\b c.c").unwrap(), Utf8PathBuf::from("a/b c.c"));
+    }
+}

@@ -1,0 +1,198 @@
+//! Submission manifests (`submissions/<id>.toml`): where the source comes from, how
+//! each instance is built and which program writes its KATs. Candidates differ
+//! here, never in code.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use camino::Utf8PathBuf;
+use serde::{Deserialize, Serialize};
+
+use crate::project;
+
+/// The reference build flags of the measurement guide, the same for every instance.
+pub const GUIDE_FLAGS: &[&str] = &["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2"];
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Submission {
+    pub id: String,
+    pub name: String,
+    pub source: SourceSpec,
+    pub build: BuildSpec,
+    pub kat: KatSpec,
+    #[serde(rename = "instance")]
+    pub instances: Vec<Instance>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum SourceSpec {
+    /// A crate from the Rust package registry, pinned in sources/Cargo.toml and its lock file.
+    Crate {
+        name: String,
+        version: String,
+        /// Folder inside the crate that is the source root.
+        #[serde(default)]
+        subdir: String,
+    },
+    /// A zip or tar archive the user supplies, pinned by SHA-256.
+    Archive {
+        file: String,
+        bytes: u64,
+        sha256: String,
+        /// Human page where the archive is published.
+        #[serde(default)]
+        page: Option<String>,
+        /// Folder inside the archive (below any wrapping folders) that is the source root.
+        #[serde(default)]
+        root: String,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSpec {
+    /// Compiler flags; default: the guide flags.
+    #[serde(default)]
+    pub flags: Option<Vec<String>>,
+    /// Library sources relative to the source root; `{dir}`, `{label}` and instance
+    /// vars are expanded; a last component `*.c` takes every C file of that folder.
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub defines: Vec<String>,
+    /// Files that must never be compiled, whatever a pattern matches.
+    #[serde(default)]
+    pub never_compile: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KatSpec {
+    /// Sources of the program that prints the KAT text on stdout: relative to the
+    /// source root, or `driver:<file>` for the harness's own drivers/.
+    pub program: Vec<String>,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub defines: Vec<String>,
+    /// Name of the KAT file in kat.sha256 (`{label}` expanded).
+    pub file: String,
+    /// The submitted KAT file in the source tree, used to locate the first differing
+    /// record of a MISMATCH (only when it hashes to the expected digest).
+    #[serde(default)]
+    pub reference: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Instance {
+    pub label: String,
+    pub dir: String,
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+    /// Flags beyond the common ones; shown in every output line of this instance.
+    #[serde(default)]
+    pub extra_flags: Vec<String>,
+}
+
+impl Submission {
+    pub fn dir() -> Utf8PathBuf {
+        project::root().join("submissions")
+    }
+
+    pub fn load(id: &str) -> Result<Submission> {
+        let path = Self::dir().join(format!("{id}.toml"));
+        if !path.exists() {
+            bail!("unknown submission `{id}`: no {path} (known: {})", Self::ids()?.join(", "));
+        }
+        let sub: Submission = project::read_toml(&path)?;
+        if sub.id != id {
+            bail!("{path}: id = {:?} does not match the file name", sub.id);
+        }
+        sub.validate().with_context(|| format!("invalid manifest {path}"))?;
+        Ok(sub)
+    }
+
+    pub fn ids() -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for entry in std::fs::read_dir(Self::dir()).context("cannot read submissions/")? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                ids.push(path.file_stem().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.instances.is_empty() {
+            bail!("no [[instance]]");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for inst in &self.instances {
+            if !seen.insert(&inst.label) {
+                bail!("instance label {} appears twice", inst.label);
+            }
+            if inst.label.contains('/') || inst.label.starts_with('.') {
+                bail!("instance label {:?} cannot be a file name", inst.label);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn flags(&self) -> Vec<String> {
+        match &self.build.flags {
+            Some(f) => f.clone(),
+            None => GUIDE_FLAGS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Which named flag set an instance is built with, for the output tables.
+    pub fn flag_set(&self, inst: &Instance) -> String {
+        let base = if self.build.flags.is_none() { "guide" } else { "manifest" };
+        if inst.extra_flags.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base} + {}", inst.extra_flags.join(" "))
+        }
+    }
+}
+
+impl Instance {
+    /// Expand `{dir}`, `{label}` and the instance's vars.
+    pub fn expand(&self, pattern: &str) -> String {
+        let mut s = pattern.replace("{dir}", &self.dir).replace("{label}", &self.label);
+        for (k, v) in &self.vars {
+            s = s.replace(&format!("{{{k}}}"), v);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_manifest_loads() {
+        for id in Submission::ids().unwrap() {
+            let sub = Submission::load(&id).unwrap();
+            assert!(!sub.instances.is_empty(), "{id}");
+        }
+    }
+
+    #[test]
+    fn expand_replaces_placeholders_and_vars() {
+        let inst = Instance {
+            label: "L-1".into(),
+            dir: "a/b".into(),
+            vars: [("ns".to_owned(), "NS1".to_owned())].into(),
+            extra_flags: vec![],
+        };
+        assert_eq!(inst.expand("{dir}/x_{label}.c -D{ns}"), "a/b/x_L-1.c -DNS1");
+    }
+}

@@ -1,0 +1,176 @@
+//! Toolchain specs (the intent) and image locks (what a build resolved to).
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use camino::Utf8PathBuf;
+use serde::{Deserialize, Serialize};
+
+use crate::flags::Arch;
+use crate::project;
+
+/// Bumped when the way an image is made from a spec changes.
+const IMAGE_RECIPE: &str = "mmdebstrap-apt-v1";
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Toolchain {
+    pub name: String,
+    pub distro: Distro,
+    pub suite: String,
+    pub architectures: Vec<String>,
+    /// package → exact version.
+    pub pinned: BTreeMap<String, String>,
+    #[serde(default)]
+    pub unpinned: Unpinned,
+    pub expect: Expect,
+    #[serde(skip)]
+    pub spec_sha256: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Distro {
+    Debian,
+    Ubuntu,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unpinned {
+    pub packages: Vec<String>,
+}
+
+/// First lines of `gcc --version` and `cmake --version`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub gcc: String,
+    pub cmake: String,
+}
+
+impl Toolchain {
+    pub fn dir() -> Utf8PathBuf {
+        project::root().join("toolchains")
+    }
+
+    pub fn load(name: &str) -> Result<Toolchain> {
+        let path = Self::dir().join(format!("{name}.toml"));
+        if !path.exists() {
+            bail!("unknown toolchain `{name}`: no {path} (known: {})", Self::names()?.join(", "));
+        }
+        let mut tc: Toolchain = project::read_toml(&path)?;
+        if tc.name != name {
+            bail!("{path}: name = {:?} does not match the file name", tc.name);
+        }
+        tc.spec_sha256 = project::sha256_file(&path)?;
+        Ok(tc)
+    }
+
+    pub fn names() -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(Self::dir()).context("cannot read toolchains/")? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                names.push(path.file_stem().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    pub fn supports(&self, arch: Arch) -> Result<()> {
+        if !self.architectures.iter().any(|a| a == arch.debian()) {
+            bail!("toolchain {} is not defined for {} (architectures: {:?})", self.name, arch.debian(), self.architectures);
+        }
+        Ok(())
+    }
+
+    /// Image tag: a content hash of the spec, so a changed spec gets a new image.
+    pub fn tag(&self, arch: Arch) -> String {
+        let key = project::sha256_hex(format!("{IMAGE_RECIPE}\n{}\n{}", self.spec_sha256, arch.debian()).as_bytes());
+        format!("localhost/ngcc-repro/{}:{}-{}", self.name, arch.debian(), &key[..16])
+    }
+
+    /// `--include` list for mmdebstrap: pinned packages with `=version`.
+    pub fn include_list(&self) -> Vec<String> {
+        self.pinned
+            .iter()
+            .map(|(p, v)| format!("{p}={v}"))
+            .chain(self.unpinned.packages.iter().cloned())
+            .collect()
+    }
+
+    /// Every pinned package whose installed version differs (or is missing).
+    pub fn pin_violations(&self, installed: &BTreeMap<String, String>) -> Vec<String> {
+        self.pinned
+            .iter()
+            .filter_map(|(p, want)| match installed.get(p) {
+                Some(have) if have == want => None,
+                Some(have) => Some(format!("{p}: pinned {want}, image has {have}")),
+                None => Some(format!("{p}: pinned {want}, not installed")),
+            })
+            .collect()
+    }
+}
+
+/// What an image turned out to contain; kept in the cache and copied into records.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ImageLock {
+    pub toolchain: String,
+    pub spec_sha256: String,
+    pub arch: Arch,
+    pub tag: String,
+    pub image_id: String,
+    pub rootfs_sha256: Option<String>,
+    pub gcc_version: String,
+    pub cmake_version: String,
+    pub uname_m: String,
+    /// Every installed package and version.
+    pub packages: BTreeMap<String, String>,
+    pub checked_at: String,
+}
+
+impl ImageLock {
+    pub fn path(tag: &str) -> Utf8PathBuf {
+        let file = tag.rsplit('/').next().unwrap_or(tag).replace(':', "-");
+        project::cache_dir().join("images").join(format!("{file}.lock.json"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_specs_parse_and_pin_the_seed_toolchains() {
+        let debian = Toolchain::load("debian-13").unwrap();
+        assert_eq!(debian.pinned["gcc-14"], "14.2.0-19");
+        assert_eq!(debian.pinned["cmake"], "3.31.6-2");
+        assert_eq!(debian.expect.gcc, "gcc (Debian 14.2.0-19) 14.2.0");
+        let ubuntu = Toolchain::load("ubuntu-26.04").unwrap();
+        assert_eq!(ubuntu.distro, Distro::Ubuntu);
+        assert_eq!(ubuntu.expect.cmake, "cmake version 4.2.3");
+        assert!(Toolchain::load("no-such").unwrap_err().to_string().contains("debian-13"));
+    }
+
+    #[test]
+    fn tag_follows_spec_content_and_arch() {
+        let mut tc = Toolchain::load("debian-13").unwrap();
+        let a = tc.tag(Arch::X86_64);
+        assert_eq!(a, tc.tag(Arch::X86_64));
+        assert_ne!(a, tc.tag(Arch::Aarch64));
+        tc.spec_sha256 = "changed".into();
+        assert_ne!(a, tc.tag(Arch::X86_64));
+    }
+
+    #[test]
+    fn pin_violations_name_the_package() {
+        let tc = Toolchain::load("debian-13").unwrap();
+        let mut installed = BTreeMap::new();
+        installed.insert("gcc-14".to_owned(), "14.2.0-19".to_owned());
+        installed.insert("cmake".to_owned(), "3.31.6-3".to_owned());
+        let v = tc.pin_violations(&installed);
+        assert_eq!(v, vec!["cmake: pinned 3.31.6-2, image has 3.31.6-3".to_owned()]);
+    }
+}

@@ -1,0 +1,430 @@
+//! `cargo xtask verify`: build every instance in the pinned toolchain, generate
+//! its KATs and check their digests against kat/<id>/kat.sha256.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::Serialize;
+use xshell::Shell;
+
+use crate::engine::{Backend, Limits, Mount, Outcome, Sandbox};
+use crate::evidence::Layout;
+use crate::flags::{Arch, Verify};
+use crate::kat::{self, Manifest};
+use crate::recipe::{self, Plan};
+use crate::sources::{self, Provenance, Source};
+use crate::submission::{Instance, Submission};
+use crate::toolchain::{ImageLock, Toolchain};
+use crate::{emulation, image, project};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Pass,
+    Mismatch,
+    Nokat,
+    Buildfail,
+    Cryptofail,
+    Overflow,
+    Loadfail,
+    Timeout,
+    Crash,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        f.pad(&s)
+    }
+}
+
+impl Status {
+    /// Exit-code contract of KAT programs (see drivers/README.md): 3 = guard bytes
+    /// overwritten, 127 = the dynamic loader failed, other non-zero = a KEM call failed.
+    fn from_run(outcome: Outcome) -> Option<Status> {
+        match outcome {
+            Outcome::Exited(0) => None,
+            Outcome::Exited(3) => Some(Status::Overflow),
+            Outcome::Exited(127) => Some(Status::Loadfail),
+            Outcome::Exited(_) => Some(Status::Cryptofail),
+            Outcome::TimedOut => Some(Status::Timeout),
+            Outcome::Signalled(_) => Some(Status::Crash),
+        }
+    }
+}
+
+/// The toolchain a run used, as every record states it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolchainRecord {
+    /// The spec name, or `host (unpinned)`.
+    pub toolchain: String,
+    pub pinned: bool,
+    pub engine: Backend,
+    pub arch: Arch,
+    pub emulated: bool,
+    pub image: Option<String>,
+    pub image_id: Option<String>,
+    pub rootfs_sha256: Option<String>,
+    pub gcc_version: String,
+    pub cmake_version: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InstanceResult {
+    pub label: String,
+    pub status: Status,
+    pub flag_set: String,
+    pub flags: Vec<String>,
+    pub kat_file: Option<String>,
+    pub mode: Option<kat::Mode>,
+    pub records: Option<usize>,
+    pub expected_sha256: Option<String>,
+    pub actual_sha256: Option<String>,
+    pub log: Option<String>,
+    pub build_key: String,
+    pub build_reused: bool,
+    pub commands: Vec<Vec<String>>,
+    pub run_command: Vec<String>,
+    pub run_outcome: Option<String>,
+    pub run_seconds: Option<f64>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub id: String,
+    pub name: String,
+    pub system: String,
+    pub harness_commit: String,
+    pub started: String,
+    pub finished: String,
+    pub toolchain: ToolchainRecord,
+    pub source: Provenance,
+    pub kat_manifest: String,
+    pub kat_manifest_sha256: String,
+    pub limits: Limits,
+    pub kat_timeout_secs: u64,
+    pub instances: Vec<InstanceResult>,
+}
+
+/// A prepared place to build in: engine, image and its lock.
+pub struct BuildEnv {
+    pub backend: Backend,
+    pub arch: Arch,
+    pub lock: Option<ImageLock>,
+}
+
+impl BuildEnv {
+    pub fn prepare(sh: &Shell, backend: Backend, toolchain: &str, arch: Arch) -> Result<BuildEnv> {
+        let lock = match backend {
+            Backend::Container(engine) => {
+                let tc = Toolchain::load(toolchain)?;
+                Some(image::ensure(sh, engine, &tc, arch, None, false)?)
+            }
+            Backend::Host => {
+                if arch != Arch::host() {
+                    bail!("--engine host cannot build for {}: the host is {}", arch.uname(), Arch::host().uname());
+                }
+                None
+            }
+        };
+        Ok(BuildEnv { backend, arch, lock })
+    }
+
+    /// Start a sandbox with the source tree, drivers and build folder mounted.
+    pub fn sandbox(&self, sh: &Shell, src: &Utf8Path, work: &Utf8Path) -> Result<Sandbox> {
+        let mounts = vec![
+            Mount { host: src.to_owned(), guest: recipe::SRC, writable: false },
+            Mount { host: project::root().join("drivers"), guest: recipe::DRIVERS, writable: false },
+            Mount { host: work.to_owned(), guest: recipe::WORK, writable: true },
+        ];
+        Sandbox::start(sh, self.backend, self.lock.as_ref().map(|l| l.tag.as_str()), mounts, &Limits::default())
+    }
+
+    /// The record of this toolchain, with version lines read inside the sandbox.
+    pub fn record(&self, sh: &Shell, sb: &Sandbox) -> Result<ToolchainRecord> {
+        let gcc_version = sb.version_line(sh, "gcc")?;
+        let cmake_version = sb.version_line(sh, "cmake").unwrap_or_else(|_| "cmake: not installed".into());
+        if let Some(lock) = &self.lock {
+            if gcc_version != lock.gcc_version || cmake_version != lock.cmake_version {
+                bail!("image {} changed since it was checked: run `cargo xtask image check {}`", lock.tag, lock.toolchain);
+            }
+        }
+        Ok(ToolchainRecord {
+            toolchain: self.lock.as_ref().map(|l| l.toolchain.clone()).unwrap_or_else(|| "host (unpinned)".into()),
+            pinned: self.lock.is_some(),
+            engine: self.backend,
+            arch: self.arch,
+            emulated: !emulation::native(self.arch),
+            image: self.lock.as_ref().map(|l| l.tag.clone()),
+            image_id: self.lock.as_ref().map(|l| l.image_id.clone()),
+            rootfs_sha256: self.lock.as_ref().and_then(|l| l.rootfs_sha256.clone()),
+            gcc_version,
+            cmake_version,
+        })
+    }
+
+    /// Identifies the compilers for build reuse.
+    fn identity(&self, tc: &ToolchainRecord) -> String {
+        match &self.lock {
+            Some(l) => format!("image {}", l.image_id),
+            None => format!("host {} / {}", tc.gcc_version, tc.cmake_version),
+        }
+    }
+}
+
+impl Verify {
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        if self.kat_manifest.is_some() && self.ids.len() != 1 {
+            bail!("--kat-manifest applies to one submission at a time");
+        }
+        let subs = self.ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let backend = Backend::select(sh, self.target.engine)?;
+        let env = BuildEnv::prepare(sh, backend, &self.toolchain, self.target.arch())?;
+        let layout = Layout::new(&self.out, &self.system);
+        let mut failed = Vec::new();
+        for sub in &subs {
+            let summary = self.verify_submission(sh, &env, &layout, sub, &sources::Overrides::default())?;
+            let bad = summary.instances.iter().filter(|i| i.status != Status::Pass).count();
+            if bad > 0 {
+                failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
+            }
+        }
+        if !failed.is_empty() {
+            bail!("instances did not pass ({})", failed.join(", "));
+        }
+        Ok(())
+    }
+
+    pub fn verify_submission(
+        &self,
+        sh: &Shell,
+        env: &BuildEnv,
+        layout: &Layout,
+        sub: &Submission,
+        overrides: &sources::Overrides,
+    ) -> Result<Summary> {
+        let started = project::now_utc();
+        let manifest_path = self.kat_manifest.clone().unwrap_or_else(|| Manifest::default_path(&sub.id));
+        let manifest = Manifest::load(&manifest_path)?;
+        let src = sources::obtain(sub, overrides).with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
+        let instances: Vec<&Instance> = sub
+            .instances
+            .iter()
+            .filter(|i| self.instances.is_empty() || self.instances.contains(&i.label))
+            .collect();
+        if instances.is_empty() {
+            bail!("{}: no instance matches {:?}", sub.id, self.instances);
+        }
+        let work = project::cache_dir().join("builds").join(&sub.id);
+        let sb = env.sandbox(sh, &src.root, &work)?;
+        let tc = env.record(sh, &sb)?;
+        println!(
+            "{} ({}): {} on {} [{}], source {}",
+            sub.id,
+            sub.name,
+            tc.gcc_version,
+            tc.arch.uname(),
+            tc.image.as_deref().unwrap_or("host, unpinned"),
+            short(src.provenance.digest())
+        );
+        std::fs::create_dir_all(layout.kat_dir(&sub.id))?;
+        let mut results = Vec::new();
+        for inst in instances {
+            let r = self.verify_instance(sh, env, &tc, &sb, &work, layout, sub, inst, &src, &manifest)?;
+            println!(
+                "  {:<18} {:<14} {:<10} {}  [{}]{}",
+                r.label,
+                tc.toolchain,
+                r.status,
+                r.actual_sha256.as_deref().map(short).unwrap_or("-"),
+                r.flag_set,
+                if r.build_reused { " (build reused)" } else { "" }
+            );
+            if let Some(m) = &r.message {
+                for line in m.lines() {
+                    println!("      {line}");
+                }
+            }
+            results.push(r);
+        }
+        drop(sb);
+        let summary = Summary {
+            id: sub.id.clone(),
+            name: sub.name.clone(),
+            system: self.system.clone(),
+            harness_commit: project::harness_commit(sh),
+            started,
+            finished: project::now_utc(),
+            toolchain: tc,
+            source: src.provenance.clone(),
+            kat_manifest: manifest.path.to_string(),
+            kat_manifest_sha256: project::sha256_file(&manifest.path)?,
+            limits: Limits::default(),
+            kat_timeout_secs: self.timeout,
+            instances: results,
+        };
+        project::write_json(&layout.kat_summary(&sub.id), &summary)?;
+        Ok(summary)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn verify_instance(
+        &self,
+        sh: &Shell,
+        env: &BuildEnv,
+        tc: &ToolchainRecord,
+        sb: &Sandbox,
+        work: &Utf8Path,
+        layout: &Layout,
+        sub: &Submission,
+        inst: &Instance,
+        src: &Source,
+        manifest: &Manifest,
+    ) -> Result<InstanceResult> {
+        let key = build_key(env, tc, sub, inst, src, sb)?;
+        let build_dir = format!("{}-{}", inst.label, &key[..16]);
+        let plan = recipe::plan(sub, inst, src, sb, &build_dir)?;
+        let entry = manifest.entry(&inst.label);
+        let mut r = InstanceResult {
+            label: inst.label.clone(),
+            status: Status::Pass,
+            flag_set: plan.flag_set.clone(),
+            flags: plan.flags.clone(),
+            kat_file: entry.map(|e| e.file.clone()),
+            mode: entry.map(|e| e.mode),
+            records: entry.and_then(|e| e.records),
+            expected_sha256: entry.map(|e| e.sha256.clone()),
+            actual_sha256: None,
+            log: None,
+            build_key: key,
+            build_reused: false,
+            commands: plan.steps.iter().map(|s| s.argv.clone()).collect(),
+            run_command: plan.run.clone(),
+            run_outcome: None,
+            run_seconds: None,
+            message: None,
+        };
+        let marker = work.join(&build_dir).join("build.json");
+        if marker.exists() && !self.rebuild {
+            r.build_reused = true;
+        } else {
+            std::fs::remove_dir_all(work.join(&build_dir)).ok();
+            std::fs::create_dir_all(work.join(&build_dir))?;
+            if let Err(log) = build(sh, sb, &plan) {
+                std::fs::write(layout.build_log(&sub.id, &inst.label), &log)?;
+                r.status = Status::Buildfail;
+                r.message = Some(format!(
+                    "build failed with the {} flags; compiler output in {}:\n{}",
+                    plan.flag_set,
+                    layout.build_log(&sub.id, &inst.label),
+                    tail(&log, 12)
+                ));
+                return Ok(r);
+            }
+            project::write_json(&marker, &plan)?;
+        }
+        let Some(entry) = entry else {
+            r.status = Status::Nokat;
+            r.message = Some(format!("no line for {} in {}", inst.label, manifest.path));
+            return Ok(r);
+        };
+        let exec = sb.exec(sh, Utf8Path::new(&plan.workdir), &plan.run, Duration::from_secs(self.timeout))?;
+        r.run_outcome = Some(exec.outcome.to_string());
+        r.run_seconds = Some(exec.wall.as_secs_f64());
+        let log_path = layout.kat_log(&sub.id, &inst.label);
+        std::fs::write(&log_path, &exec.stdout).with_context(|| format!("cannot write {log_path}"))?;
+        r.log = Some(log_path.to_string());
+        if let Some(status) = Status::from_run(exec.outcome) {
+            r.status = status;
+            r.message = Some(format!(
+                "KAT program {}; stderr:\n{}",
+                exec.outcome,
+                tail(&String::from_utf8_lossy(&exec.stderr), 12)
+            ));
+            return Ok(r);
+        }
+        let actual = kat::digest(&exec.stdout, entry);
+        r.actual_sha256 = Some(actual.clone());
+        if actual != entry.sha256 {
+            r.status = Status::Mismatch;
+            r.message = Some(mismatch_message(entry, &actual, &exec.stdout, src, inst, sub));
+        }
+        Ok(r)
+    }
+}
+
+/// Run the plan's build steps; on failure the combined compiler output.
+fn build(sh: &Shell, sb: &Sandbox, plan: &Plan) -> std::result::Result<(), String> {
+    let mut log = String::new();
+    for step in &plan.steps {
+        log.push_str(&format!("$ {}\n", step.argv.join(" ")));
+        match sb.exec(sh, Utf8Path::new(&plan.workdir), &step.argv, Duration::from_secs(1800)) {
+            Ok(exec) => {
+                log.push_str(&String::from_utf8_lossy(&exec.stdout));
+                log.push_str(&String::from_utf8_lossy(&exec.stderr));
+                if !exec.outcome.success() {
+                    log.push_str(&format!("{} failed: {}\n", step.what, exec.outcome));
+                    return Err(log);
+                }
+            }
+            Err(e) => {
+                log.push_str(&format!("{e:#}\n"));
+                return Err(log);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inputs that decide a build; equal keys mean the earlier build can be reused.
+fn build_key(
+    env: &BuildEnv,
+    tc: &ToolchainRecord,
+    sub: &Submission,
+    inst: &Instance,
+    src: &Source,
+    sb: &Sandbox,
+) -> Result<String> {
+    let plan = recipe::plan(sub, inst, src, sb, "BUILD")?;
+    let key = serde_json::json!({
+        "compilers": env.identity(tc),
+        "source": src.provenance.digest(),
+        "drivers": recipe::driver_digests(sub)?,
+        "steps": plan.steps,
+    });
+    Ok(project::sha256_hex(key.to_string().as_bytes()))
+}
+
+fn mismatch_message(entry: &kat::Entry, actual: &str, text: &[u8], src: &Source, inst: &Instance, sub: &Submission) -> String {
+    let mut m = format!("expected sha256 {}\nactual   sha256 {actual}", entry.sha256);
+    let reference: Option<Utf8PathBuf> = sub.kat.reference.as_ref().map(|r| src.root.join(inst.expand(r)));
+    match reference.as_ref().and_then(|p| std::fs::read(p).ok().map(|t| (p, t))) {
+        Some((path, reference)) if kat::digest(&reference, entry) == entry.sha256 => {
+            match kat::first_differing_record(&reference, text, entry.mode) {
+                Some((_, want, got)) => m.push_str(&format!(
+                    "first differing record (reference {path}):\n--- expected\n{}--- generated\n{}",
+                    tail(&want, 8),
+                    tail(&got, 8)
+                )),
+                None => m.push_str("\nthe generated text equals the reference text outside the covered records"),
+            }
+        }
+        Some((path, _)) => m.push_str(&format!("\n{path} does not hash to the expected digest either; no record comparison")),
+        None => m.push_str("\nno reference KAT text ships with this source, so no record can be compared"),
+    }
+    m
+}
+
+fn short(d: &str) -> &str {
+    &d[..16.min(d.len())]
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    let mut s = lines[start..].join("\n");
+    s.push('\n');
+    s
+}
