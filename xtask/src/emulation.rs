@@ -29,7 +29,11 @@ pub fn ensure_binfmt(arch: Arch) -> Result<()> {
         .with_context(|| format!("{conf_path} has no registration line"))?;
     if !std::path::Path::new(&format!("{BINFMT}/register")).exists() {
         let sh = xshell::Shell::new()?;
-        if xshell::cmd!(sh, "mount -t binfmt_misc binfmt_misc {BINFMT}").quiet().run().is_err() {
+        if xshell::cmd!(sh, "mount -t binfmt_misc binfmt_misc {BINFMT}")
+            .quiet()
+            .run()
+            .is_err()
+        {
             bail!("cannot mount binfmt_misc to run {arch:?} binaries: {how}");
         }
     }

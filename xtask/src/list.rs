@@ -9,8 +9,14 @@ use crate::toolchain::Toolchain;
 
 impl List {
     pub fn run(self, _sh: &Shell) -> Result<()> {
-        let subs = Submission::ids()?.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
-        let tcs = Toolchain::names()?.iter().map(|n| Toolchain::load(n)).collect::<Result<Vec<_>>>()?;
+        let subs = Submission::ids()?
+            .iter()
+            .map(|id| Submission::load(id))
+            .collect::<Result<Vec<_>>>()?;
+        let tcs = Toolchain::names()?
+            .iter()
+            .map(|n| Toolchain::load(n))
+            .collect::<Result<Vec<_>>>()?;
         if self.json {
             let v = serde_json::json!({ "submissions": subs, "toolchains": tcs });
             println!("{}", serde_json::to_string_pretty(&v)?);
@@ -20,7 +26,9 @@ impl List {
         for s in &subs {
             let source = match &s.source {
                 SourceSpec::Crate { name, version, .. } => format!("crate {name} {version}"),
-                SourceSpec::Archive { file, sha256, .. } => format!("archive {file} (sha256 {}…)", &sha256[..16]),
+                SourceSpec::Archive { file, sha256, .. } => {
+                    format!("archive {file} (sha256 {}…)", &sha256[..16])
+                }
             };
             println!("  {:<16} {} — {source}", s.id, s.name);
             let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
@@ -29,7 +37,14 @@ impl List {
         println!("Toolchains:");
         for t in &tcs {
             let pins: Vec<String> = t.pinned.iter().map(|(p, v)| format!("{p}={v}")).collect();
-            println!("  {:<16} {:?} {} [{}] — {}", t.name, t.distro, t.suite, t.architectures.join(", "), pins.join(" "));
+            println!(
+                "  {:<16} {:?} {} [{}] — {}",
+                t.name,
+                t.distro,
+                t.suite,
+                t.architectures.join(", "),
+                pins.join(" ")
+            );
         }
         Ok(())
     }

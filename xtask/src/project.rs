@@ -36,7 +36,9 @@ pub fn sha256_file(path: &Utf8Path) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = file.read(&mut buf).with_context(|| format!("cannot read {path}"))?;
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {path}"))?;
         if n == 0 {
             break;
         }
@@ -68,7 +70,10 @@ pub fn tree_digest(dir: &Utf8Path) -> Result<String> {
 /// The harness commit, with `-dirty` when the work tree has uncommitted changes.
 pub fn harness_commit(sh: &Shell) -> String {
     let root = root();
-    let head = cmd!(sh, "git -C {root} rev-parse HEAD").quiet().ignore_stderr().read();
+    let head = cmd!(sh, "git -C {root} rev-parse HEAD")
+        .quiet()
+        .ignore_stderr()
+        .read();
     let dirty = cmd!(sh, "git -C {root} status --porcelain --untracked-files=no")
         .quiet()
         .ignore_stderr()

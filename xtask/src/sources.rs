@@ -16,9 +16,20 @@ use crate::submission::{SourceSpec, Submission};
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Provenance {
-    Crate { name: String, version: String, checksum: String },
-    Archive { file: String, sha256: String },
-    Directory { path: String, tree_sha256: String, note: &'static str },
+    Crate {
+        name: String,
+        version: String,
+        checksum: String,
+    },
+    Archive {
+        file: String,
+        sha256: String,
+    },
+    Directory {
+        path: String,
+        tree_sha256: String,
+        note: &'static str,
+    },
 }
 
 impl Provenance {
@@ -51,13 +62,19 @@ pub fn obtain(sub: &Submission, overrides: &Overrides) -> Result<Source> {
         return from_directory(sub, dir);
     }
     match &sub.source {
-        SourceSpec::Crate { name, version, subdir } => from_crate(name, version, subdir),
+        SourceSpec::Crate {
+            name,
+            version,
+            subdir,
+        } => from_crate(name, version, subdir),
         SourceSpec::Archive { .. } => from_archive(sub, overrides.archive.as_deref()),
     }
 }
 
 fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
-    let dir = dir.canonicalize_utf8().with_context(|| format!("--source-dir {dir} does not exist"))?;
+    let dir = dir
+        .canonicalize_utf8()
+        .with_context(|| format!("--source-dir {dir} does not exist"))?;
     let root = match &sub.source {
         SourceSpec::Archive { root, .. } => find_root(&dir, root).unwrap_or(dir.clone()),
         SourceSpec::Crate { .. } => dir.clone(),
@@ -65,7 +82,11 @@ fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
     let tree_sha256 = project::tree_digest(&root)?;
     Ok(Source {
         root: root.clone(),
-        provenance: Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory" },
+        provenance: Provenance::Directory {
+            path: root.to_string(),
+            tree_sha256,
+            note: "unpinned directory",
+        },
     })
 }
 
@@ -84,10 +105,23 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
         .with_context(|| format!("crate {name} {version} is not pinned in {manifest} (add it with an exact `=` version)"))?;
     let checksum = lock_checksum(&project::root().join("sources/Cargo.lock"), name, version)?;
     // Re-check the downloaded .crate ourselves, then unpack our own read-only copy.
-    let unpacked = pkg.manifest_path.parent().context("crate manifest without a folder")?;
-    let index_dir = unpacked.parent().and_then(|p| p.file_name()).context("unexpected registry layout")?;
-    let registry = unpacked.parent().and_then(|p| p.parent()).and_then(|p| p.parent()).context("unexpected registry layout")?;
-    let crate_file = registry.join("cache").join(index_dir).join(format!("{name}-{version}.crate"));
+    let unpacked = pkg
+        .manifest_path
+        .parent()
+        .context("crate manifest without a folder")?;
+    let index_dir = unpacked
+        .parent()
+        .and_then(|p| p.file_name())
+        .context("unexpected registry layout")?;
+    let registry = unpacked
+        .parent()
+        .and_then(|p| p.parent())
+        .and_then(|p| p.parent())
+        .context("unexpected registry layout")?;
+    let crate_file = registry
+        .join("cache")
+        .join(index_dir)
+        .join(format!("{name}-{version}.crate"));
     let actual = project::sha256_file(&crate_file)
         .with_context(|| format!("cannot check the downloaded crate file {crate_file}"))?;
     if actual != checksum {
@@ -100,7 +134,11 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
     }
     Ok(Source {
         root,
-        provenance: Provenance::Crate { name: name.into(), version: version.into(), checksum },
+        provenance: Provenance::Crate {
+            name: name.into(),
+            version: version.into(),
+            checksum,
+        },
     })
 }
 
@@ -124,7 +162,16 @@ fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<String> {
 }
 
 fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
-    let SourceSpec::Archive { file, bytes, sha256, page, root } = &sub.source else { unreachable!() };
+    let SourceSpec::Archive {
+        file,
+        bytes,
+        sha256,
+        page,
+        root,
+    } = &sub.source
+    else {
+        unreachable!()
+    };
     let default = project::root().join("archives").join(file);
     let path = given.map(Utf8Path::to_owned).unwrap_or(default.clone());
     if !path.is_file() {
@@ -133,7 +180,9 @@ fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
              It was not found at {path}. Download it, then either put it at {default} \
              or pass --archive PATH.",
             sub.id,
-            page.as_ref().map(|p| format!(", published at {p}")).unwrap_or_default(),
+            page.as_ref()
+                .map(|p| format!(", published at {p}"))
+                .unwrap_or_default(),
         );
     }
     let actual = project::sha256_file(&path)?;
@@ -147,7 +196,13 @@ fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
     }
     let tree = extract(&path, sha256)?;
     let root = find_root(&tree, root).with_context(|| format!("{file} has no folder {root:?}"))?;
-    Ok(Source { root, provenance: Provenance::Archive { file: file.clone(), sha256: sha256.clone() } })
+    Ok(Source {
+        root,
+        provenance: Provenance::Archive {
+            file: file.clone(),
+            sha256: sha256.clone(),
+        },
+    })
 }
 
 /// `rel` inside `tree`, also below up to two wrapping folders.
@@ -160,7 +215,9 @@ fn find_root(tree: &Utf8Path, rel: &str) -> Option<Utf8PathBuf> {
     for _ in 0..2 {
         let mut next = Vec::new();
         for dir in &level {
-            let Ok(entries) = dir.read_dir_utf8() else { continue };
+            let Ok(entries) = dir.read_dir_utf8() else {
+                continue;
+            };
             for e in entries.flatten() {
                 if e.path().is_dir() {
                     let cand = e.path().join(rel);
@@ -184,8 +241,12 @@ pub fn extract(archive: &Utf8Path, sha256: &str) -> Result<Utf8PathBuf> {
         return Ok(dest);
     }
     std::fs::create_dir_all(&base)?;
-    let tmp = tempfile::Builder::new().prefix(".extract-").tempdir_in(&base)?;
-    let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
+    let tmp = tempfile::Builder::new()
+        .prefix(".extract-")
+        .tempdir_in(&base)?;
+    let tmp_path = Utf8Path::from_path(tmp.path())
+        .context("non-UTF-8 cache path")?
+        .to_owned();
     let mut magic = [0u8; 4];
     std::fs::File::open(archive)?.read_exact(&mut magic).ok();
     let result = if magic == *b"PK\x03\x04" {
@@ -208,7 +269,10 @@ pub fn extract(archive: &Utf8Path, sha256: &str) -> Result<Utf8PathBuf> {
 /// A relative path without `..`, or an error.
 fn safe_path(name: &str) -> Result<Utf8PathBuf> {
     let p = Utf8PathBuf::from(name.replace('\\', "/"));
-    if p.is_absolute() || p.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
+    if p.is_absolute()
+        || p.components()
+            .any(|c| matches!(c, camino::Utf8Component::ParentDir))
+    {
         bail!("archive entry {name:?} escapes the extraction folder");
     }
     Ok(p)

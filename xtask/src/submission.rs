@@ -106,13 +106,17 @@ impl Submission {
     pub fn load(id: &str) -> Result<Submission> {
         let path = Self::dir().join(format!("{id}.toml"));
         if !path.exists() {
-            bail!("unknown submission `{id}`: no {path} (known: {})", Self::ids()?.join(", "));
+            bail!(
+                "unknown submission `{id}`: no {path} (known: {})",
+                Self::ids()?.join(", ")
+            );
         }
         let sub: Submission = project::read_toml(&path)?;
         if sub.id != id {
             bail!("{path}: id = {:?} does not match the file name", sub.id);
         }
-        sub.validate().with_context(|| format!("invalid manifest {path}"))?;
+        sub.validate()
+            .with_context(|| format!("invalid manifest {path}"))?;
         Ok(sub)
     }
 
@@ -153,7 +157,11 @@ impl Submission {
 
     /// Which named flag set an instance is built with, for the output tables.
     pub fn flag_set(&self, inst: &Instance) -> String {
-        let base = if self.build.flags.is_none() { "guide" } else { "manifest" };
+        let base = if self.build.flags.is_none() {
+            "guide"
+        } else {
+            "manifest"
+        };
         if inst.extra_flags.is_empty() {
             base.to_owned()
         } else {
@@ -165,7 +173,9 @@ impl Submission {
 impl Instance {
     /// Expand `{dir}`, `{label}` and the instance's vars.
     pub fn expand(&self, pattern: &str) -> String {
-        let mut s = pattern.replace("{dir}", &self.dir).replace("{label}", &self.label);
+        let mut s = pattern
+            .replace("{dir}", &self.dir)
+            .replace("{label}", &self.label);
         for (k, v) in &self.vars {
             s = s.replace(&format!("{{{k}}}"), v);
         }

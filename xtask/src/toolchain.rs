@@ -57,7 +57,10 @@ impl Toolchain {
     pub fn load(name: &str) -> Result<Toolchain> {
         let path = Self::dir().join(format!("{name}.toml"));
         if !path.exists() {
-            bail!("unknown toolchain `{name}`: no {path} (known: {})", Self::names()?.join(", "));
+            bail!(
+                "unknown toolchain `{name}`: no {path} (known: {})",
+                Self::names()?.join(", ")
+            );
         }
         let mut tc: Toolchain = project::read_toml(&path)?;
         if tc.name != name {
@@ -81,15 +84,27 @@ impl Toolchain {
 
     pub fn supports(&self, arch: Arch) -> Result<()> {
         if !self.architectures.iter().any(|a| a == arch.debian()) {
-            bail!("toolchain {} is not defined for {} (architectures: {:?})", self.name, arch.debian(), self.architectures);
+            bail!(
+                "toolchain {} is not defined for {} (architectures: {:?})",
+                self.name,
+                arch.debian(),
+                self.architectures
+            );
         }
         Ok(())
     }
 
     /// Image tag: a content hash of the spec, so a changed spec gets a new image.
     pub fn tag(&self, arch: Arch) -> String {
-        let key = project::sha256_hex(format!("{IMAGE_RECIPE}\n{}\n{}", self.spec_sha256, arch.debian()).as_bytes());
-        format!("localhost/ngcc-repro/{}:{}-{}", self.name, arch.debian(), &key[..16])
+        let key = project::sha256_hex(
+            format!("{IMAGE_RECIPE}\n{}\n{}", self.spec_sha256, arch.debian()).as_bytes(),
+        );
+        format!(
+            "localhost/ngcc-repro/{}:{}-{}",
+            self.name,
+            arch.debian(),
+            &key[..16]
+        )
     }
 
     /// `--include` list for mmdebstrap: pinned packages with `=version`.
@@ -134,7 +149,9 @@ pub struct ImageLock {
 impl ImageLock {
     pub fn path(tag: &str) -> Utf8PathBuf {
         let file = tag.rsplit('/').next().unwrap_or(tag).replace(':', "-");
-        project::cache_dir().join("images").join(format!("{file}.lock.json"))
+        project::cache_dir()
+            .join("images")
+            .join(format!("{file}.lock.json"))
     }
 }
 
@@ -151,7 +168,10 @@ mod tests {
         let ubuntu = Toolchain::load("ubuntu-26.04").unwrap();
         assert_eq!(ubuntu.distro, Distro::Ubuntu);
         assert_eq!(ubuntu.expect.cmake, "cmake version 4.2.3");
-        assert!(Toolchain::load("no-such").unwrap_err().to_string().contains("debian-13"));
+        assert!(Toolchain::load("no-such")
+            .unwrap_err()
+            .to_string()
+            .contains("debian-13"));
     }
 
     #[test]
@@ -171,6 +191,9 @@ mod tests {
         installed.insert("gcc-14".to_owned(), "14.2.0-19".to_owned());
         installed.insert("cmake".to_owned(), "3.31.6-3".to_owned());
         let v = tc.pin_violations(&installed);
-        assert_eq!(v, vec!["cmake: pinned 3.31.6-2, image has 3.31.6-3".to_owned()]);
+        assert_eq!(
+            v,
+            vec!["cmake: pinned 3.31.6-2, image has 3.31.6-3".to_owned()]
+        );
     }
 }
