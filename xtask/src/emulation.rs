@@ -23,17 +23,11 @@ pub fn ensure_binfmt(arch: Arch) -> Result<()> {
     );
     let conf = std::fs::read_to_string(&conf_path)
         .with_context(|| format!("{arch:?} binaries cannot run on this host: {how}"))?;
-    let line = conf
-        .lines()
-        .find(|l| l.starts_with(':'))
-        .with_context(|| format!("{conf_path} has no registration line"))?;
+    let line =
+        conf.lines().find(|l| l.starts_with(':')).with_context(|| format!("{conf_path} has no registration line"))?;
     if !std::path::Path::new(&format!("{BINFMT}/register")).exists() {
         let sh = xshell::Shell::new()?;
-        if xshell::cmd!(sh, "mount -t binfmt_misc binfmt_misc {BINFMT}")
-            .quiet()
-            .run()
-            .is_err()
-        {
+        if xshell::cmd!(sh, "mount -t binfmt_misc binfmt_misc {BINFMT}").quiet().run().is_err() {
             bail!("cannot mount binfmt_misc to run {arch:?} binaries: {how}");
         }
     }

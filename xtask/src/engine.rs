@@ -142,16 +142,8 @@ impl Engine {
 
     /// The image ID of a tag, or None when the engine has no such image.
     pub fn image_id(self, sh: &Shell, tag: &str) -> Result<Option<String>> {
-        let out = self.call_output(
-            sh,
-            &[
-                "image".into(),
-                "inspect".into(),
-                "--format".into(),
-                "{{.Id}}".into(),
-                tag.into(),
-            ],
-        )?;
+        let out =
+            self.call_output(sh, &["image".into(), "inspect".into(), "--format".into(), "{{.Id}}".into(), tag.into()])?;
         if !out.status.success() {
             return Ok(None);
         }
@@ -185,11 +177,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            memory: "4g".into(),
-            pids: 512,
-            lifetime_secs: 6 * 3600,
-        }
+        Limits { memory: "4g".into(), pids: 512, lifetime_secs: 6 * 3600 }
     }
 }
 
@@ -277,11 +265,7 @@ impl Sandbox {
             std::fs::create_dir_all(&m.host).ok();
         }
         let Backend::Container(engine) = backend else {
-            return Ok(Sandbox {
-                backend,
-                container: None,
-                mounts,
-            });
+            return Ok(Sandbox { backend, container: None, mounts });
         };
         let image = image.context("a container sandbox needs an image")?;
         let name = format!(
@@ -312,22 +296,10 @@ impl Sandbox {
             let mode = if m.writable { "rw" } else { "ro" };
             args.push(format!("--volume={}:{}:{mode}", m.host, m.guest));
         }
-        args.extend([
-            image.to_owned(),
-            "sleep".into(),
-            limits.lifetime_secs.to_string(),
-        ]);
-        LIVE.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((engine, name.clone()));
-        let sandbox = Sandbox {
-            backend,
-            container: Some(name),
-            mounts,
-        };
-        engine
-            .call(sh, &args)
-            .context("cannot start the build container")?;
+        args.extend([image.to_owned(), "sleep".into(), limits.lifetime_secs.to_string()]);
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).push((engine, name.clone()));
+        let sandbox = Sandbox { backend, container: Some(name), mounts };
+        engine.call(sh, &args).context("cannot start the build container")?;
         Ok(sandbox)
     }
 
@@ -351,25 +323,14 @@ impl Sandbox {
     }
 
     /// Run `argv` in `workdir` (a sandbox path) under a wall-time limit.
-    pub fn exec(
-        &self,
-        sh: &Shell,
-        workdir: &Utf8Path,
-        argv: &[String],
-        timeout: Duration,
-    ) -> Result<Exec> {
+    pub fn exec(&self, sh: &Shell, workdir: &Utf8Path, argv: &[String], timeout: Duration) -> Result<Exec> {
         let secs = timeout.as_secs().max(1).to_string();
         let mut command: Vec<String> = vec!["timeout".into(), "-k".into(), "5".into(), secs];
         command.extend(argv.iter().cloned());
         let start = Instant::now();
         let output = match (self.backend, &self.container) {
             (Backend::Container(engine), Some(name)) => {
-                let mut args: Vec<String> = vec![
-                    "exec".into(),
-                    "--workdir".into(),
-                    workdir.to_string(),
-                    name.clone(),
-                ];
+                let mut args: Vec<String> = vec!["exec".into(), "--workdir".into(), workdir.to_string(), name.clone()];
                 args.extend(command.iter().cloned());
                 engine.call_output(sh, &args)?
             }
@@ -393,24 +354,11 @@ impl Sandbox {
 
     /// First line of `program --version` in the sandbox.
     pub fn version_line(&self, sh: &Shell, program: &str) -> Result<String> {
-        let exec = self.exec(
-            sh,
-            Utf8Path::new("/"),
-            &[program.into(), "--version".into()],
-            Duration::from_secs(60),
-        )?;
+        let exec = self.exec(sh, Utf8Path::new("/"), &[program.into(), "--version".into()], Duration::from_secs(60))?;
         if !exec.outcome.success() {
-            bail!(
-                "`{program} --version` failed: {}",
-                String::from_utf8_lossy(&exec.stderr).trim()
-            );
+            bail!("`{program} --version` failed: {}", String::from_utf8_lossy(&exec.stderr).trim());
         }
-        Ok(String::from_utf8_lossy(&exec.stdout)
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_owned())
+        Ok(String::from_utf8_lossy(&exec.stdout).lines().next().unwrap_or_default().trim().to_owned())
     }
 }
 
@@ -427,9 +375,7 @@ impl Drop for Sandbox {
                     eprintln!("warning: could not remove container {name}: {e:#}");
                 }
             }
-            LIVE.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|(_, n)| n != &name);
+            LIVE.lock().unwrap_or_else(|e| e.into_inner()).retain(|(_, n)| n != &name);
         }
     }
 }

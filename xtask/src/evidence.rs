@@ -14,9 +14,7 @@ pub struct Layout {
 
 impl Layout {
     pub fn new(out: &Utf8Path, system: &str) -> Layout {
-        Layout {
-            system_dir: out.join(system),
-        }
+        Layout { system_dir: out.join(system) }
     }
 
     pub fn kat_dir(&self, id: &str) -> Utf8PathBuf {

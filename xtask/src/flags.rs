@@ -66,9 +66,16 @@ pub struct ImageCheck {
 
 #[derive(Debug, Args)]
 pub struct Verify {
-    /// Submission ids (files under submissions/, without .toml).
+    /// Submission ids (files under submissions/, without .toml), or paths to manifest files.
     #[arg(required = true)]
     pub ids: Vec<String>,
+    /// The submission's archive (checked against the SHA-256 its manifest pins);
+    /// default: archives/<file name>.
+    #[arg(long, value_name = "PATH")]
+    pub archive: Option<Utf8PathBuf>,
+    /// Verify an already-extracted tree instead; records say `source: unpinned directory`.
+    #[arg(long, value_name = "DIR", conflicts_with = "archive")]
+    pub source_dir: Option<Utf8PathBuf>,
     #[command(flatten)]
     pub target: Target,
     /// Toolchain to build with.
@@ -83,7 +90,7 @@ pub struct Verify {
     /// Only these instance labels (repeatable); default: every instance.
     #[arg(long = "instance")]
     pub instances: Vec<String>,
-    /// Alternative KAT manifest instead of kat/<id>/kat.sha256 (one submission only).
+    /// Alternative KAT manifest instead of kat/<id>/kat.sha256.
     #[arg(long)]
     pub kat_manifest: Option<Utf8PathBuf>,
     /// Wall-time limit of one KAT run, in seconds.

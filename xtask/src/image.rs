@@ -17,14 +17,7 @@ impl ImageBuild {
     pub fn run(self, sh: &Shell) -> Result<()> {
         let engine = container_engine(sh, &self.target)?;
         let tc = Toolchain::load(&self.toolchain)?;
-        let lock = ensure(
-            sh,
-            engine,
-            &tc,
-            self.target.arch(),
-            self.mirror.as_deref(),
-            self.force,
-        )?;
+        let lock = ensure(sh, engine, &tc, self.target.arch(), self.mirror.as_deref(), self.force)?;
         print_lock(&lock);
         Ok(())
     }
@@ -36,10 +29,7 @@ impl ImageCheck {
         let tc = Toolchain::load(&self.toolchain)?;
         let tag = tc.tag(self.target.arch());
         if engine.image_id(sh, &tag)?.is_none() {
-            bail!(
-                "no image {tag}; run `cargo xtask image build {}` first",
-                tc.name
-            );
+            bail!("no image {tag}; run `cargo xtask image build {}` first", tc.name);
         }
         let lock = check(sh, engine, &tc, self.target.arch(), None)?;
         print_lock(&lock);
@@ -60,21 +50,13 @@ fn container_engine(sh: &Shell, target: &crate::flags::Target) -> Result<Engine>
 fn print_lock(lock: &ImageLock) {
     println!("image    {}", lock.tag);
     println!("id       {}", lock.image_id);
-    println!(
-        "arch     {} (uname -m: {})",
-        lock.arch.debian(),
-        lock.uname_m
-    );
+    println!("arch     {} (uname -m: {})", lock.arch.debian(), lock.uname_m);
     println!("gcc      {}", lock.gcc_version);
     println!("cmake    {}", lock.cmake_version);
     if let Some(r) = &lock.rootfs_sha256 {
         println!("rootfs   sha256 {r}");
     }
-    println!(
-        "packages {} recorded in {}",
-        lock.packages.len(),
-        ImageLock::path(&lock.tag)
-    );
+    println!("packages {} recorded in {}", lock.packages.len(), ImageLock::path(&lock.tag));
 }
 
 /// The checked image of a toolchain, built when missing. An unchanged spec reuses
@@ -124,12 +106,7 @@ pub fn ensure(
     check(sh, engine, tc, arch, Some(rootfs_sha))
 }
 
-fn build_rootfs(
-    sh: &Shell,
-    tc: &Toolchain,
-    arch: Arch,
-    mirror: Option<&str>,
-) -> Result<camino::Utf8PathBuf> {
+fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) -> Result<camino::Utf8PathBuf> {
     if !which("mmdebstrap") {
         bail!("mmdebstrap is not installed (Debian package `mmdebstrap`); it builds the root filesystem");
     }
@@ -156,31 +133,21 @@ fn build_rootfs(
     let arch_flag = format!("--architectures={}", arch.debian());
     let include_flag = format!("--include={include}");
     let mirror: Vec<&str> = mirror.into_iter().collect();
-    eprintln!(
-        "building the {} root filesystem for {} with mmdebstrap (a few minutes)...",
-        tc.name,
-        arch.debian()
-    );
+    eprintln!("building the {} root filesystem for {} with mmdebstrap (a few minutes)...", tc.name, arch.debian());
     let t = Instant::now();
     // SOURCE_DATE_EPOCH makes the tarball reproducible for the same package set.
-    cmd!(
-        sh,
-        "mmdebstrap --quiet --variant=apt {arch_flag} {include_flag} {suite} {tar} {mirror...}"
-    )
-    .env("SOURCE_DATE_EPOCH", "1700000000")
-    .run()
-    .with_context(|| {
-        format!(
-            "mmdebstrap failed for toolchain {} ({}): a pinned version may have left the \
+    cmd!(sh, "mmdebstrap --quiet --variant=apt {arch_flag} {include_flag} {suite} {tar} {mirror...}")
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .run()
+        .with_context(|| {
+            format!(
+                "mmdebstrap failed for toolchain {} ({}): a pinned version may have left the \
                  archive; pass --mirror with an archive that still has it",
-            tc.name,
-            tc.include_list().join(" ")
-        )
-    })?;
-    eprintln!(
-        "root filesystem built in {:.0} s",
-        t.elapsed().as_secs_f64()
-    );
+                tc.name,
+                tc.include_list().join(" ")
+            )
+        })?;
+    eprintln!("root filesystem built in {:.0} s", t.elapsed().as_secs_f64());
     Ok(tar)
 }
 
@@ -193,35 +160,17 @@ pub fn check(
     rootfs_sha256: Option<String>,
 ) -> Result<ImageLock> {
     let tag = tc.tag(arch);
-    let image_id = engine
-        .image_id(sh, &tag)?
-        .with_context(|| format!("no image {tag}"))?;
-    let sandbox = Sandbox::start(
-        sh,
-        Backend::Container(engine),
-        Some(&tag),
-        vec![],
-        &Limits::default(),
-    )?;
+    let image_id = engine.image_id(sh, &tag)?.with_context(|| format!("no image {tag}"))?;
+    let sandbox = Sandbox::start(sh, Backend::Container(engine), Some(&tag), vec![], &Limits::default())?;
     let gcc_version = sandbox.version_line(sh, "gcc")?;
     let cmake_version = sandbox.version_line(sh, "cmake")?;
     let query = sandbox.exec(
         sh,
         Utf8Path::new("/"),
-        &[
-            "dpkg-query".into(),
-            "-W".into(),
-            "-f".into(),
-            "${Package}\t${Version}\n".into(),
-        ],
+        &["dpkg-query".into(), "-W".into(), "-f".into(), "${Package}\t${Version}\n".into()],
         Duration::from_secs(60),
     )?;
-    let uname = sandbox.exec(
-        sh,
-        Utf8Path::new("/"),
-        &["uname".into(), "-m".into()],
-        Duration::from_secs(60),
-    )?;
+    let uname = sandbox.exec(sh, Utf8Path::new("/"), &["uname".into(), "-m".into()], Duration::from_secs(60))?;
     drop(sandbox);
     let packages: BTreeMap<String, String> = String::from_utf8_lossy(&query.stdout)
         .lines()
@@ -231,37 +180,20 @@ pub fn check(
     let uname_m = String::from_utf8_lossy(&uname.stdout).trim().to_owned();
     let mut problems = tc.pin_violations(&packages);
     if gcc_version != tc.expect.gcc {
-        problems.push(format!(
-            "gcc --version says {gcc_version:?}, expected {:?}",
-            tc.expect.gcc
-        ));
+        problems.push(format!("gcc --version says {gcc_version:?}, expected {:?}", tc.expect.gcc));
     }
     if cmake_version != tc.expect.cmake {
-        problems.push(format!(
-            "cmake --version says {cmake_version:?}, expected {:?}",
-            tc.expect.cmake
-        ));
+        problems.push(format!("cmake --version says {cmake_version:?}, expected {:?}", tc.expect.cmake));
     }
     if uname_m != arch.uname() {
-        problems.push(format!(
-            "uname -m says {uname_m:?}, expected {:?}",
-            arch.uname()
-        ));
+        problems.push(format!("uname -m says {uname_m:?}, expected {:?}", arch.uname()));
     }
     if !problems.is_empty() {
-        bail!(
-            "image {tag} does not match toolchain {}:\n  {}",
-            tc.name,
-            problems.join("\n  ")
-        );
+        bail!("image {tag} does not match toolchain {}:\n  {}", tc.name, problems.join("\n  "));
     }
-    let old = std::fs::read_to_string(ImageLock::path(&tag))
-        .ok()
-        .and_then(|t| serde_json::from_str::<ImageLock>(&t).ok());
-    let rootfs_sha256 = rootfs_sha256.or_else(|| {
-        old.filter(|o| o.image_id == image_id)
-            .and_then(|o| o.rootfs_sha256)
-    });
+    let old =
+        std::fs::read_to_string(ImageLock::path(&tag)).ok().and_then(|t| serde_json::from_str::<ImageLock>(&t).ok());
+    let rootfs_sha256 = rootfs_sha256.or_else(|| old.filter(|o| o.image_id == image_id).and_then(|o| o.rootfs_sha256));
     let lock = ImageLock {
         toolchain: tc.name.clone(),
         spec_sha256: tc.spec_sha256.clone(),

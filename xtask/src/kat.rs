@@ -36,18 +36,15 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// `kat/<id>/kat.sha256`.
     pub fn default_path(id: &str) -> Utf8PathBuf {
         project::root().join("kat").join(id).join("kat.sha256")
     }
 
     pub fn load(path: &Utf8Path) -> Result<Manifest> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read KAT manifest {path}"))?;
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read KAT manifest {path}"))?;
         let entries = parse(&text).with_context(|| format!("invalid KAT manifest {path}"))?;
-        Ok(Manifest {
-            path: path.to_owned(),
-            entries,
-        })
+        Ok(Manifest { path: path.to_owned(), entries })
     }
 
     pub fn entry(&self, label: &str) -> Option<&Entry> {
@@ -65,10 +62,7 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
         let ctx = || format!("line {}: {line:?}", n + 1);
         let fields: Vec<&str> = line.split_whitespace().collect();
         let [sha, mode, path] = fields[..] else {
-            bail!(
-                "{}: expected `<sha256> <mode>[:<records>] <label>/<file>`",
-                ctx()
-            );
+            bail!("{}: expected `<sha256> <mode>[:<records>] <label>/<file>`", ctx());
         };
         if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
             bail!("{}: not a SHA-256", ctx());
@@ -83,9 +77,7 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
             "nolen" => Mode::Nolen,
             other => bail!("{}: unknown mode {other:?} (raw, strict, nolen)", ctx()),
         };
-        let (label, file) = path
-            .split_once('/')
-            .with_context(|| format!("{}: expected <label>/<file>", ctx()))?;
+        let (label, file) = path.split_once('/').with_context(|| format!("{}: expected <label>/<file>", ctx()))?;
         if entries.iter().any(|e| e.label == label) {
             bail!("{}: label {label} appears twice", ctx());
         }
@@ -101,9 +93,7 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
 }
 
 fn is_record_start(line: &str) -> bool {
-    line.trim_start()
-        .to_ascii_lowercase()
-        .starts_with("count =")
+    line.trim_start().to_ascii_lowercase().starts_with("count =")
 }
 
 /// The text a digest covers under `mode`, cut to the first `records` records.
@@ -133,8 +123,7 @@ pub fn canonical(raw: &[u8], mode: Mode, records: Option<usize>) -> Vec<u8> {
 }
 
 fn is_len_line(line: &str) -> bool {
-    line.split_once('=')
-        .is_some_and(|(k, _)| k.trim_end().ends_with("_Len"))
+    line.split_once('=').is_some_and(|(k, _)| k.trim_end().ends_with("_Len"))
 }
 
 /// The bytes before the start of record `n` (counting from zero).
@@ -158,11 +147,7 @@ pub fn digest(raw: &[u8], entry: &Entry) -> String {
 }
 
 /// The first record (in canonical form) where two KAT texts differ, with its index.
-pub fn first_differing_record(
-    expected: &[u8],
-    actual: &[u8],
-    mode: Mode,
-) -> Option<(usize, String, String)> {
+pub fn first_differing_record(expected: &[u8], actual: &[u8], mode: Mode) -> Option<(usize, String, String)> {
     let split = |raw: &[u8]| -> Vec<String> {
         let text = String::from_utf8_lossy(&canonical(raw, mode, None)).into_owned();
         let mut records: Vec<String> = vec![String::new()];
@@ -178,10 +163,7 @@ pub fn first_differing_record(
     };
     let (e, a) = (split(expected), split(actual));
     (0..e.len().max(a.len())).find_map(|i| {
-        let (x, y) = (
-            e.get(i).cloned().unwrap_or_default(),
-            a.get(i).cloned().unwrap_or_default(),
-        );
+        let (x, y) = (e.get(i).cloned().unwrap_or_default(), a.get(i).cloned().unwrap_or_default());
         (x != y).then_some((i, x, y))
     })
 }
@@ -193,10 +175,7 @@ mod tests {
     #[test]
     fn strict_rule_matches_the_published_description() {
         let raw = b"Count = 0\r\nSeed_Len = 64 \t\r\n\r\nSeed = AB\n\n";
-        assert_eq!(
-            canonical(raw, Mode::Strict, None),
-            b"Count = 0\nSeed_Len = 64\nSeed = AB\n"
-        );
+        assert_eq!(canonical(raw, Mode::Strict, None), b"Count = 0\nSeed_Len = 64\nSeed = AB\n");
         // Final LF is added when missing.
         assert_eq!(canonical(b"A = 1", Mode::Strict, None), b"A = 1\n");
         assert_eq!(canonical(raw, Mode::Raw, None), raw.to_vec());
@@ -205,31 +184,21 @@ mod tests {
     #[test]
     fn nolen_drops_length_lines_only() {
         let raw = b"Count = 0\nPK_Len = 3\nPK = 010203\nSS_Len=\n";
-        assert_eq!(
-            canonical(raw, Mode::Nolen, None),
-            b"Count = 0\nPK = 010203\n"
-        );
+        assert_eq!(canonical(raw, Mode::Nolen, None), b"Count = 0\nPK = 010203\n");
     }
 
     #[test]
     fn records_limit_cuts_before_the_next_count_line() {
         let raw = b"# header\ncount = 0\nx = 1\n\ncount = 1\nx = 2\n\ncount = 2\nx = 3\n";
-        assert_eq!(
-            canonical(raw, Mode::Raw, Some(2)),
-            b"# header\ncount = 0\nx = 1\n\ncount = 1\nx = 2\n\n".to_vec()
-        );
-        assert_eq!(
-            canonical(raw, Mode::Strict, Some(1)),
-            b"# header\ncount = 0\nx = 1\n"
-        );
+        assert_eq!(canonical(raw, Mode::Raw, Some(2)), b"# header\ncount = 0\nx = 1\n\ncount = 1\nx = 2\n\n".to_vec());
+        assert_eq!(canonical(raw, Mode::Strict, Some(1)), b"# header\ncount = 0\nx = 1\n");
         assert_eq!(canonical(raw, Mode::Raw, Some(9)), raw.to_vec());
     }
 
     #[test]
     fn manifest_lines_parse_and_errors_name_the_line() {
         let sha = "a".repeat(64);
-        let text =
-            format!("# c\n{sha} strict BRQC-128/KAT_KEM_BRQC-128.txt\n{sha} nolen:3 X/y.txt\n");
+        let text = format!("# c\n{sha} strict BRQC-128/KAT_KEM_BRQC-128.txt\n{sha} nolen:3 X/y.txt\n");
         let e = parse(&text).unwrap();
         assert_eq!(e[0].mode, Mode::Strict);
         assert_eq!(e[1].records, Some(3));
@@ -246,10 +215,7 @@ mod tests {
         let b = b"count = 0\nk = 1\n\ncount = 1\nk = 3\n";
         let (i, x, y) = first_differing_record(a, b, Mode::Strict).unwrap();
         assert_eq!(i, 2);
-        assert_eq!(
-            (x.as_str(), y.as_str()),
-            ("count = 1\nk = 2\n", "count = 1\nk = 3\n")
-        );
+        assert_eq!((x.as_str(), y.as_str()), ("count = 1\nk = 2\n", "count = 1\nk = 3\n"));
         assert!(first_differing_record(a, a, Mode::Strict).is_none());
     }
 }

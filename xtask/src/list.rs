@@ -9,14 +9,8 @@ use crate::toolchain::Toolchain;
 
 impl List {
     pub fn run(self, _sh: &Shell) -> Result<()> {
-        let subs = Submission::ids()?
-            .iter()
-            .map(|id| Submission::load(id))
-            .collect::<Result<Vec<_>>>()?;
-        let tcs = Toolchain::names()?
-            .iter()
-            .map(|n| Toolchain::load(n))
-            .collect::<Result<Vec<_>>>()?;
+        let subs = Submission::ids()?.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let tcs = Toolchain::names()?.iter().map(|n| Toolchain::load(n)).collect::<Result<Vec<_>>>()?;
         if self.json {
             let v = serde_json::json!({ "submissions": subs, "toolchains": tcs });
             println!("{}", serde_json::to_string_pretty(&v)?);

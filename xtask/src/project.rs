@@ -36,9 +36,7 @@ pub fn sha256_file(path: &Utf8Path) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {path}"))?;
+        let n = file.read(&mut buf).with_context(|| format!("cannot read {path}"))?;
         if n == 0 {
             break;
         }
@@ -53,8 +51,7 @@ pub fn tree_digest(dir: &Utf8Path) -> Result<String> {
     let mut lines = Vec::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let entry = entry.with_context(|| format!("cannot walk {dir}"))?;
-        let path = Utf8Path::from_path(entry.path())
-            .with_context(|| format!("non-UTF-8 path below {dir}"))?;
+        let path = Utf8Path::from_path(entry.path()).with_context(|| format!("non-UTF-8 path below {dir}"))?;
         let rel = path.strip_prefix(dir).unwrap_or(path);
         let ft = entry.file_type();
         if ft.is_file() {
@@ -70,10 +67,7 @@ pub fn tree_digest(dir: &Utf8Path) -> Result<String> {
 /// The harness commit, with `-dirty` when the work tree has uncommitted changes.
 pub fn harness_commit(sh: &Shell) -> String {
     let root = root();
-    let head = cmd!(sh, "git -C {root} rev-parse HEAD")
-        .quiet()
-        .ignore_stderr()
-        .read();
+    let head = cmd!(sh, "git -C {root} rev-parse HEAD").quiet().ignore_stderr().read();
     let dirty = cmd!(sh, "git -C {root} status --porcelain --untracked-files=no")
         .quiet()
         .ignore_stderr()

@@ -35,31 +35,17 @@ pub struct Plan {
 }
 
 /// Plan for building `inst` into `<work>/<build_dir>`.
-pub fn plan(
-    sub: &Submission,
-    inst: &Instance,
-    src: &Source,
-    sb: &Sandbox,
-    build_dir: &str,
-) -> Result<Plan> {
+pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build_dir: &str) -> Result<Plan> {
     let mut flags = sub.flags();
     flags.extend(inst.extra_flags.iter().cloned());
     let work = sb.path(WORK, build_dir);
     let src_path = |rel: &str| sb.path(SRC, rel).to_string();
 
-    let never: Vec<String> = sub
-        .build
-        .never_compile
-        .iter()
-        .map(|p| inst.expand(p))
-        .collect();
+    let never: Vec<String> = sub.build.never_compile.iter().map(|p| inst.expand(p)).collect();
     let mut lib_sources = Vec::new();
     for pattern in &sub.build.sources {
         for rel in resolve(&src.root, &inst.expand(pattern))? {
-            if never
-                .iter()
-                .any(|n| *n == rel || rel.rsplit('/').next() == Some(n.as_str()))
-            {
+            if never.iter().any(|n| *n == rel || rel.rsplit('/').next() == Some(n.as_str())) {
                 continue;
             }
             lib_sources.push(src_path(&rel));
@@ -68,18 +54,8 @@ pub fn plan(
     if lib_sources.is_empty() {
         bail!("instance {}: the source patterns match no file", inst.label);
     }
-    let includes: Vec<String> = sub
-        .build
-        .include
-        .iter()
-        .map(|i| format!("-I{}", src_path(&inst.expand(i))))
-        .collect();
-    let defines: Vec<String> = sub
-        .build
-        .defines
-        .iter()
-        .map(|d| format!("-D{}", inst.expand(d)))
-        .collect();
+    let includes: Vec<String> = sub.build.include.iter().map(|i| format!("-I{}", src_path(&inst.expand(i)))).collect();
+    let defines: Vec<String> = sub.build.defines.iter().map(|d| format!("-D{}", inst.expand(d))).collect();
 
     let mut lib = vec!["gcc".to_owned()];
     lib.extend(flags.iter().cloned());
@@ -91,28 +67,21 @@ pub fn plan(
 
     let mut prog = vec!["gcc".to_owned()];
     prog.extend(flags.iter().cloned());
-    prog.extend(
-        sub.kat
-            .include
-            .iter()
-            .map(|i| format!("-I{}", program_path(sb, &inst.expand(i)))),
-    );
+    prog.extend(sub.kat.include.iter().map(|i| format!("-I{}", program_path(sb, &inst.expand(i)))));
     prog.extend(includes);
-    prog.extend(
-        sub.kat
-            .defines
-            .iter()
-            .map(|d| format!("-D{}", inst.expand(d))),
-    );
+    prog.extend(sub.kat.defines.iter().map(|d| format!("-D{}", inst.expand(d))));
     prog.extend(defines);
+    if let Some(h) = &sub.kat.api_header {
+        let h = inst.expand(h);
+        if !src.root.join(&h).is_file() {
+            bail!("instance {}: API header {h} not found in {}", inst.label, src.root);
+        }
+        prog.extend(["-include".into(), src_path(&h)]);
+    }
     for p in &sub.kat.program {
         let p = inst.expand(p);
         if !p.starts_with("driver:") && !src.root.join(&p).is_file() {
-            bail!(
-                "instance {}: KAT program source {p} not found in {}",
-                inst.label,
-                src.root
-            );
+            bail!("instance {}: KAT program source {p} not found in {}", inst.label, src.root);
         }
         prog.push(program_path(sb, &p));
     }
@@ -127,16 +96,7 @@ pub fn plan(
     Ok(Plan {
         flag_set: sub.flag_set(inst),
         flags,
-        steps: vec![
-            Step {
-                what: "library".into(),
-                argv: lib,
-            },
-            Step {
-                what: "kat program".into(),
-                argv: prog,
-            },
-        ],
+        steps: vec![Step { what: "library".into(), argv: lib }, Step { what: "kat program".into(), argv: prog }],
         workdir: work.to_string(),
         run: vec![work.join(KAT_PROGRAM).to_string()],
     })
@@ -176,11 +136,6 @@ pub fn driver_digests(sub: &Submission) -> Result<Vec<(String, String)>> {
         .program
         .iter()
         .filter_map(|p| p.strip_prefix("driver:"))
-        .map(|d| {
-            Ok((
-                d.to_owned(),
-                project::sha256_file(&project::root().join("drivers").join(d))?,
-            ))
-        })
+        .map(|d| Ok((d.to_owned(), project::sha256_file(&project::root().join("drivers").join(d))?)))
         .collect()
 }

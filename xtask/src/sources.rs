@@ -8,6 +8,7 @@ use std::io::Read;
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
+use xshell::{cmd, Shell};
 
 use crate::project;
 use crate::submission::{SourceSpec, Submission};
@@ -16,20 +17,9 @@ use crate::submission::{SourceSpec, Submission};
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Provenance {
-    Crate {
-        name: String,
-        version: String,
-        checksum: String,
-    },
-    Archive {
-        file: String,
-        sha256: String,
-    },
-    Directory {
-        path: String,
-        tree_sha256: String,
-        note: &'static str,
-    },
+    Crate { name: String, version: String, checksum: String },
+    Archive { file: String, sha256: String },
+    Directory { path: String, tree_sha256: String, note: &'static str },
 }
 
 impl Provenance {
@@ -43,11 +33,43 @@ impl Provenance {
     }
 }
 
+impl std::fmt::Display for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provenance::Crate { name, version, checksum } => {
+                write!(f, "crate {name} {version} (sha256 {})", &checksum[..16])
+            }
+            Provenance::Archive { file, sha256 } => write!(f, "archive {file} (sha256 {})", &sha256[..16]),
+            Provenance::Directory { path, tree_sha256, note } => {
+                write!(f, "{note} {path} (tree sha256 {})", &tree_sha256[..16])
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Source {
     /// Host path of the source root (what manifests' paths are relative to).
     pub root: Utf8PathBuf,
     pub provenance: Provenance,
+    /// Patches applied to a copy of the tree, in order.
+    pub patches: Vec<PatchRecord>,
+}
+
+/// One applied patch, as every record lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PatchRecord {
+    pub file: String,
+    pub sha256: String,
+    pub reason: String,
+}
+
+pub fn patch_note(patches: &[PatchRecord]) -> String {
+    if patches.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = patches.iter().map(|p| format!("{} sha256 {}", p.file, &p.sha256[..16])).collect();
+    format!(", patched ({})", list.join("; "))
 }
 
 /// How the user pointed at the sources (command-line overrides).
@@ -57,24 +79,85 @@ pub struct Overrides {
     pub source_dir: Option<Utf8PathBuf>,
 }
 
-pub fn obtain(sub: &Submission, overrides: &Overrides) -> Result<Source> {
-    if let Some(dir) = &overrides.source_dir {
-        return from_directory(sub, dir);
+pub fn obtain(sh: &Shell, sub: &Submission, overrides: &Overrides) -> Result<Source> {
+    let src = match (&overrides.source_dir, &sub.source) {
+        (Some(dir), _) => from_directory(sub, dir)?,
+        (None, SourceSpec::Crate { name, version, subdir }) => from_crate(name, version, subdir)?,
+        (None, SourceSpec::Archive { .. }) => from_archive(sub, overrides.archive.as_deref())?,
+    };
+    apply_patches(sh, sub, src)
+}
+
+/// Apply `<base>/<id>/patches/*.patch` (sorted) to a copy of the tree; the original
+/// is never touched. Each patch starts with a one-line `Reason: ...`.
+fn apply_patches(sh: &Shell, sub: &Submission, src: Source) -> Result<Source> {
+    let dir = sub.patches_dir();
+    let mut files: Vec<Utf8PathBuf> = match dir.read_dir_utf8() {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().to_owned())
+            .filter(|p| p.extension() == Some("patch"))
+            .collect(),
+        Err(_) => return Ok(src),
+    };
+    if files.is_empty() {
+        return Ok(src);
     }
-    match &sub.source {
-        SourceSpec::Crate {
-            name,
-            version,
-            subdir,
-        } => from_crate(name, version, subdir),
-        SourceSpec::Archive { .. } => from_archive(sub, overrides.archive.as_deref()),
+    files.sort();
+    let mut patches = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).with_context(|| format!("cannot read patch {f}"))?;
+        let reason = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("Reason:"))
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .with_context(|| format!("patch {f} must start with a one-line `Reason: ...`"))?;
+        let file = f.file_name().unwrap_or_default().to_owned();
+        patches.push(PatchRecord { file, sha256: project::sha256_file(f)?, reason });
     }
+    let key_input: Vec<&str> =
+        std::iter::once(src.provenance.digest()).chain(patches.iter().map(|p| p.sha256.as_str())).collect();
+    let key = project::sha256_hex(key_input.join("\n").as_bytes());
+    let base = project::cache_dir().join("patched");
+    let dest = base.join(&key);
+    if !dest.join(".complete").exists() {
+        std::fs::create_dir_all(&base)?;
+        let tmp = tempfile::Builder::new().prefix(".patch-").tempdir_in(&base)?;
+        let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
+        copy_tree(&src.root, &tmp_path)?;
+        for f in &files {
+            cmd!(sh, "patch --batch --forward --no-backup-if-mismatch -p1 -d {tmp_path} -i {f}")
+                .quiet()
+                .run()
+                .with_context(|| format!("patch {f} does not apply to {}", src.root))?;
+        }
+        std::fs::write(tmp_path.join(".complete"), &key)?;
+        let kept = tmp.keep();
+        if std::fs::rename(&kept, &dest).is_err() && !dest.join(".complete").exists() {
+            bail!("cannot move the patched tree to {dest}");
+        }
+    }
+    Ok(Source { root: dest, provenance: src.provenance, patches })
+}
+
+fn copy_tree(from: &Utf8Path, to: &Utf8Path) -> Result<()> {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry?;
+        let path = Utf8Path::from_path(entry.path()).context("non-UTF-8 path")?;
+        let rel = path.strip_prefix(from).unwrap_or(path);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(to.join(rel))?;
+        } else if entry.file_type().is_file() {
+            write_file(to, rel, std::fs::File::open(path)?)?;
+        }
+    }
+    Ok(())
 }
 
 fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
-    let dir = dir
-        .canonicalize_utf8()
-        .with_context(|| format!("--source-dir {dir} does not exist"))?;
+    let dir = dir.canonicalize_utf8().with_context(|| format!("--source-dir {dir} does not exist"))?;
     let root = match &sub.source {
         SourceSpec::Archive { root, .. } => find_root(&dir, root).unwrap_or(dir.clone()),
         SourceSpec::Crate { .. } => dir.clone(),
@@ -82,11 +165,8 @@ fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
     let tree_sha256 = project::tree_digest(&root)?;
     Ok(Source {
         root: root.clone(),
-        provenance: Provenance::Directory {
-            path: root.to_string(),
-            tree_sha256,
-            note: "unpinned directory",
-        },
+        provenance: Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory" },
+        patches: vec![],
     })
 }
 
@@ -98,30 +178,16 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
         .other_options(vec!["--locked".to_owned()])
         .exec()
         .with_context(|| format!("`cargo metadata --locked` failed for {manifest}"))?;
-    let pkg = meta
-        .packages
-        .iter()
-        .find(|p| p.name.as_str() == name && p.version.to_string() == version)
-        .with_context(|| format!("crate {name} {version} is not pinned in {manifest} (add it with an exact `=` version)"))?;
+    let pkg = meta.packages.iter().find(|p| p.name.as_str() == name && p.version.to_string() == version).with_context(
+        || format!("crate {name} {version} is not pinned in {manifest} (add it with an exact `=` version)"),
+    )?;
     let checksum = lock_checksum(&project::root().join("sources/Cargo.lock"), name, version)?;
     // Re-check the downloaded .crate ourselves, then unpack our own read-only copy.
-    let unpacked = pkg
-        .manifest_path
-        .parent()
-        .context("crate manifest without a folder")?;
-    let index_dir = unpacked
-        .parent()
-        .and_then(|p| p.file_name())
-        .context("unexpected registry layout")?;
-    let registry = unpacked
-        .parent()
-        .and_then(|p| p.parent())
-        .and_then(|p| p.parent())
-        .context("unexpected registry layout")?;
-    let crate_file = registry
-        .join("cache")
-        .join(index_dir)
-        .join(format!("{name}-{version}.crate"));
+    let unpacked = pkg.manifest_path.parent().context("crate manifest without a folder")?;
+    let index_dir = unpacked.parent().and_then(|p| p.file_name()).context("unexpected registry layout")?;
+    let registry =
+        unpacked.parent().and_then(|p| p.parent()).and_then(|p| p.parent()).context("unexpected registry layout")?;
+    let crate_file = registry.join("cache").join(index_dir).join(format!("{name}-{version}.crate"));
     let actual = project::sha256_file(&crate_file)
         .with_context(|| format!("cannot check the downloaded crate file {crate_file}"))?;
     if actual != checksum {
@@ -134,11 +200,8 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
     }
     Ok(Source {
         root,
-        provenance: Provenance::Crate {
-            name: name.into(),
-            version: version.into(),
-            checksum,
-        },
+        provenance: Provenance::Crate { name: name.into(), version: version.into(), checksum },
+        patches: vec![],
     })
 }
 
@@ -162,16 +225,7 @@ fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<String> {
 }
 
 fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
-    let SourceSpec::Archive {
-        file,
-        bytes,
-        sha256,
-        page,
-        root,
-    } = &sub.source
-    else {
-        unreachable!()
-    };
+    let SourceSpec::Archive { file, bytes, sha256, page, root } = &sub.source else { unreachable!() };
     let default = project::root().join("archives").join(file);
     let path = given.map(Utf8Path::to_owned).unwrap_or(default.clone());
     if !path.is_file() {
@@ -180,9 +234,7 @@ fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
              It was not found at {path}. Download it, then either put it at {default} \
              or pass --archive PATH.",
             sub.id,
-            page.as_ref()
-                .map(|p| format!(", published at {p}"))
-                .unwrap_or_default(),
+            page.as_ref().map(|p| format!(", published at {p}")).unwrap_or_default(),
         );
     }
     let actual = project::sha256_file(&path)?;
@@ -196,13 +248,7 @@ fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
     }
     let tree = extract(&path, sha256)?;
     let root = find_root(&tree, root).with_context(|| format!("{file} has no folder {root:?}"))?;
-    Ok(Source {
-        root,
-        provenance: Provenance::Archive {
-            file: file.clone(),
-            sha256: sha256.clone(),
-        },
-    })
+    Ok(Source { root, provenance: Provenance::Archive { file: file.clone(), sha256: sha256.clone() }, patches: vec![] })
 }
 
 /// `rel` inside `tree`, also below up to two wrapping folders.
@@ -241,12 +287,8 @@ pub fn extract(archive: &Utf8Path, sha256: &str) -> Result<Utf8PathBuf> {
         return Ok(dest);
     }
     std::fs::create_dir_all(&base)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".extract-")
-        .tempdir_in(&base)?;
-    let tmp_path = Utf8Path::from_path(tmp.path())
-        .context("non-UTF-8 cache path")?
-        .to_owned();
+    let tmp = tempfile::Builder::new().prefix(".extract-").tempdir_in(&base)?;
+    let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
     let mut magic = [0u8; 4];
     std::fs::File::open(archive)?.read_exact(&mut magic).ok();
     let result = if magic == *b"PK\x03\x04" {
@@ -269,10 +311,7 @@ pub fn extract(archive: &Utf8Path, sha256: &str) -> Result<Utf8PathBuf> {
 /// A relative path without `..`, or an error.
 fn safe_path(name: &str) -> Result<Utf8PathBuf> {
     let p = Utf8PathBuf::from(name.replace('\\', "/"));
-    if p.is_absolute()
-        || p.components()
-            .any(|c| matches!(c, camino::Utf8Component::ParentDir))
-    {
+    if p.is_absolute() || p.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
         bail!("archive entry {name:?} escapes the extraction folder");
     }
     Ok(p)

@@ -23,6 +23,9 @@ pub struct Submission {
     pub kat: KatSpec,
     #[serde(rename = "instance")]
     pub instances: Vec<Instance>,
+    /// Folder of the manifest file; `<base>/<id>/patches/` holds its patches.
+    #[serde(skip)]
+    pub base_dir: Utf8PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -80,6 +83,9 @@ pub struct KatSpec {
     pub defines: Vec<String>,
     /// Name of the KAT file in kat.sha256 (`{label}` expanded).
     pub file: String,
+    /// The instance's API header, force-included into the KAT driver.
+    #[serde(default)]
+    pub api_header: Option<String>,
     /// The submitted KAT file in the source tree, used to locate the first differing
     /// record of a MISMATCH (only when it hashes to the expected digest).
     #[serde(default)]
@@ -103,20 +109,23 @@ impl Submission {
         project::root().join("submissions")
     }
 
+    /// Load `submissions/<id>.toml`, or a manifest file given by path.
     pub fn load(id: &str) -> Result<Submission> {
-        let path = Self::dir().join(format!("{id}.toml"));
-        if !path.exists() {
-            bail!(
-                "unknown submission `{id}`: no {path} (known: {})",
-                Self::ids()?.join(", ")
-            );
+        let path = if id.ends_with(".toml") {
+            let p = Utf8PathBuf::from(id);
+            p.canonicalize_utf8().unwrap_or(p)
+        } else {
+            Self::dir().join(format!("{id}.toml"))
+        };
+        if !path.is_file() {
+            bail!("unknown submission `{id}`: no {path} (known: {})", Self::ids()?.join(", "));
         }
-        let sub: Submission = project::read_toml(&path)?;
-        if sub.id != id {
+        let mut sub: Submission = project::read_toml(&path)?;
+        if Some(sub.id.as_str()) != path.file_stem() {
             bail!("{path}: id = {:?} does not match the file name", sub.id);
         }
-        sub.validate()
-            .with_context(|| format!("invalid manifest {path}"))?;
+        sub.base_dir = path.parent().map(Utf8PathBuf::from).unwrap_or_default();
+        sub.validate().with_context(|| format!("invalid manifest {path}"))?;
         Ok(sub)
     }
 
@@ -130,6 +139,19 @@ impl Submission {
         }
         ids.sort();
         Ok(ids)
+    }
+
+    /// `kat/<id>/kat.sha256` for shipped submissions, `<base>/<id>/kat.sha256` otherwise.
+    pub fn kat_manifest_path(&self) -> Utf8PathBuf {
+        if self.base_dir == Self::dir() {
+            crate::kat::Manifest::default_path(&self.id)
+        } else {
+            self.base_dir.join(&self.id).join("kat.sha256")
+        }
+    }
+
+    pub fn patches_dir(&self) -> Utf8PathBuf {
+        self.base_dir.join(&self.id).join("patches")
     }
 
     fn validate(&self) -> Result<()> {
@@ -157,11 +179,7 @@ impl Submission {
 
     /// Which named flag set an instance is built with, for the output tables.
     pub fn flag_set(&self, inst: &Instance) -> String {
-        let base = if self.build.flags.is_none() {
-            "guide"
-        } else {
-            "manifest"
-        };
+        let base = if self.build.flags.is_none() { "guide" } else { "manifest" };
         if inst.extra_flags.is_empty() {
             base.to_owned()
         } else {
@@ -173,9 +191,7 @@ impl Submission {
 impl Instance {
     /// Expand `{dir}`, `{label}` and the instance's vars.
     pub fn expand(&self, pattern: &str) -> String {
-        let mut s = pattern
-            .replace("{dir}", &self.dir)
-            .replace("{label}", &self.label);
+        let mut s = pattern.replace("{dir}", &self.dir).replace("{label}", &self.label);
         for (k, v) in &self.vars {
             s = s.replace(&format!("{{{k}}}"), v);
         }

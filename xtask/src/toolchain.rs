@@ -57,10 +57,7 @@ impl Toolchain {
     pub fn load(name: &str) -> Result<Toolchain> {
         let path = Self::dir().join(format!("{name}.toml"));
         if !path.exists() {
-            bail!(
-                "unknown toolchain `{name}`: no {path} (known: {})",
-                Self::names()?.join(", ")
-            );
+            bail!("unknown toolchain `{name}`: no {path} (known: {})", Self::names()?.join(", "));
         }
         let mut tc: Toolchain = project::read_toml(&path)?;
         if tc.name != name {
@@ -96,24 +93,13 @@ impl Toolchain {
 
     /// Image tag: a content hash of the spec, so a changed spec gets a new image.
     pub fn tag(&self, arch: Arch) -> String {
-        let key = project::sha256_hex(
-            format!("{IMAGE_RECIPE}\n{}\n{}", self.spec_sha256, arch.debian()).as_bytes(),
-        );
-        format!(
-            "localhost/ngcc-repro/{}:{}-{}",
-            self.name,
-            arch.debian(),
-            &key[..16]
-        )
+        let key = project::sha256_hex(format!("{IMAGE_RECIPE}\n{}\n{}", self.spec_sha256, arch.debian()).as_bytes());
+        format!("localhost/ngcc-repro/{}:{}-{}", self.name, arch.debian(), &key[..16])
     }
 
     /// `--include` list for mmdebstrap: pinned packages with `=version`.
     pub fn include_list(&self) -> Vec<String> {
-        self.pinned
-            .iter()
-            .map(|(p, v)| format!("{p}={v}"))
-            .chain(self.unpinned.packages.iter().cloned())
-            .collect()
+        self.pinned.iter().map(|(p, v)| format!("{p}={v}")).chain(self.unpinned.packages.iter().cloned()).collect()
     }
 
     /// Every pinned package whose installed version differs (or is missing).
@@ -149,9 +135,7 @@ pub struct ImageLock {
 impl ImageLock {
     pub fn path(tag: &str) -> Utf8PathBuf {
         let file = tag.rsplit('/').next().unwrap_or(tag).replace(':', "-");
-        project::cache_dir()
-            .join("images")
-            .join(format!("{file}.lock.json"))
+        project::cache_dir().join("images").join(format!("{file}.lock.json"))
     }
 }
 
@@ -168,10 +152,7 @@ mod tests {
         let ubuntu = Toolchain::load("ubuntu-26.04").unwrap();
         assert_eq!(ubuntu.distro, Distro::Ubuntu);
         assert_eq!(ubuntu.expect.cmake, "cmake version 4.2.3");
-        assert!(Toolchain::load("no-such")
-            .unwrap_err()
-            .to_string()
-            .contains("debian-13"));
+        assert!(Toolchain::load("no-such").unwrap_err().to_string().contains("debian-13"));
     }
 
     #[test]
@@ -191,9 +172,6 @@ mod tests {
         installed.insert("gcc-14".to_owned(), "14.2.0-19".to_owned());
         installed.insert("cmake".to_owned(), "3.31.6-3".to_owned());
         let v = tc.pin_violations(&installed);
-        assert_eq!(
-            v,
-            vec!["cmake: pinned 3.31.6-2, image has 3.31.6-3".to_owned()]
-        );
+        assert_eq!(v, vec!["cmake: pinned 3.31.6-2, image has 3.31.6-3".to_owned()]);
     }
 }

@@ -34,10 +34,7 @@ pub enum Status {
 
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let s = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         f.pad(&s)
     }
 }
@@ -104,6 +101,7 @@ pub struct Summary {
     pub finished: String,
     pub toolchain: ToolchainRecord,
     pub source: Provenance,
+    pub patches: Vec<sources::PatchRecord>,
     pub kat_manifest: String,
     pub kat_manifest_sha256: String,
     pub limits: Limits,
@@ -127,56 +125,28 @@ impl BuildEnv {
             }
             Backend::Host => {
                 if arch != Arch::host() {
-                    bail!(
-                        "--engine host cannot build for {}: the host is {}",
-                        arch.uname(),
-                        Arch::host().uname()
-                    );
+                    bail!("--engine host cannot build for {}: the host is {}", arch.uname(), Arch::host().uname());
                 }
                 None
             }
         };
-        Ok(BuildEnv {
-            backend,
-            arch,
-            lock,
-        })
+        Ok(BuildEnv { backend, arch, lock })
     }
 
     /// Start a sandbox with the source tree, drivers and build folder mounted.
     pub fn sandbox(&self, sh: &Shell, src: &Utf8Path, work: &Utf8Path) -> Result<Sandbox> {
         let mounts = vec![
-            Mount {
-                host: src.to_owned(),
-                guest: recipe::SRC,
-                writable: false,
-            },
-            Mount {
-                host: project::root().join("drivers"),
-                guest: recipe::DRIVERS,
-                writable: false,
-            },
-            Mount {
-                host: work.to_owned(),
-                guest: recipe::WORK,
-                writable: true,
-            },
+            Mount { host: src.to_owned(), guest: recipe::SRC, writable: false },
+            Mount { host: project::root().join("drivers"), guest: recipe::DRIVERS, writable: false },
+            Mount { host: work.to_owned(), guest: recipe::WORK, writable: true },
         ];
-        Sandbox::start(
-            sh,
-            self.backend,
-            self.lock.as_ref().map(|l| l.tag.as_str()),
-            mounts,
-            &Limits::default(),
-        )
+        Sandbox::start(sh, self.backend, self.lock.as_ref().map(|l| l.tag.as_str()), mounts, &Limits::default())
     }
 
     /// The record of this toolchain, with version lines read inside the sandbox.
     pub fn record(&self, sh: &Shell, sb: &Sandbox) -> Result<ToolchainRecord> {
         let gcc_version = sb.version_line(sh, "gcc")?;
-        let cmake_version = sb
-            .version_line(sh, "cmake")
-            .unwrap_or_else(|_| "cmake: not installed".into());
+        let cmake_version = sb.version_line(sh, "cmake").unwrap_or_else(|_| "cmake: not installed".into());
         if let Some(lock) = &self.lock {
             if gcc_version != lock.gcc_version || cmake_version != lock.cmake_version {
                 bail!(
@@ -187,11 +157,7 @@ impl BuildEnv {
             }
         }
         Ok(ToolchainRecord {
-            toolchain: self
-                .lock
-                .as_ref()
-                .map(|l| l.toolchain.clone())
-                .unwrap_or_else(|| "host (unpinned)".into()),
+            toolchain: self.lock.as_ref().map(|l| l.toolchain.clone()).unwrap_or_else(|| "host (unpinned)".into()),
             pinned: self.lock.is_some(),
             engine: self.backend,
             arch: self.arch,
@@ -215,26 +181,26 @@ impl BuildEnv {
 
 impl Verify {
     pub fn run(self, sh: &Shell) -> Result<()> {
-        if self.kat_manifest.is_some() && self.ids.len() != 1 {
-            bail!("--kat-manifest applies to one submission at a time");
+        if (self.kat_manifest.is_some() || self.archive.is_some() || self.source_dir.is_some()) && self.ids.len() != 1 {
+            bail!("--kat-manifest, --archive and --source-dir apply to one submission at a time");
         }
-        let subs = self
-            .ids
-            .iter()
-            .map(|id| Submission::load(id))
-            .collect::<Result<Vec<_>>>()?;
+        let subs = self.ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        // Sources and KAT manifests first: a missing archive fails before any image work.
+        let overrides = sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone() };
+        let mut inputs = Vec::new();
+        for sub in &subs {
+            let manifest = Manifest::load(&self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path()))?;
+            let src = sources::obtain(sh, sub, &overrides)
+                .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
+            inputs.push((sub, manifest, src));
+        }
         let backend = Backend::select(sh, self.target.engine)?;
         let env = BuildEnv::prepare(sh, backend, &self.toolchain, self.target.arch())?;
         let layout = Layout::new(&self.out, &self.system);
         let mut failed = Vec::new();
-        for sub in &subs {
-            let summary =
-                self.verify_submission(sh, &env, &layout, sub, &sources::Overrides::default())?;
-            let bad = summary
-                .instances
-                .iter()
-                .filter(|i| i.status != Status::Pass)
-                .count();
+        for (sub, manifest, src) in &inputs {
+            let summary = self.verify_submission(sh, &env, &layout, sub, manifest, src)?;
+            let bad = summary.instances.iter().filter(|i| i.status != Status::Pass).count();
             if bad > 0 {
                 failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
             }
@@ -251,21 +217,12 @@ impl Verify {
         env: &BuildEnv,
         layout: &Layout,
         sub: &Submission,
-        overrides: &sources::Overrides,
+        manifest: &Manifest,
+        src: &Source,
     ) -> Result<Summary> {
         let started = project::now_utc();
-        let manifest_path = self
-            .kat_manifest
-            .clone()
-            .unwrap_or_else(|| Manifest::default_path(&sub.id));
-        let manifest = Manifest::load(&manifest_path)?;
-        let src = sources::obtain(sub, overrides)
-            .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
-        let instances: Vec<&Instance> = sub
-            .instances
-            .iter()
-            .filter(|i| self.instances.is_empty() || self.instances.contains(&i.label))
-            .collect();
+        let instances: Vec<&Instance> =
+            sub.instances.iter().filter(|i| self.instances.is_empty() || self.instances.contains(&i.label)).collect();
         if instances.is_empty() {
             bail!("{}: no instance matches {:?}", sub.id, self.instances);
         }
@@ -273,19 +230,19 @@ impl Verify {
         let sb = env.sandbox(sh, &src.root, &work)?;
         let tc = env.record(sh, &sb)?;
         println!(
-            "{} ({}): {} on {} [{}], source {}",
+            "{} ({}): {} on {} [{}], source {}{}",
             sub.id,
             sub.name,
             tc.gcc_version,
             tc.arch.uname(),
             tc.image.as_deref().unwrap_or("host, unpinned"),
-            short(src.provenance.digest())
+            src.provenance,
+            sources::patch_note(&src.patches)
         );
         std::fs::create_dir_all(layout.kat_dir(&sub.id))?;
         let mut results = Vec::new();
         for inst in instances {
-            let r =
-                self.verify_instance(sh, env, &tc, &sb, &work, layout, sub, inst, &src, &manifest)?;
+            let r = self.verify_instance(sh, env, &tc, &sb, &work, layout, sub, inst, src, manifest)?;
             println!(
                 "  {:<18} {:<14} {:<10} {}  [{}]{}",
                 r.label,
@@ -293,11 +250,7 @@ impl Verify {
                 r.status,
                 r.actual_sha256.as_deref().map(short).unwrap_or("-"),
                 r.flag_set,
-                if r.build_reused {
-                    " (build reused)"
-                } else {
-                    ""
-                }
+                if r.build_reused { " (build reused)" } else { "" }
             );
             if let Some(m) = &r.message {
                 for line in m.lines() {
@@ -316,6 +269,7 @@ impl Verify {
             finished: project::now_utc(),
             toolchain: tc,
             source: src.provenance.clone(),
+            patches: src.patches.clone(),
             kat_manifest: manifest.path.to_string(),
             kat_manifest_sha256: project::sha256_file(&manifest.path)?,
             limits: Limits::default(),
@@ -387,17 +341,11 @@ impl Verify {
             r.message = Some(format!("no line for {} in {}", inst.label, manifest.path));
             return Ok(r);
         };
-        let exec = sb.exec(
-            sh,
-            Utf8Path::new(&plan.workdir),
-            &plan.run,
-            Duration::from_secs(self.timeout),
-        )?;
+        let exec = sb.exec(sh, Utf8Path::new(&plan.workdir), &plan.run, Duration::from_secs(self.timeout))?;
         r.run_outcome = Some(exec.outcome.to_string());
         r.run_seconds = Some(exec.wall.as_secs_f64());
         let log_path = layout.kat_log(&sub.id, &inst.label);
-        std::fs::write(&log_path, &exec.stdout)
-            .with_context(|| format!("cannot write {log_path}"))?;
+        std::fs::write(&log_path, &exec.stdout).with_context(|| format!("cannot write {log_path}"))?;
         r.log = Some(log_path.to_string());
         if let Some(status) = Status::from_run(exec.outcome) {
             r.status = status;
@@ -412,14 +360,7 @@ impl Verify {
         r.actual_sha256 = Some(actual.clone());
         if actual != entry.sha256 {
             r.status = Status::Mismatch;
-            r.message = Some(mismatch_message(
-                entry,
-                &actual,
-                &exec.stdout,
-                src,
-                inst,
-                sub,
-            ));
+            r.message = Some(mismatch_message(entry, &actual, &exec.stdout, src, inst, sub));
         }
         Ok(r)
     }
@@ -430,12 +371,7 @@ fn build(sh: &Shell, sb: &Sandbox, plan: &Plan) -> std::result::Result<(), Strin
     let mut log = String::new();
     for step in &plan.steps {
         log.push_str(&format!("$ {}\n", step.argv.join(" ")));
-        match sb.exec(
-            sh,
-            Utf8Path::new(&plan.workdir),
-            &step.argv,
-            Duration::from_secs(1800),
-        ) {
+        match sb.exec(sh, Utf8Path::new(&plan.workdir), &step.argv, Duration::from_secs(1800)) {
             Ok(exec) => {
                 log.push_str(&String::from_utf8_lossy(&exec.stdout));
                 log.push_str(&String::from_utf8_lossy(&exec.stderr));
@@ -466,6 +402,7 @@ fn build_key(
     let key = serde_json::json!({
         "compilers": env.identity(tc),
         "source": src.provenance.digest(),
+        "patches": src.patches,
         "drivers": recipe::driver_digests(sub)?,
         "steps": plan.steps,
     });
@@ -481,33 +418,26 @@ fn mismatch_message(
     sub: &Submission,
 ) -> String {
     let mut m = format!("expected sha256 {}\nactual   sha256 {actual}", entry.sha256);
-    let reference: Option<Utf8PathBuf> = sub
-        .kat
-        .reference
-        .as_ref()
-        .map(|r| src.root.join(inst.expand(r)));
-    match reference
-        .as_ref()
-        .and_then(|p| std::fs::read(p).ok().map(|t| (p, t)))
-    {
-        Some((path, reference)) if kat::digest(&reference, entry) == entry.sha256 => {
-            match kat::first_differing_record(&reference, text, entry.mode) {
-                Some((_, want, got)) => m.push_str(&format!(
-                    "first differing record (reference {path}):\n--- expected\n{}--- generated\n{}",
-                    tail(&want, 8),
-                    tail(&got, 8)
-                )),
-                None => m.push_str(
-                    "\nthe generated text equals the reference text outside the covered records",
-                ),
-            }
-        }
-        Some((path, _)) => m.push_str(&format!(
-            "\n{path} does not hash to the expected digest either; no record comparison"
+    let reference: Option<Utf8PathBuf> = sub.kat.reference.as_ref().map(|r| src.root.join(inst.expand(r)));
+    let Some(path) = reference else {
+        m.push_str("\nno reference KAT text ships with this source, so no record can be compared");
+        return m;
+    };
+    let Ok(reference) = std::fs::read(&path) else {
+        m.push_str(&format!("\nthe reference KAT text {path} is missing, so no record can be compared"));
+        return m;
+    };
+    if kat::digest(&reference, entry) != entry.sha256 {
+        m.push_str(&format!("\n{path} does not hash to the expected digest either; no record comparison"));
+        return m;
+    }
+    match kat::first_differing_record(&reference, text, entry.mode) {
+        Some((_, want, got)) => m.push_str(&format!(
+            "\nfirst differing record (reference {path}):\n--- expected\n{}--- generated\n{}",
+            tail(&want, 8),
+            tail(&got, 8)
         )),
-        None => m.push_str(
-            "\nno reference KAT text ships with this source, so no record can be compared",
-        ),
+        None => m.push_str("\nthe generated text equals the reference text outside the covered records"),
     }
     m
 }

@@ -5,10 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn xtask(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .output()
-        .expect("run xtask");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().expect("run xtask");
     eprintln!(
         "$ xtask {}\n{}{}",
         args.join(" "),
@@ -23,24 +20,14 @@ fn stdout(out: &Output) -> String {
 }
 
 fn summary(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("local/kat/pqclean-ml-kem/summary.json"))
-        .expect("summary.json");
+    let text = std::fs::read_to_string(dir.join("local/kat/pqclean-ml-kem/summary.json")).expect("summary.json");
     serde_json::from_str(&text).unwrap()
 }
 
 const PUBLISHED: [(&str, &str); 3] = [
-    (
-        "ML-KEM-512",
-        "c70041a761e01cd6426fa60e9fd6a4412c2be817386c8d0f3334898082512782",
-    ),
-    (
-        "ML-KEM-768",
-        "5352539586b6c3df58be6158a6250aeff402bd73060b0a3de68850ac074c17c3",
-    ),
-    (
-        "ML-KEM-1024",
-        "f580d851e5fb27e6876e5e203fa18be4cdbfd49e05d48fec3d3992c8f43a13e6",
-    ),
+    ("ML-KEM-512", "c70041a761e01cd6426fa60e9fd6a4412c2be817386c8d0f3334898082512782"),
+    ("ML-KEM-768", "5352539586b6c3df58be6158a6250aeff402bd73060b0a3de68850ac074c17c3"),
+    ("ML-KEM-1024", "f580d851e5fb27e6876e5e203fa18be4cdbfd49e05d48fec3d3992c8f43a13e6"),
 ];
 
 fn assert_all_pass(s: &serde_json::Value) {
@@ -59,14 +46,7 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
     let out = tmp.path().join("out");
     let out_s = out.to_str().unwrap();
 
-    let run = xtask(&[
-        "verify",
-        "pqclean-ml-kem",
-        "--engine",
-        "podman",
-        "--out",
-        out_s,
-    ]);
+    let run = xtask(&["verify", "pqclean-ml-kem", "--engine", "podman", "--out", out_s]);
     assert!(run.status.success());
     assert_eq!(stdout(&run).matches(" PASS ").count(), 3);
     let s = summary(&out);
@@ -74,39 +54,23 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
     assert_eq!(s["toolchain"]["toolchain"], "debian-13");
     assert_eq!(s["toolchain"]["pinned"], true);
     assert_eq!(s["toolchain"]["engine"], "podman");
-    assert_eq!(
-        s["toolchain"]["gcc_version"],
-        "gcc (Debian 14.2.0-19) 14.2.0"
-    );
+    assert_eq!(s["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
     assert_eq!(s["toolchain"]["cmake_version"], "cmake version 3.31.6");
     assert!(s["toolchain"]["image_id"].as_str().unwrap().len() == 64);
-    assert_eq!(
-        s["source"]["checksum"],
-        "eb14d207f3749e8a59a026c22ceaa72d70fff931cfbf4c8d9b08f3fc56dc6e60"
-    );
+    assert_eq!(s["source"]["checksum"], "eb14d207f3749e8a59a026c22ceaa72d70fff931cfbf4c8d9b08f3fc56dc6e60");
     // The KAT log is the program's output itself: its digest is the published one.
     let log = std::fs::read(out.join("local/kat/pqclean-ml-kem/ML-KEM-512.log")).unwrap();
     assert_eq!(sha256(&log), PUBLISHED[0].1);
 
     // Unchanged inputs: the image and every build are reused.
-    let again = xtask(&[
-        "verify",
-        "pqclean-ml-kem",
-        "--engine",
-        "podman",
-        "--out",
-        out_s,
-    ]);
+    let again = xtask(&["verify", "pqclean-ml-kem", "--engine", "podman", "--out", out_s]);
     assert!(again.status.success());
     assert_eq!(stdout(&again).matches("(build reused)").count(), 3);
     assert!(String::from_utf8_lossy(&again.stderr).contains("reused"));
 
     // One changed expected digest: MISMATCH, both digests printed, non-zero exit.
-    let manifest = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../kat/pqclean-ml-kem/kat.sha256"
-    ))
-    .unwrap();
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kat/pqclean-ml-kem/kat.sha256")).unwrap();
     let wrong = "0".repeat(64);
     let changed = manifest.replace(PUBLISHED[1].1, &wrong);
     assert_ne!(changed, manifest);
@@ -124,23 +88,13 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
     ]);
     assert!(!bad.status.success());
     let text = stdout(&bad);
-    assert!(
-        text.contains("ML-KEM-768") && text.contains("MISMATCH"),
-        "{text}"
-    );
+    assert!(text.contains("ML-KEM-768") && text.contains("MISMATCH"), "{text}");
     assert!(text.contains(&format!("expected sha256 {wrong}")), "{text}");
-    assert!(
-        text.contains(&format!("actual   sha256 {}", PUBLISHED[1].1)),
-        "{text}"
-    );
+    assert!(text.contains(&format!("actual   sha256 {}", PUBLISHED[1].1)), "{text}");
     assert_eq!(text.matches(" PASS ").count(), 2);
 
     // A label missing from the manifest is NOKAT, not a pass.
-    let partial: String = manifest
-        .lines()
-        .filter(|l| !l.contains("ML-KEM-1024"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let partial: String = manifest.lines().filter(|l| !l.contains("ML-KEM-1024")).map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, partial).unwrap();
     let nokat = xtask(&[
         "verify",
@@ -167,14 +121,7 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
 fn host_engine_passes_and_says_unpinned() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let run = xtask(&[
-        "verify",
-        "pqclean-ml-kem",
-        "--engine",
-        "host",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let run = xtask(&["verify", "pqclean-ml-kem", "--engine", "host", "--out", out.to_str().unwrap()]);
     assert!(run.status.success());
     assert!(String::from_utf8_lossy(&run.stderr).contains("WARNING"));
     assert_eq!(stdout(&run).matches("host (unpinned) PASS").count(), 3);
@@ -187,8 +134,5 @@ fn host_engine_passes_and_says_unpinned() {
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
