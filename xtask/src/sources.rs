@@ -130,6 +130,7 @@ fn apply_patches(sh: &Shell, sub: &Submission, src: Source) -> Result<Source> {
         for f in &files {
             cmd!(sh, "patch --batch --forward --no-backup-if-mismatch -p1 -d {tmp_path} -i {f}")
                 .quiet()
+                .ignore_stdout()
                 .run()
                 .with_context(|| format!("patch {f} does not apply to {}", src.root))?;
         }

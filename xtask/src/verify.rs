@@ -434,8 +434,8 @@ fn mismatch_message(
     match kat::first_differing_record(&reference, text, entry.mode) {
         Some((_, want, got)) => m.push_str(&format!(
             "\nfirst differing record (reference {path}):\n--- expected\n{}--- generated\n{}",
-            tail(&want, 8),
-            tail(&got, 8)
+            tail(&want, 16),
+            tail(&got, 16)
         )),
         None => m.push_str("\nthe generated text equals the reference text outside the covered records"),
     }
