@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::engine::Sandbox;
 use crate::project;
 use crate::sources::Source;
-use crate::submission::{Instance, Submission};
+use crate::submission::{CmakeSpec, Instance, Submission};
 
 /// Mount points inside the sandbox.
 pub const SRC: &str = "/src";
@@ -39,6 +39,9 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build
     let mut flags = sub.flags();
     flags.extend(inst.extra_flags.iter().cloned());
     let work = sb.path(WORK, build_dir);
+    if let Some(cmake) = &sub.build.cmake {
+        return Ok(cmake_plan(sub, inst, cmake, flags, &sb.path(SRC, ""), &work));
+    }
     let src_path = |rel: &str| sb.path(SRC, rel).to_string();
 
     let never: Vec<String> = sub.build.never_compile.iter().map(|p| inst.expand(p)).collect();
@@ -100,6 +103,49 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build
         workdir: work.to_string(),
         run: vec![work.join(KAT_PROGRAM).to_string()],
     })
+}
+
+/// Configure and build one target of the submission's CMake project.
+fn cmake_plan(
+    sub: &Submission,
+    inst: &Instance,
+    cmake: &CmakeSpec,
+    flags: Vec<String>,
+    src: &Utf8Path,
+    work: &Utf8Path,
+) -> Plan {
+    let mut configure = vec![
+        "cmake".to_owned(),
+        "-S".into(),
+        src.to_string(),
+        "-B".into(),
+        work.to_string(),
+        "-G".into(),
+        "Unix Makefiles".into(),
+    ];
+    configure.push(format!("-DCMAKE_C_FLAGS={}", flags.join(" ")));
+    configure.extend(cmake.configure.iter().map(|c| inst.expand(c)));
+    let build = vec![
+        "cmake".to_owned(),
+        "--build".into(),
+        work.to_string(),
+        "--target".into(),
+        cmake.target.clone(),
+        "--parallel".into(),
+        "2".into(),
+    ];
+    let mut run: Vec<String> = sub.kat.run.iter().map(|a| inst.expand(a)).collect();
+    run[0] = work.join(&run[0]).to_string();
+    Plan {
+        flag_set: sub.flag_set(inst),
+        flags,
+        steps: vec![
+            Step { what: "cmake configure".into(), argv: configure },
+            Step { what: "cmake build".into(), argv: build },
+        ],
+        workdir: work.to_string(),
+        run,
+    }
 }
 
 /// `driver:<file>` is the harness's own driver; anything else is in the source tree.

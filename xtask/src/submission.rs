@@ -61,7 +61,11 @@ pub struct BuildSpec {
     pub flags: Option<Vec<String>>,
     /// Library sources relative to the source root; `{dir}`, `{label}` and instance
     /// vars are expanded; a last component `*.c` takes every C file of that folder.
+    #[serde(default)]
     pub sources: Vec<String>,
+    /// Instead of `sources`: configure and build the submission's own CMake project.
+    #[serde(default)]
+    pub cmake: Option<CmakeSpec>,
     #[serde(default)]
     pub include: Vec<String>,
     #[serde(default)]
@@ -71,12 +75,28 @@ pub struct BuildSpec {
     pub never_compile: Vec<String>,
 }
 
+/// A CMake project built inside the container with the pinned cmake; the harness
+/// injects the flags through CMAKE_C_FLAGS.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CmakeSpec {
+    /// Extra `-D...` configure arguments.
+    #[serde(default)]
+    pub configure: Vec<String>,
+    /// The one target to build.
+    pub target: String,
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct KatSpec {
     /// Sources of the program that prints the KAT text on stdout: relative to the
     /// source root, or `driver:<file>` for the harness's own drivers/.
+    #[serde(default)]
     pub program: Vec<String>,
+    /// cmake recipe: the KAT command, its program relative to the build folder.
+    #[serde(default)]
+    pub run: Vec<String>,
     #[serde(default)]
     pub include: Vec<String>,
     #[serde(default)]
@@ -157,6 +177,13 @@ impl Submission {
     fn validate(&self) -> Result<()> {
         if self.instances.is_empty() {
             bail!("no [[instance]]");
+        }
+        match (&self.build.cmake, self.build.sources.is_empty()) {
+            (Some(_), false) => bail!("[build] has both `sources` and `cmake`: pick one recipe"),
+            (None, true) => bail!("[build] needs `sources` (cc recipe) or `[build.cmake]`"),
+            (Some(_), true) if self.kat.run.is_empty() => bail!("the cmake recipe needs [kat] run"),
+            (None, false) if self.kat.program.is_empty() => bail!("the cc recipe needs [kat] program"),
+            _ => {}
         }
         let mut seen = std::collections::BTreeSet::new();
         for inst in &self.instances {

@@ -295,7 +295,8 @@ impl Verify {
         manifest: &Manifest,
     ) -> Result<InstanceResult> {
         let key = build_key(env, tc, sub, inst, src, sb)?;
-        let build_dir = format!("{}-{}", inst.label, &key[..16]);
+        // Named by the key alone: instances with identical build steps share one build.
+        let build_dir = key[..20].to_owned();
         let plan = recipe::plan(sub, inst, src, sb, &build_dir)?;
         let entry = manifest.entry(&inst.label);
         let mut r = InstanceResult {
