@@ -69,9 +69,9 @@ pub struct Verify {
     /// Submission ids (files under submissions/, without .toml), or paths to manifest files.
     #[arg(required = true)]
     pub ids: Vec<String>,
-    /// The submission's archive (checked against the SHA-256 its manifest pins);
-    /// default: archives/<file name>.
-    #[arg(long, value_name = "PATH")]
+    /// The submission's archive, a path or an http(s) URL (checked against the SHA-256
+    /// its manifest pins before anything is extracted); default: archives/<file name>.
+    #[arg(long, value_name = "PATH|URL")]
     pub archive: Option<Utf8PathBuf>,
     /// Verify an already-extracted tree instead; records say `source: unpinned directory`.
     #[arg(long, value_name = "DIR", conflicts_with = "archive")]

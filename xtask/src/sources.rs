@@ -83,7 +83,7 @@ pub fn obtain(sh: &Shell, sub: &Submission, overrides: &Overrides) -> Result<Sou
     let src = match (&overrides.source_dir, &sub.source) {
         (Some(dir), _) => from_directory(sub, dir)?,
         (None, SourceSpec::Crate { name, version, subdir }) => from_crate(name, version, subdir)?,
-        (None, SourceSpec::Archive { .. }) => from_archive(sub, overrides.archive.as_deref())?,
+        (None, SourceSpec::Archive { .. }) => from_archive(sh, sub, overrides.archive.as_deref())?,
     };
     apply_patches(sh, sub, src)
 }
@@ -225,15 +225,21 @@ fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<String> {
         .with_context(|| format!("no checksum for {name} {version} in the lock file"))
 }
 
-fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
+fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
     let SourceSpec::Archive { file, bytes, sha256, page, root } = &sub.source else { unreachable!() };
     let default = project::root().join("archives").join(file);
-    let path = given.map(Utf8Path::to_owned).unwrap_or(default.clone());
+    let path = match given {
+        Some(url) if url.as_str().starts_with("https://") || url.as_str().starts_with("http://") => {
+            download(sh, url.as_str(), file)?
+        }
+        Some(p) => p.to_owned(),
+        None => default.clone(),
+    };
     if !path.is_file() {
         bail!(
             "{} needs its archive {file} ({bytes} bytes, SHA-256 {sha256}){}.\n\
              It was not found at {path}. Download it, then either put it at {default} \
-             or pass --archive PATH.",
+             or pass --archive PATH (a local file, or a URL to fetch it from).",
             sub.id,
             page.as_ref().map(|p| format!(", published at {p}")).unwrap_or_default(),
         );
@@ -250,6 +256,20 @@ fn from_archive(sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
     let tree = extract(&path, sha256)?;
     let root = find_root(&tree, root).with_context(|| format!("{file} has no folder {root:?}"))?;
     Ok(Source { root, provenance: Provenance::Archive { file: file.clone(), sha256: sha256.clone() }, patches: vec![] })
+}
+
+/// Fetch an archive the user named by URL into the cache; its digest is checked next.
+fn download(sh: &Shell, url: &str, file: &str) -> Result<Utf8PathBuf> {
+    let dir = project::cache_dir().join("downloads");
+    std::fs::create_dir_all(&dir)?;
+    let dest = dir.join(file);
+    let part = dir.join(format!("{file}.part"));
+    cmd!(sh, "curl --fail --location --silent --show-error --output {part} {url}")
+        .quiet()
+        .run()
+        .with_context(|| format!("cannot download {url}"))?;
+    std::fs::rename(&part, &dest)?;
+    Ok(dest)
 }
 
 /// `rel` inside `tree`, also below up to two wrapping folders.
