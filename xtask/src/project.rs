@@ -98,3 +98,16 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Utf8Path) -> Result<T> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
     toml::from_str(&text).with_context(|| format!("invalid TOML in {path}"))
 }
+
+/// File stems of the `*.toml` files in `dir`, sorted.
+pub fn toml_stems(dir: &Utf8Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in dir.read_dir_utf8().with_context(|| format!("cannot read {dir}"))? {
+        let path = entry?.into_path();
+        if path.extension() == Some("toml") {
+            names.extend(path.file_stem().map(str::to_owned));
+        }
+    }
+    names.sort();
+    Ok(names)
+}

@@ -150,15 +150,7 @@ impl Submission {
     }
 
     pub fn ids() -> Result<Vec<String>> {
-        let mut ids = Vec::new();
-        for entry in std::fs::read_dir(Self::dir()).context("cannot read submissions/")? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                ids.push(path.file_stem().unwrap().to_string_lossy().into_owned());
-            }
-        }
-        ids.sort();
-        Ok(ids)
+        project::toml_stems(&Self::dir())
     }
 
     /// `kat/<id>/kat.sha256` for shipped submissions, `<base>/<id>/kat.sha256` otherwise.

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 
@@ -68,15 +68,7 @@ impl Toolchain {
     }
 
     pub fn names() -> Result<Vec<String>> {
-        let mut names = Vec::new();
-        for entry in std::fs::read_dir(Self::dir()).context("cannot read toolchains/")? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                names.push(path.file_stem().unwrap().to_string_lossy().into_owned());
-            }
-        }
-        names.sort();
-        Ok(names)
+        project::toml_stems(&Self::dir())
     }
 
     pub fn supports(&self, arch: Arch) -> Result<()> {

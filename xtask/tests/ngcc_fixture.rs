@@ -6,7 +6,10 @@
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+mod common;
+
+use common::{sha256, xtask};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture");
 const WRAP: &str = "Fixture KEM v1";
@@ -99,11 +102,6 @@ fn model_digest(n: usize, nolen: bool, records: usize) -> String {
         }
     }
     sha256(text.as_bytes())
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 // ---- the fixture archive -----------------------------------------------------
@@ -265,25 +263,8 @@ fn manifest_dir(dir: &Path, zip: &Path, with_patch: bool) -> PathBuf {
     dir.join("fixture-kem.toml")
 }
 
-fn xtask(args: &[&str], cache: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    cmd.args(args);
-    if let Some(c) = cache {
-        cmd.env("NGCC_CACHE", c);
-    }
-    let out = cmd.output().expect("run xtask");
-    eprintln!(
-        "$ xtask {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 fn statuses(out: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(out.join("local/kat/fixture-kem/summary.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    common::summary(out, "fixture-kem")
 }
 
 fn status_of<'a>(s: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {

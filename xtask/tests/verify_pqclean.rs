@@ -1,27 +1,12 @@
 //! End-to-end: `cargo xtask verify pqclean-ml-kem` against PQClean's published digests,
 //! in the Debian 13 container and on the host. Needs podman (installed by .ci/run).
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn xtask(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().expect("run xtask");
-    eprintln!(
-        "$ xtask {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use common::{sha256, stdout, summary};
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn summary(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("local/kat/pqclean-ml-kem/summary.json")).expect("summary.json");
-    serde_json::from_str(&text).unwrap()
+fn xtask(args: &[&str]) -> std::process::Output {
+    common::xtask(args, None)
 }
 
 const PUBLISHED: [(&str, &str); 3] = [
@@ -49,7 +34,7 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
     let run = xtask(&["verify", "pqclean-ml-kem", "--engine", "podman", "--out", out_s]);
     assert!(run.status.success());
     assert_eq!(stdout(&run).matches(" PASS ").count(), 3);
-    let s = summary(&out);
+    let s = summary(&out, "pqclean-ml-kem");
     assert_all_pass(&s);
     assert_eq!(s["toolchain"]["toolchain"], "debian-13");
     assert_eq!(s["toolchain"]["pinned"], true);
@@ -76,16 +61,13 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
     assert_ne!(changed, manifest);
     let path = tmp.path().join("kat.sha256");
     std::fs::write(&path, changed).unwrap();
-    let bad = xtask(&[
-        "verify",
-        "pqclean-ml-kem",
-        "--engine",
-        "podman",
-        "--out",
-        out_s,
-        "--kat-manifest",
-        path.to_str().unwrap(),
-    ]);
+    let with_manifest = |extra: &[&str]| {
+        let mut args = vec!["verify", "pqclean-ml-kem", "--engine", "podman", "--out", out_s];
+        args.extend(["--kat-manifest", path.to_str().unwrap()]);
+        args.extend(extra);
+        xtask(&args)
+    };
+    let bad = with_manifest(&[]);
     assert!(!bad.status.success());
     let text = stdout(&bad);
     assert!(text.contains("ML-KEM-768") && text.contains("MISMATCH"), "{text}");
@@ -96,18 +78,7 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
     // A label missing from the manifest is NOKAT, not a pass.
     let partial: String = manifest.lines().filter(|l| !l.contains("ML-KEM-1024")).map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, partial).unwrap();
-    let nokat = xtask(&[
-        "verify",
-        "pqclean-ml-kem",
-        "--engine",
-        "podman",
-        "--out",
-        out_s,
-        "--kat-manifest",
-        path.to_str().unwrap(),
-        "--instance",
-        "ML-KEM-1024",
-    ]);
+    let nokat = with_manifest(&["--instance", "ML-KEM-1024"]);
     assert!(!nokat.status.success());
     assert!(stdout(&nokat).contains("NOKAT"));
 
@@ -125,14 +96,9 @@ fn host_engine_passes_and_says_unpinned() {
     assert!(run.status.success());
     assert!(String::from_utf8_lossy(&run.stderr).contains("WARNING"));
     assert_eq!(stdout(&run).matches("host (unpinned) PASS").count(), 3);
-    let s = summary(&out);
+    let s = summary(&out, "pqclean-ml-kem");
     assert_all_pass(&s);
     assert_eq!(s["toolchain"]["toolchain"], "host (unpinned)");
     assert_eq!(s["toolchain"]["pinned"], false);
     assert_eq!(s["toolchain"]["image_id"], serde_json::Value::Null);
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
