@@ -116,6 +116,7 @@ const INSTANCES: &[(&str, usize, &str)] = &[
     ("fix-failenc", 16, "#define FIX_FAIL_ENC 1\n"),
     ("fix-overflow", 16, "#define FIX_OVERFLOW 1\n"),
     ("fix-crash", 16, "#define FIX_CRASH 1\n"),
+    ("fix-hang", 16, "#define FIX_HANG 1\n"),
 ];
 
 fn header(label: &str, n: usize, extra: &str) -> String {
@@ -315,7 +316,10 @@ fn fixture_archive_in_container_gives_every_status() {
     assert!(!cache.join("sources").exists(), "nothing may be extracted from a refused archive");
 
     // The real run: every status, in the container.
-    let run = xtask(&["verify", m, "--engine", "podman", "--out", out_s, "--archive", zip.to_str().unwrap()], None);
+    let run = xtask(
+        &["verify", m, "--engine", "podman", "--out", out_s, "--archive", zip.to_str().unwrap(), "--timeout", "5"],
+        None,
+    );
     assert!(!run.status.success(), "bad instances must fail the run");
     let s = statuses(&out);
     assert_eq!(s["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
@@ -331,6 +335,7 @@ fn fixture_archive_in_container_gives_every_status() {
         ("fix-failenc", "CRYPTOFAIL"),
         ("fix-overflow", "OVERFLOW"),
         ("fix-crash", "CRASH"),
+        ("fix-hang", "TIMEOUT"),
     ] {
         assert_eq!(status_of(&s, label)["status"], want, "{label}");
     }
