@@ -75,6 +75,12 @@ static void print_hex(const char *label, const unsigned char *p, unsigned long l
     printf("\n");
 }
 
+/* `<name>_Len = n` then `<name> = HEX`, as the official KAT files have them. */
+static void print_field(const char *name, const unsigned char *p, unsigned long long len) {
+    printf("%s_Len = %llu\n", name, len);
+    print_hex(name, p, len);
+}
+
 int main(void) {
     unsigned char nonce[SEED_BYTES];
     unsigned char seed[SEED_BYTES];
@@ -114,10 +120,8 @@ int main(void) {
         }
         check_len("kem_keygen pk_len", pk_len, pk_max, count);
         check_len("kem_keygen sk_len", sk_len, sk_max, count);
-        printf("PK_Len = %llu\n", pk_len);
-        print_hex("PK", data(&pk), pk_len);
-        printf("SK_Len = %llu\n", sk_len);
-        print_hex("SK", data(&sk), sk_len);
+        print_field("PK", data(&pk), pk_len);
+        print_field("SK", data(&sk), sk_len);
 
         ret = kem_enc(data(&pk), pk_len, data(&ss), &ss_len, data(&ct), &ct_len);
         check_guards(&ss, "kem_enc", count);
@@ -127,10 +131,8 @@ int main(void) {
         }
         check_len("kem_enc ct_len", ct_len, ct_max, count);
         check_len("kem_enc ss_len", ss_len, ss_max, count);
-        printf("CT_Len = %llu\n", ct_len);
-        print_hex("CT", data(&ct), ct_len);
-        printf("SS_Len = %llu\n", ss_len);
-        print_hex("SS", data(&ss), ss_len);
+        print_field("CT", data(&ct), ct_len);
+        print_field("SS", data(&ss), ss_len);
         printf("\n");
         fflush(stdout);
 
