@@ -1,6 +1,7 @@
 //! ngcc-repro: `cargo xtask <command>`. One module per command, each with a
 //! `run(self, sh)` entry; see `flags.rs` for the interface.
 
+mod builder;
 mod emulation;
 mod engine;
 mod evidence;

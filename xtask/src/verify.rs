@@ -8,15 +8,14 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use xshell::Shell;
 
-use crate::engine::{Backend, Limits, Mount, Outcome, Sandbox};
+use crate::builder::{self, BuildEnv, Built, ToolchainRecord};
+use crate::engine::{Backend, Limits, Outcome, Sandbox};
 use crate::evidence::Layout;
-use crate::flags::{Arch, Verify};
+use crate::flags::Verify;
 use crate::kat::{self, Manifest};
-use crate::recipe::{self, Plan};
+use crate::project;
 use crate::sources::{self, Provenance, Source};
 use crate::submission::{Instance, Submission};
-use crate::toolchain::{ImageLock, Toolchain};
-use crate::{emulation, image, project};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -52,22 +51,6 @@ impl Status {
             Outcome::Signalled(_) => Some(Status::Crash),
         }
     }
-}
-
-/// The toolchain a run used, as every record states it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolchainRecord {
-    /// The spec name, or `host (unpinned)`.
-    pub toolchain: String,
-    pub pinned: bool,
-    pub engine: Backend,
-    pub arch: Arch,
-    pub emulated: bool,
-    pub image: Option<String>,
-    pub image_id: Option<String>,
-    pub rootfs_sha256: Option<String>,
-    pub gcc_version: String,
-    pub cmake_version: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -107,76 +90,6 @@ pub struct Summary {
     pub limits: Limits,
     pub kat_timeout_secs: u64,
     pub instances: Vec<InstanceResult>,
-}
-
-/// A prepared place to build in: engine, image and its lock.
-pub struct BuildEnv {
-    pub backend: Backend,
-    pub arch: Arch,
-    pub lock: Option<ImageLock>,
-}
-
-impl BuildEnv {
-    pub fn prepare(sh: &Shell, backend: Backend, toolchain: &str, arch: Arch) -> Result<BuildEnv> {
-        let lock = match backend {
-            Backend::Container(engine) => {
-                let tc = Toolchain::load(toolchain)?;
-                Some(image::ensure(sh, engine, &tc, arch, None, false)?)
-            }
-            Backend::Host => {
-                if arch != Arch::host() {
-                    bail!("--engine host cannot build for {}: the host is {}", arch.uname(), Arch::host().uname());
-                }
-                None
-            }
-        };
-        Ok(BuildEnv { backend, arch, lock })
-    }
-
-    /// Start a sandbox with the source tree, drivers and build folder mounted.
-    pub fn sandbox(&self, sh: &Shell, src: &Utf8Path, work: &Utf8Path) -> Result<Sandbox> {
-        let mounts = vec![
-            Mount { host: src.to_owned(), guest: recipe::SRC, writable: false },
-            Mount { host: project::root().join("drivers"), guest: recipe::DRIVERS, writable: false },
-            Mount { host: work.to_owned(), guest: recipe::WORK, writable: true },
-        ];
-        Sandbox::start(sh, self.backend, self.lock.as_ref().map(|l| l.tag.as_str()), mounts, &Limits::default())
-    }
-
-    /// The record of this toolchain, with version lines read inside the sandbox.
-    pub fn record(&self, sh: &Shell, sb: &Sandbox) -> Result<ToolchainRecord> {
-        let gcc_version = sb.version_line(sh, "gcc")?;
-        let cmake_version = sb.version_line(sh, "cmake").unwrap_or_else(|_| "cmake: not installed".into());
-        if let Some(lock) = &self.lock {
-            if gcc_version != lock.gcc_version || cmake_version != lock.cmake_version {
-                bail!(
-                    "image {} changed since it was checked: run `cargo xtask image check {}`",
-                    lock.tag,
-                    lock.toolchain
-                );
-            }
-        }
-        Ok(ToolchainRecord {
-            toolchain: self.lock.as_ref().map(|l| l.toolchain.clone()).unwrap_or_else(|| "host (unpinned)".into()),
-            pinned: self.lock.is_some(),
-            engine: self.backend,
-            arch: self.arch,
-            emulated: !emulation::native(self.arch),
-            image: self.lock.as_ref().map(|l| l.tag.clone()),
-            image_id: self.lock.as_ref().map(|l| l.image_id.clone()),
-            rootfs_sha256: self.lock.as_ref().and_then(|l| l.rootfs_sha256.clone()),
-            gcc_version,
-            cmake_version,
-        })
-    }
-
-    /// Identifies the compilers for build reuse.
-    fn identity(&self, tc: &ToolchainRecord) -> String {
-        match &self.lock {
-            Some(l) => format!("image {}", l.image_id),
-            None => format!("host {} / {}", tc.gcc_version, tc.cmake_version),
-        }
-    }
 }
 
 impl Verify {
@@ -226,8 +139,7 @@ impl Verify {
         if instances.is_empty() {
             bail!("{}: no instance matches {:?}", sub.id, self.instances);
         }
-        let work = project::cache_dir().join("builds").join(&sub.id);
-        let sb = env.sandbox(sh, &src.root, &work)?;
+        let sb = env.sandbox(sh, sub, &src.root)?;
         let tc = env.record(sh, &sb)?;
         println!(
             "{} ({}): {} on {} [{}], source {}{}",
@@ -242,7 +154,7 @@ impl Verify {
         std::fs::create_dir_all(layout.kat_dir(&sub.id))?;
         let mut results = Vec::new();
         for inst in instances {
-            let r = self.verify_instance(sh, env, &tc, &sb, &work, layout, sub, inst, src, manifest)?;
+            let r = self.verify_instance(sh, env, &tc, &sb, layout, sub, inst, src, manifest)?;
             println!(
                 "  {:<18} {:<14} {:<10} {}  [{}]{}",
                 r.label,
@@ -287,18 +199,17 @@ impl Verify {
         env: &BuildEnv,
         tc: &ToolchainRecord,
         sb: &Sandbox,
-        work: &Utf8Path,
         layout: &Layout,
         sub: &Submission,
         inst: &Instance,
         src: &Source,
         manifest: &Manifest,
     ) -> Result<InstanceResult> {
-        let key = build_key(env, tc, sub, inst, src, sb)?;
-        // Named by the key alone: instances with identical build steps share one build.
-        let build_dir = key[..20].to_owned();
-        let plan = recipe::plan(sub, inst, src, sb, &build_dir)?;
         let entry = manifest.entry(&inst.label);
+        let (plan, key, reused, failed) = match builder::ensure(sh, env, tc, sb, sub, inst, src, self.rebuild)? {
+            Built::Ok(b) => (b.plan, b.key, b.reused, None),
+            Built::Failed { plan, key, log } => (plan, key, false, Some(log)),
+        };
         let mut r = InstanceResult {
             label: inst.label.clone(),
             status: Status::Pass,
@@ -311,31 +222,23 @@ impl Verify {
             actual_sha256: None,
             log: None,
             build_key: key,
-            build_reused: false,
+            build_reused: reused,
             commands: plan.steps.iter().map(|s| s.argv.clone()).collect(),
             run_command: plan.run.clone(),
             run_outcome: None,
             run_seconds: None,
             message: None,
         };
-        let marker = work.join(&build_dir).join("build.json");
-        if marker.exists() && !self.rebuild {
-            r.build_reused = true;
-        } else {
-            std::fs::remove_dir_all(work.join(&build_dir)).ok();
-            std::fs::create_dir_all(work.join(&build_dir))?;
-            if let Err(log) = build(sh, sb, &plan) {
-                std::fs::write(layout.build_log(&sub.id, &inst.label), &log)?;
-                r.status = Status::Buildfail;
-                r.message = Some(format!(
-                    "build failed with the {} flags; compiler output in {}:\n{}",
-                    plan.flag_set,
-                    layout.build_log(&sub.id, &inst.label),
-                    tail(&log, 12)
-                ));
-                return Ok(r);
-            }
-            project::write_json(&marker, &plan)?;
+        if let Some(log) = failed {
+            std::fs::write(layout.build_log(&sub.id, &inst.label), &log)?;
+            r.status = Status::Buildfail;
+            r.message = Some(format!(
+                "build failed with the {} flags; compiler output in {}:\n{}",
+                plan.flag_set,
+                layout.build_log(&sub.id, &inst.label),
+                tail(&log, 12)
+            ));
+            return Ok(r);
         }
         let Some(entry) = entry else {
             r.status = Status::Nokat;
@@ -365,49 +268,6 @@ impl Verify {
         }
         Ok(r)
     }
-}
-
-/// Run the plan's build steps; on failure the combined compiler output.
-fn build(sh: &Shell, sb: &Sandbox, plan: &Plan) -> std::result::Result<(), String> {
-    let mut log = String::new();
-    for step in &plan.steps {
-        log.push_str(&format!("$ {}\n", step.argv.join(" ")));
-        match sb.exec(sh, Utf8Path::new(&plan.workdir), &step.argv, Duration::from_secs(1800)) {
-            Ok(exec) => {
-                log.push_str(&String::from_utf8_lossy(&exec.stdout));
-                log.push_str(&String::from_utf8_lossy(&exec.stderr));
-                if !exec.outcome.success() {
-                    log.push_str(&format!("{} failed: {}\n", step.what, exec.outcome));
-                    return Err(log);
-                }
-            }
-            Err(e) => {
-                log.push_str(&format!("{e:#}\n"));
-                return Err(log);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Inputs that decide a build; equal keys mean the earlier build can be reused.
-fn build_key(
-    env: &BuildEnv,
-    tc: &ToolchainRecord,
-    sub: &Submission,
-    inst: &Instance,
-    src: &Source,
-    sb: &Sandbox,
-) -> Result<String> {
-    let plan = recipe::plan(sub, inst, src, sb, "BUILD")?;
-    let key = serde_json::json!({
-        "compilers": env.identity(tc),
-        "source": src.provenance.digest(),
-        "patches": src.patches,
-        "drivers": recipe::driver_digests(sub)?,
-        "steps": plan.steps,
-    });
-    Ok(project::sha256_hex(key.to_string().as_bytes()))
 }
 
 fn mismatch_message(
