@@ -32,6 +32,23 @@ pub struct ToolchainRecord {
     pub cmake_version: String,
 }
 
+impl ToolchainRecord {
+    pub fn from_lock(lock: &ImageLock, engine: Backend) -> ToolchainRecord {
+        ToolchainRecord {
+            toolchain: lock.toolchain.clone(),
+            pinned: true,
+            engine,
+            arch: lock.arch,
+            emulated: !emulation::native(lock.arch),
+            image: Some(lock.tag.clone()),
+            image_id: Some(lock.image_id.clone()),
+            rootfs_sha256: lock.rootfs_sha256.clone(),
+            gcc_version: lock.gcc_version.clone(),
+            cmake_version: lock.cmake_version.clone(),
+        }
+    }
+}
+
 /// A prepared place to build in: engine, image and its lock.
 pub struct BuildEnv {
     pub backend: Backend,
@@ -80,17 +97,20 @@ impl BuildEnv {
                 );
             }
         }
-        Ok(ToolchainRecord {
-            toolchain: self.lock.as_ref().map(|l| l.toolchain.clone()).unwrap_or_else(|| "host (unpinned)".into()),
-            pinned: self.lock.is_some(),
-            engine: self.backend,
-            arch: self.arch,
-            emulated: !emulation::native(self.arch),
-            image: self.lock.as_ref().map(|l| l.tag.clone()),
-            image_id: self.lock.as_ref().map(|l| l.image_id.clone()),
-            rootfs_sha256: self.lock.as_ref().and_then(|l| l.rootfs_sha256.clone()),
-            gcc_version,
-            cmake_version,
+        Ok(match &self.lock {
+            Some(lock) => ToolchainRecord::from_lock(lock, self.backend),
+            None => ToolchainRecord {
+                toolchain: "host (unpinned)".into(),
+                pinned: false,
+                engine: self.backend,
+                arch: self.arch,
+                emulated: false,
+                image: None,
+                image_id: None,
+                rootfs_sha256: None,
+                gcc_version,
+                cmake_version,
+            },
         })
     }
 

@@ -4,6 +4,8 @@
 //! <out>/<system>/kat/<id>/<label>.log        KAT text exactly as generated
 //! <out>/<system>/kat/<id>/<label>.build.log  compiler output
 //! <out>/<system>/kat/<id>/summary.json       one verify run of one submission
+//! <out>/<system>/records/<id>/<label>__<op>.json  one timed operation
+//! <out>/<system>/records/<id>/size_audit.json     API sizes against the catalog
 //! ```
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -31,5 +33,17 @@ impl Layout {
 
     pub fn kat_summary(&self, id: &str) -> Utf8PathBuf {
         self.kat_dir(id).join("summary.json")
+    }
+
+    pub fn records_dir(&self, id: &str) -> Utf8PathBuf {
+        self.system_dir.join("records").join(id)
+    }
+
+    pub fn record(&self, id: &str, label: &str, op: &str) -> Utf8PathBuf {
+        self.records_dir(id).join(format!("{label}__{op}.json"))
+    }
+
+    pub fn size_audit(&self, id: &str) -> Utf8PathBuf {
+        self.records_dir(id).join("size_audit.json")
     }
 }

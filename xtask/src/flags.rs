@@ -25,6 +25,11 @@ pub enum Cmd {
     Image(ImageCmd),
     /// Build every instance of the submissions, generate their KATs and check the digests.
     Verify(Verify),
+    /// Time keygen, enc and dec of every instance (cycles or ticks, time, ops/s, memory, sizes).
+    Bench(Bench),
+    /// Print the environment manifest of this host (processor, clock, memory, OS, compilers)
+    /// and the host gate's checks.
+    Env(Env),
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +104,93 @@ pub struct Verify {
     /// Rebuild even when a build with the same inputs exists.
     #[arg(long)]
     pub rebuild: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Bench {
+    /// Submission ids (files under submissions/, without .toml), or paths to manifest files.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub target: Target,
+    /// Toolchain to build with.
+    #[arg(long, default_value = "debian-13")]
+    pub toolchain: String,
+    /// Evidence directory; records go to <out>/<system>/records/<id>/<label>__<op>.json.
+    #[arg(long, default_value = "out")]
+    pub out: Utf8PathBuf,
+    /// System name used in the evidence layout and in every record.
+    #[arg(long, default_value = "local")]
+    pub system: String,
+    /// Only these instance labels (repeatable); default: every instance.
+    #[arg(long = "instance")]
+    pub instances: Vec<String>,
+    /// Operations to time (repeatable).
+    #[arg(long = "op", value_enum, default_values_t = [Op::Keygen, Op::Enc, Op::Dec])]
+    pub ops: Vec<Op>,
+    /// Trials per operation, each in its own process (reference: 5).
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// Target duration of one trial in seconds (reference: 1.0 on x86_1, 0.5 on arm_1).
+    #[arg(long)]
+    pub trial_target: Option<f64>,
+    /// Fixed iterations per trial instead of calibrating (the same count on every system).
+    #[arg(long)]
+    pub iterations: Option<u64>,
+    /// Pin the measurement to this CPU.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Time even though the host gate failed; the failed checks go into every record.
+    #[arg(long)]
+    pub allow_unfixed_host: bool,
+    /// CI mode: 3 short trials; same record format, marked quick.
+    #[arg(long)]
+    pub quick: bool,
+    /// The submission's archive, a path or an http(s) URL.
+    #[arg(long, value_name = "PATH|URL")]
+    pub archive: Option<Utf8PathBuf>,
+    /// Time an already-extracted tree instead (records say `unpinned directory`).
+    #[arg(long, value_name = "DIR", conflicts_with = "archive")]
+    pub source_dir: Option<Utf8PathBuf>,
+    /// Rebuild even when a build with the same inputs exists.
+    #[arg(long)]
+    pub rebuild: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Keygen,
+    Enc,
+    Dec,
+    /// An empty operation: the harness's own overhead per iteration.
+    Nop,
+}
+
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Keygen => "keygen",
+            Op::Enc => "enc",
+            Op::Dec => "dec",
+            Op::Nop => "nop",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct Env {
+    #[command(flatten)]
+    pub target: Target,
+    /// Toolchain whose image supplies the compiler and build tool lines.
+    #[arg(long, default_value = "debian-13")]
+    pub toolchain: String,
+    /// The CPU the measurement would be pinned to.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Where commands run: which engine, which architecture.

@@ -1,17 +1,22 @@
 //! ngcc-repro: `cargo xtask <command>`. One module per command, each with a
 //! `run(self, sh)` entry; see `flags.rs` for the interface.
 
+mod bench;
 mod builder;
 mod emulation;
 mod engine;
+mod env;
 mod evidence;
 mod flags;
+mod hostgate;
 mod image;
 mod kat;
 mod list;
 mod project;
 mod recipe;
+mod sizes;
 mod sources;
+mod stats;
 mod submission;
 mod toolchain;
 mod verify;
@@ -39,5 +44,7 @@ fn run() -> Result<()> {
         Cmd::Image(ImageCmd::Build(cmd)) => cmd.run(&sh),
         Cmd::Image(ImageCmd::Check(cmd)) => cmd.run(&sh),
         Cmd::Verify(cmd) => cmd.run(&sh),
+        Cmd::Bench(cmd) => cmd.run(&sh),
+        Cmd::Env(cmd) => cmd.run(&sh),
     }
 }

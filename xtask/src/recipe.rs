@@ -17,6 +17,8 @@ pub const WORK: &str = "/work";
 
 pub const LIBRARY: &str = "libinstance.so";
 pub const KAT_PROGRAM: &str = "kat";
+pub const BENCH_DRIVER: &str = "kem_bench.c";
+pub const BENCH_PROGRAM: &str = "kem_bench";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
@@ -75,11 +77,7 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build
     prog.extend(sub.kat.defines.iter().map(|d| format!("-D{}", inst.expand(d))));
     prog.extend(defines);
     if let Some(h) = &sub.kat.api_header {
-        let h = inst.expand(h);
-        if !src.root.join(&h).is_file() {
-            bail!("instance {}: API header {h} not found in {}", inst.label, src.root);
-        }
-        prog.extend(["-include".into(), src_path(&h)]);
+        prog.extend(force_include(inst, src, sb, h)?);
     }
     for p in &sub.kat.program {
         let p = inst.expand(p);
@@ -88,13 +86,7 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build
         }
         prog.push(program_path(sb, &p));
     }
-    prog.extend([
-        "-o".into(),
-        work.join(KAT_PROGRAM).to_string(),
-        format!("-L{work}"),
-        "-linstance".into(),
-        "-Wl,-rpath,$ORIGIN".into(),
-    ]);
+    prog.extend(link_to_library(&work, KAT_PROGRAM));
 
     Ok(Plan {
         flag_set: sub.flag_set(inst),
@@ -103,6 +95,41 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build
         workdir: work.to_string(),
         run: vec![work.join(KAT_PROGRAM).to_string()],
     })
+}
+
+/// `-include <header>` for a header of the source tree, which must exist.
+fn force_include(inst: &Instance, src: &Source, sb: &Sandbox, header: &str) -> Result<[String; 2]> {
+    let h = inst.expand(header);
+    if !src.root.join(&h).is_file() {
+        bail!("instance {}: API header {h} not found in {}", inst.label, src.root);
+    }
+    Ok(["-include".into(), sb.path(SRC, &h).to_string()])
+}
+
+/// Output `<work>/<program>`, linked to the instance library next to it.
+fn link_to_library(work: &Utf8Path, program: &str) -> [String; 5] {
+    ["-o".into(), work.join(program).to_string(), format!("-L{work}"), "-linstance".into(), "-Wl,-rpath,$ORIGIN".into()]
+}
+
+/// The timing driver, compiled with the build's flags and linked to the instance
+/// library of a finished build; the manifest's `[bench]` picks the API adapter.
+pub fn bench_step(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, plan: &Plan) -> Result<Step> {
+    let spec = sub.bench.as_ref().with_context(|| format!("{} has no [bench] section", sub.id))?;
+    if sub.build.cmake.is_some() {
+        bail!("{}: timing needs the instance library of the cc recipe; the cmake recipe has none", sub.id);
+    }
+    let work = Utf8Path::new(&plan.workdir);
+    let mut argv = vec!["gcc".to_owned()];
+    argv.extend(plan.flags.iter().cloned());
+    // Force-included headers come before the driver's own #define.
+    argv.push("-D_GNU_SOURCE".into());
+    argv.extend(sub.build.include.iter().map(|i| format!("-I{}", sb.path(SRC, &inst.expand(i)))));
+    argv.extend(sub.build.defines.iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
+    argv.extend(force_include(inst, src, sb, &spec.header)?);
+    argv.extend(["-include".into(), sb.path(DRIVERS, &format!("bench_{}.h", spec.api.name())).to_string()]);
+    argv.push(sb.path(DRIVERS, BENCH_DRIVER).to_string());
+    argv.extend(link_to_library(work, BENCH_PROGRAM));
+    Ok(Step { what: "timing driver".into(), argv })
 }
 
 /// Configure and build one target of the submission's CMake project.

@@ -21,6 +21,9 @@ pub struct Submission {
     pub source: SourceSpec,
     pub build: BuildSpec,
     pub kat: KatSpec,
+    /// How the timing driver reaches the instance's API; no section, no timing.
+    #[serde(default)]
+    pub bench: Option<BenchSpec>,
     #[serde(rename = "instance")]
     pub instances: Vec<Instance>,
     /// Folder of the manifest file; `<base>/<id>/patches/` holds its patches.
@@ -73,6 +76,34 @@ pub struct BuildSpec {
     /// Files that must never be compiled, whatever a pattern matches.
     #[serde(default)]
     pub never_compile: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchSpec {
+    /// `iccs` (kem_* and the ICCS DRNG) or `nist` (crypto_kem_* with a namespace).
+    pub api: BenchApi,
+    /// The API header, force-included into the driver.
+    pub header: String,
+    /// Adapter settings, e.g. BENCH_NAMESPACE and BENCH_RANDOMBYTES for `nist`.
+    #[serde(default)]
+    pub defines: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchApi {
+    Iccs,
+    Nist,
+}
+
+impl BenchApi {
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchApi::Iccs => "iccs",
+            BenchApi::Nist => "nist",
+        }
+    }
 }
 
 /// A CMake project built inside the container with the pinned cmake; the harness

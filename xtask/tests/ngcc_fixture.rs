@@ -222,6 +222,10 @@ program = ["driver:iccs_kem_kat.c"]
 api_header = "{{dir}}/KEM_{{label}}.h"
 file = "KAT_KEM_{{label}}.txt"
 reference = "{{dir}}/KAT/KAT_KEM_{{label}}.txt"
+
+[bench]
+api = "iccs"
+header = "{{dir}}/KEM_{{label}}.h"
 "#
     );
     for &(label, _, _) in INSTANCES {
@@ -361,6 +365,37 @@ fn fixture_archive_in_container_gives_every_status() {
     // The patch went to a copy: the extracted original still has the #error line.
     let original = extracted.parent().unwrap().parent().unwrap().parent().unwrap().join("fix-patch/KEM_fix-patch.c");
     assert!(std::fs::read_to_string(original).unwrap().contains("#error"));
+
+    // Timing through the ICCS adapter; the fixture has no row in the size catalog,
+    // and the size audit says so.
+    let bench = xtask(
+        &[
+            "bench",
+            m,
+            "--engine",
+            "podman",
+            "--out",
+            out_s,
+            "--archive",
+            zip.to_str().unwrap(),
+            "--instance",
+            "fix-32",
+            "--quick",
+            "--allow-unfixed-host",
+            "--op",
+            "enc",
+        ],
+        None,
+    );
+    assert!(bench.status.success());
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("local/records/fixture-kem/fix-32__enc.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["sizes"]["api"], serde_json::json!({"pk": 32, "sk": 32, "ct": 32, "ss": 32}));
+    assert_eq!(rec["patches"][0]["file"], "0001-drop-error.patch");
+    let audit = std::fs::read_to_string(out.join("local/records/fixture-kem/size_audit.json")).unwrap();
+    assert!(audit.contains("\"field\": \"row\""), "{audit}");
+    assert!(String::from_utf8_lossy(&bench.stdout).contains("fix-32: no row in the size catalog"));
 
     // The same fixture through --source-dir: unpinned directory with its tree digest.
     let dir_run = xtask(

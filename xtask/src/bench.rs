@@ -1,0 +1,558 @@
+//! `cargo xtask bench`: time keygen, enc and dec of every instance with the
+//! harness's timing driver, one process per trial, and write one record per
+//! (instance, operation) that traces every figure to its inputs.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+use xshell::Shell;
+
+use crate::builder::{self, BuildEnv, Built, ToolchainRecord};
+use crate::engine::{Backend, Sandbox};
+use crate::env::{self, Environment};
+use crate::evidence::Layout;
+use crate::flags::{Bench, Op};
+use crate::hostgate::{self, Gate};
+use crate::recipe::{self, Plan as BuildPlan};
+use crate::sizes::{self, CatalogRow, Disagreement, Sizes};
+use crate::sources::{self, PatchRecord, Provenance, Source};
+use crate::stats::{self, Aggregate, PlanSpec, Trial};
+use crate::submission::{Instance, Submission};
+use crate::{emulation, project};
+
+/// What the timing driver prints for one process.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+struct DriverReport {
+    iterations: u64,
+    ns: u64,
+    ticks: u64,
+    counter: String,
+    counter_nominal_hz: u64,
+    baseline_rss_kib: i64,
+    peak_rss_kib: i64,
+    api_sizes: Sizes,
+    returned_sizes: Sizes,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Record {
+    pub schema: u32,
+    pub id: String,
+    pub label: String,
+    pub op: Op,
+    pub system: String,
+    pub quick: bool,
+    pub emulated: bool,
+    /// False under emulation: such figures must never be presented as measurements.
+    pub timing_comparable: bool,
+    pub counter: Counter,
+    pub plan: PlanRecord,
+    /// Every trial run, including replaced ones; `slot` is the trial position.
+    pub trials: Vec<SlotTrial>,
+    pub disturbed_trials: usize,
+    pub reruns: usize,
+    pub aggregate: Aggregate,
+    pub sizes: SizeRecord,
+    pub memory: Memory,
+    pub environment: Environment,
+    pub toolchain: ToolchainRecord,
+    pub host_gate: Gate,
+    pub source: Provenance,
+    pub patches: Vec<PatchRecord>,
+    pub library_sha256: String,
+    pub driver_source_sha256: String,
+    pub driver_sha256: String,
+    pub harness_commit: String,
+    pub commands: Commands,
+    pub started: String,
+    pub finished: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Counter {
+    /// `perf-cycles`, `tsc`, `cntvct_el0`.
+    pub name: String,
+    /// Only then are `mean_ticks` cycles.
+    pub hardware_cycles: bool,
+    pub measured_hz: f64,
+    pub nominal_hz: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PlanRecord {
+    pub spec: PlanSpec,
+    pub iterations: u64,
+    pub warmups: u64,
+    pub fixed_iterations: bool,
+    pub calibration: Vec<Calibration>,
+    pub estimate_ns_per_op: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Calibration {
+    pub iterations: u64,
+    pub ns: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SlotTrial {
+    pub slot: usize,
+    #[serde(flatten)]
+    pub trial: Trial,
+    pub baseline_rss_kib: i64,
+    pub peak_rss_kib: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SizeRecord {
+    /// What the instance's API reports as maximum lengths.
+    pub api: Sizes,
+    /// What the calls returned.
+    pub returned: Sizes,
+    pub external: Option<CatalogRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Memory {
+    /// Sum of the PT_LOAD memory sizes of the instance library.
+    pub static_image_bytes: u64,
+    /// Median over the aggregated trials of the resident set after setup.
+    pub baseline_rss_kib: i64,
+    /// Highest VmHWM of any aggregated trial (driver and libc included).
+    pub peak_rss_kib: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Commands {
+    pub engine: Backend,
+    pub image: Option<String>,
+    pub build: Vec<Vec<String>>,
+    pub driver: Vec<String>,
+    /// One trial, as run in the sandbox (`timeout` added by the harness).
+    pub trial: Vec<String>,
+}
+
+/// Sum of the PT_LOAD memory sizes of an ELF file.
+pub fn static_image_bytes(path: &Utf8Path) -> Result<u64> {
+    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+    let data = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+    let elf = ElfFile64::<object::Endianness>::parse(&*data).with_context(|| format!("{path} is not a 64-bit ELF"))?;
+    let endian = elf.endian();
+    let headers = elf.elf_header().program_headers(endian, &*data)?;
+    Ok(headers.iter().filter(|h| h.p_type(endian) == object::elf::PT_LOAD).map(|h| h.p_memsz(endian)).sum())
+}
+
+struct Ctx<'a> {
+    sh: &'a Shell,
+    sb: &'a Sandbox,
+    workdir: &'a Utf8Path,
+    program: String,
+    cpu: Option<usize>,
+    timeout: Duration,
+}
+
+impl Ctx<'_> {
+    fn command(&self, op: Op, iterations: u64, warmups: u64) -> Vec<String> {
+        let mut argv = vec![self.program.clone(), op.name().into(), iterations.to_string(), warmups.to_string()];
+        argv.extend(self.cpu.map(|c| c.to_string()));
+        argv
+    }
+
+    fn run(&self, op: Op, iterations: u64, warmups: u64) -> Result<DriverReport> {
+        let argv = self.command(op, iterations, warmups);
+        let exec = self.sb.exec(self.sh, self.workdir, &argv, self.timeout)?;
+        if !exec.outcome.success() {
+            bail!("`{}` {}:\n{}", argv.join(" "), exec.outcome, String::from_utf8_lossy(&exec.stderr).trim_end());
+        }
+        serde_json::from_slice(&exec.stdout).with_context(|| {
+            format!("unexpected output of `{}`: {}", argv.join(" "), String::from_utf8_lossy(&exec.stdout))
+        })
+    }
+}
+
+impl Bench {
+    fn plan_spec(&self) -> PlanSpec {
+        let mut spec = if self.quick { PlanSpec::quick() } else { PlanSpec::reference(1.0) };
+        if let Some(t) = self.trials {
+            spec.trials = t.max(1);
+        }
+        if let Some(t) = self.trial_target {
+            spec.trial_target_s = t;
+        }
+        spec
+    }
+
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let arch = self.target.arch();
+        let emulated = !emulation::native(arch);
+        let mut gate = hostgate::check(Utf8Path::new("/"), self.cpu, arch);
+        let failed = gate.failed();
+        if !failed.is_empty() && !emulated {
+            let list: Vec<String> = failed.iter().map(|c| format!("  - {}", c.detail)).collect();
+            if !self.allow_unfixed_host {
+                bail!(
+                    "refusing to time on an unfixed host:\n{}\nFix the host, or pass --allow-unfixed-host to \
+                     time anyway (the failed checks are then written into every record).",
+                    list.join("\n")
+                );
+            }
+            eprintln!("WARNING: timing on an unfixed host (--allow-unfixed-host):\n{}", list.join("\n"));
+            gate.overridden = true;
+        }
+        if emulated {
+            eprintln!(
+                "WARNING: {} runs under qemu-user emulation: records are marked emulated and their timings \
+                 are not measurements of that architecture.",
+                arch.uname()
+            );
+        }
+        let subs = self.ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        if (self.archive.is_some() || self.source_dir.is_some()) && subs.len() != 1 {
+            bail!("--archive and --source-dir apply to one submission at a time");
+        }
+        let overrides = sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone() };
+        let mut inputs = Vec::new();
+        for sub in &subs {
+            if sub.bench.is_none() {
+                bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id);
+            }
+            let src = sources::obtain(sh, sub, &overrides)
+                .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
+            inputs.push((sub, src));
+        }
+        let backend = Backend::select(sh, self.target.engine)?;
+        let env = BuildEnv::prepare(sh, backend, &self.toolchain, arch)?;
+        let layout = Layout::new(&self.out, &self.system);
+        let catalog = sizes::load()?;
+        let mut failures = Vec::new();
+        for (sub, src) in &inputs {
+            failures.extend(self.bench_submission(sh, &env, &layout, sub, src, &gate, &catalog)?);
+        }
+        if !failures.is_empty() {
+            bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bench_submission(
+        &self,
+        sh: &Shell,
+        env: &BuildEnv,
+        layout: &Layout,
+        sub: &Submission,
+        src: &Source,
+        gate: &Gate,
+        catalog: &[CatalogRow],
+    ) -> Result<Vec<String>> {
+        let sb = env.sandbox(sh, sub, &src.root)?;
+        let tc = env.record(sh, &sb)?;
+        let mut environment = env::collect(sh, self.cpu, env.arch, Some(&tc));
+        println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
+        println!(
+            "  {:<18} {:<6} {:>14} {:>10} {:>9} {:>12} {:>18}",
+            "instance", "op", "mean ticks", "mean time", "ops/s", "median trial", "n (trials × iters)"
+        );
+        let mut failures = Vec::new();
+        let mut audit: Vec<Disagreement> = Vec::new();
+        for inst in sub.instances.iter().filter(|i| self.instances.is_empty() || self.instances.contains(&i.label)) {
+            let build = match builder::ensure(sh, env, &tc, &sb, sub, inst, src, self.rebuild)? {
+                Built::Ok(b) => b,
+                Built::Failed { log, .. } => {
+                    failures.push(format!("{} {}: BUILDFAIL\n{log}", sub.id, inst.label));
+                    continue;
+                }
+            };
+            let step = recipe::bench_step(sub, inst, src, &sb, &build.plan)?;
+            let workdir = Utf8Path::new(&build.plan.workdir);
+            let compiled = sb.exec(sh, workdir, &step.argv, Duration::from_secs(600))?;
+            if !compiled.outcome.success() {
+                failures.push(format!(
+                    "{} {}: the timing driver does not build:\n{}",
+                    sub.id,
+                    inst.label,
+                    String::from_utf8_lossy(&compiled.stderr)
+                ));
+                continue;
+            }
+            let ctx = Ctx {
+                sh,
+                sb: &sb,
+                workdir,
+                program: workdir.join(recipe::BENCH_PROGRAM).to_string(),
+                cpu: self.cpu,
+                timeout: Duration::from_secs(3600),
+            };
+            let library = build.host_dir.join(recipe::LIBRARY);
+            let static_image = static_image_bytes(&library)?;
+            let library_sha256 = project::sha256_file(&library)?;
+            let driver_sha256 = project::sha256_file(&build.host_dir.join(recipe::BENCH_PROGRAM))?;
+            let driver_source_sha256 =
+                project::sha256_file(&project::root().join("drivers").join(recipe::BENCH_DRIVER))?;
+            let mut api_sizes = None;
+            for &op in &self.ops {
+                let started = project::now_utc();
+                let timed = match self.time_op(&ctx, op) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        failures.push(format!("{} {} {}: {e:#}", sub.id, inst.label, op.name()));
+                        continue;
+                    }
+                };
+                let record = self.record(
+                    sub,
+                    inst,
+                    op,
+                    timed,
+                    &tc,
+                    &environment,
+                    gate,
+                    src,
+                    &build.plan,
+                    &step.argv,
+                    &ctx,
+                    static_image,
+                    &library_sha256,
+                    &driver_source_sha256,
+                    &driver_sha256,
+                    catalog,
+                    started,
+                    sh,
+                );
+                print_row(&record);
+                api_sizes = Some(record.sizes.api);
+                project::write_json(&layout.record(&sub.id, &inst.label, op.name()), &record)?;
+            }
+            if let Some(api) = api_sizes {
+                audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api));
+            }
+        }
+        environment.campaign_end = Some(project::now_utc());
+        project::write_json(&layout.size_audit(&sub.id), &audit)?;
+        if audit.is_empty() {
+            println!("  size audit: API sizes agree with {}", sizes::catalog_path());
+        } else {
+            println!("  size audit ({} disagreements):", audit.len());
+            for d in &audit {
+                match (d.api, d.catalog) {
+                    (Some(a), Some(c)) => println!(
+                        "    {} {}: API {a}, catalog {c} ({})",
+                        d.instance,
+                        d.field,
+                        d.basis.as_deref().unwrap_or("-")
+                    ),
+                    _ => println!("    {}: no row in the size catalog", d.instance),
+                }
+            }
+        }
+        Ok(failures)
+    }
+
+    /// Calibrate (unless iterations are fixed), plan, run the trials and re-run
+    /// disturbed ones a bounded number of times.
+    fn time_op(&self, ctx: &Ctx, op: Op) -> Result<Timed> {
+        let spec = self.plan_spec();
+        let mut calibration = Vec::new();
+        let (plan, estimate) = match self.iterations {
+            Some(n) => {
+                let r = ctx.run(op, 1, 1)?;
+                calibration.push(Calibration { iterations: 1, ns: r.ns });
+                let est = r.ns as f64;
+                (stats::Plan { iterations: n, warmups: stats::plan(&spec, est).warmups }, est)
+            }
+            None => {
+                // One call, then a run of about a tenth of the target: one call alone is noisy.
+                let first = ctx.run(op, 1, 1)?;
+                calibration.push(Calibration { iterations: 1, ns: first.ns });
+                let mut est = first.ns as f64;
+                let n = ((spec.trial_target_s * 1e8) / est.max(1.0)).floor() as u64;
+                if n > 1 {
+                    let n = n.min(spec.max_iterations);
+                    let r = ctx.run(op, n, 1)?;
+                    calibration.push(Calibration { iterations: n, ns: r.ns });
+                    est = r.ns as f64 / n as f64;
+                }
+                (stats::plan(&spec, est), est)
+            }
+        };
+        let mut slots: Vec<Vec<(Trial, DriverReport)>> = Vec::new();
+        for _ in 0..spec.trials {
+            slots.push(vec![self.trial(ctx, op, plan)?]);
+        }
+        let mut counter_is_cycles = slots[0][0].1.counter == "perf-cycles";
+        let mut disturbed_total = 0;
+        loop {
+            let current: Vec<Trial> = slots.iter().map(|s| s.last().unwrap().0.clone()).collect();
+            let flags = stats::disturbed(&current, counter_is_cycles);
+            let mut rerun = false;
+            for (slot, flagged) in slots.iter_mut().zip(flags) {
+                if !flagged {
+                    continue;
+                }
+                let last = slot.last_mut().unwrap();
+                if !last.0.disturbed {
+                    last.0.disturbed = true;
+                    disturbed_total += 1;
+                }
+                if slot.len() <= spec.max_reruns as usize {
+                    slot.last_mut().unwrap().0.replaced = true;
+                    slot.push(self.trial(ctx, op, plan)?);
+                    rerun = true;
+                }
+            }
+            if !rerun {
+                break;
+            }
+            counter_is_cycles = slots.iter().all(|s| s.iter().all(|t| t.1.counter == "perf-cycles"));
+        }
+        Ok(Timed { spec, plan, estimate, calibration, slots, disturbed_total })
+    }
+
+    fn trial(&self, ctx: &Ctx, op: Op, plan: stats::Plan) -> Result<(Trial, DriverReport)> {
+        let r = ctx.run(op, plan.iterations, plan.warmups)?;
+        let t = Trial { iterations: r.iterations, ns: r.ns, ticks: r.ticks, disturbed: false, replaced: false };
+        Ok((t, r))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        sub: &Submission,
+        inst: &Instance,
+        op: Op,
+        timed: Timed,
+        tc: &ToolchainRecord,
+        environment: &Environment,
+        gate: &Gate,
+        src: &Source,
+        build: &BuildPlan,
+        driver_cmd: &[String],
+        ctx: &Ctx,
+        static_image: u64,
+        library_sha256: &str,
+        driver_source_sha256: &str,
+        driver_sha256: &str,
+        catalog: &[CatalogRow],
+        started: String,
+        sh: &Shell,
+    ) -> Record {
+        let trials: Vec<SlotTrial> = timed
+            .slots
+            .iter()
+            .enumerate()
+            .flat_map(|(slot, runs)| {
+                runs.iter().map(move |(t, r)| SlotTrial {
+                    slot,
+                    trial: t.clone(),
+                    baseline_rss_kib: r.baseline_rss_kib,
+                    peak_rss_kib: r.peak_rss_kib,
+                })
+            })
+            .collect();
+        let plain: Vec<Trial> = trials.iter().map(|t| t.trial.clone()).collect();
+        let aggregate = stats::aggregate(&plain);
+        let kept = || trials.iter().filter(|t| !t.trial.replaced);
+        let mut baselines: Vec<i64> = kept().map(|t| t.baseline_rss_kib).collect();
+        baselines.sort();
+        let memory = Memory {
+            static_image_bytes: static_image,
+            baseline_rss_kib: baselines.get(baselines.len() / 2).copied().unwrap_or(-1),
+            peak_rss_kib: kept().map(|t| t.peak_rss_kib).max().unwrap_or(-1),
+        };
+        let first = &timed.slots[0][0].1;
+        let emulated = tc.emulated;
+        Record {
+            schema: 1,
+            id: sub.id.clone(),
+            label: inst.label.clone(),
+            op,
+            system: self.system.clone(),
+            quick: self.quick,
+            emulated,
+            timing_comparable: !emulated,
+            counter: Counter {
+                name: first.counter.clone(),
+                hardware_cycles: first.counter == "perf-cycles",
+                measured_hz: aggregate.counter_hz,
+                nominal_hz: (first.counter_nominal_hz > 0).then_some(first.counter_nominal_hz),
+            },
+            plan: PlanRecord {
+                spec: timed.spec,
+                iterations: timed.plan.iterations,
+                warmups: timed.plan.warmups,
+                fixed_iterations: self.iterations.is_some(),
+                calibration: timed.calibration,
+                estimate_ns_per_op: timed.estimate,
+            },
+            reruns: trials.iter().filter(|t| t.trial.replaced).count(),
+            disturbed_trials: timed.disturbed_total,
+            trials,
+            aggregate,
+            sizes: SizeRecord {
+                api: first.api_sizes,
+                returned: first.returned_sizes,
+                external: sizes::row(catalog, &sub.id, &inst.label).cloned(),
+            },
+            memory,
+            environment: environment.clone(),
+            toolchain: tc.clone(),
+            host_gate: gate.clone(),
+            source: src.provenance.clone(),
+            patches: src.patches.clone(),
+            library_sha256: library_sha256.into(),
+            driver_source_sha256: driver_source_sha256.into(),
+            driver_sha256: driver_sha256.into(),
+            harness_commit: project::harness_commit(sh),
+            commands: Commands {
+                engine: tc.engine,
+                image: tc.image.clone(),
+                build: build.steps.iter().map(|s| s.argv.clone()).collect(),
+                driver: driver_cmd.to_vec(),
+                trial: ctx.command(op, timed.plan.iterations, timed.plan.warmups),
+            },
+            started,
+            finished: project::now_utc(),
+        }
+    }
+}
+
+struct Timed {
+    spec: PlanSpec,
+    plan: stats::Plan,
+    estimate: f64,
+    calibration: Vec<Calibration>,
+    slots: Vec<Vec<(Trial, DriverReport)>>,
+    disturbed_total: usize,
+}
+
+fn print_row(r: &Record) {
+    let a = &r.aggregate;
+    let ticks = if r.counter.hardware_cycles {
+        format!("{} cyc", stats::human_count(a.mean_ticks))
+    } else {
+        format!("{} {}", stats::human_count(a.mean_ticks), r.counter.name)
+    };
+    let mut notes = Vec::new();
+    if r.reruns > 0 {
+        notes.push(format!("{} re-run", r.reruns));
+    }
+    if r.emulated {
+        notes.push("EMULATED, not a measurement".into());
+    }
+    if r.quick {
+        notes.push("quick".into());
+    }
+    println!(
+        "  {:<18} {:<6} {:>14} {:>10} {:>9} {:>12} {:>18}{}",
+        r.label,
+        r.op.name(),
+        ticks,
+        stats::human_time(a.mean_ns),
+        stats::three_digits(a.ops_per_s),
+        stats::human_time(a.median_trial_ns),
+        format!("{} ({} × {})", a.n, a.trials, a.iterations),
+        if notes.is_empty() { String::new() } else { format!("  [{}]", notes.join(", ")) }
+    );
+}

@@ -1,0 +1,186 @@
+//! `cargo xtask env`: the environment manifest of the seed pages (processor, machine,
+//! clock, memory, OS/kernel, compiler and build tool, campaign start/end) with
+//! warnings, the way `pyperf system show` reports a host.
+
+use anyhow::Result;
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+use xshell::{cmd, Shell};
+
+use crate::builder::ToolchainRecord;
+use crate::engine::Backend;
+use crate::flags::{Arch, Env};
+use crate::hostgate::{self, Gate};
+use crate::project;
+use crate::toolchain::{ImageLock, Toolchain};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    pub processor: String,
+    pub logical_cpus: usize,
+    pub machine: String,
+    pub clock: String,
+    pub memory_mib: u64,
+    pub os: String,
+    pub kernel: String,
+    pub compiler: String,
+    pub build_tool: String,
+    pub virtualized: bool,
+    pub campaign_start: String,
+    pub campaign_end: Option<String>,
+    pub gate: Gate,
+    pub warnings: Vec<String>,
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find(|l| l.split(':').next().map(str::trim) == Some(key))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+}
+
+/// Describe this host; `tc` gives the compiler and build tool actually used.
+pub fn collect(sh: &Shell, cpu: Option<usize>, arch: Arch, tc: Option<&ToolchainRecord>) -> Environment {
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let processor = cpuinfo_field(&cpuinfo, "model name")
+        .or_else(|| {
+            let lscpu = cmd!(sh, "lscpu").quiet().ignore_stderr().read().ok()?;
+            lscpu.lines().find(|l| l.starts_with("Model name:")).map(|l| l["Model name:".len()..].trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let virtualized = cpuinfo_field(&cpuinfo, "flags").is_some_and(|f| f.split(' ').any(|x| x == "hypervisor"));
+    let machine =
+        match (read("/sys/devices/virtual/dmi/id/sys_vendor"), read("/sys/devices/virtual/dmi/id/product_name")) {
+            (Some(v), Some(p)) => format!("{v} {p}"),
+            _ => {
+                read("/proc/device-tree/model").map(|m| m.trim_end_matches('\0').to_owned()).unwrap_or("unknown".into())
+            }
+        };
+    let n = cpu.unwrap_or(0);
+    let freq = |f: &str| read(&format!("/sys/devices/system/cpu/cpu{n}/cpufreq/{f}"));
+    let clock = match (freq("scaling_min_freq"), freq("scaling_max_freq"), freq("scaling_governor")) {
+        (Some(lo), Some(hi), gov) => format!(
+            "cpu{n}: min {:.2} GHz, max {:.2} GHz, governor {}",
+            lo.parse::<f64>().unwrap_or(0.0) / 1e6,
+            hi.parse::<f64>().unwrap_or(0.0) / 1e6,
+            gov.unwrap_or_else(|| "unknown".into())
+        ),
+        _ => "unknown: no cpufreq interface".into(),
+    };
+    let memory_mib = read("/proc/meminfo")
+        .and_then(|m| cpuinfo_field(&m, "MemTotal"))
+        .and_then(|v| v.split_whitespace().next().and_then(|k| k.parse::<u64>().ok()))
+        .map(|kib| kib / 1024)
+        .unwrap_or(0);
+    let os = read("/etc/os-release")
+        .and_then(|r| r.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_owned())))
+        .unwrap_or_else(|| "unknown".into());
+    let kernel = read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
+    let (compiler, build_tool) = match tc {
+        Some(t) => (t.gcc_version.clone(), t.cmake_version.clone()),
+        None => (
+            cmd!(sh, "gcc --version")
+                .quiet()
+                .ignore_stderr()
+                .read()
+                .ok()
+                .and_then(|s| s.lines().next().map(str::to_owned))
+                .unwrap_or("gcc: not found".into()),
+            cmd!(sh, "cmake --version")
+                .quiet()
+                .ignore_stderr()
+                .read()
+                .ok()
+                .and_then(|s| s.lines().next().map(str::to_owned))
+                .unwrap_or("cmake: not found".into()),
+        ),
+    };
+    let gate = hostgate::check(Utf8Path::new("/"), cpu, arch);
+    let mut warnings: Vec<String> = gate.failed().iter().map(|c| c.detail.clone()).collect();
+    if virtualized {
+        warnings.push(
+            "virtual machine: hardware cycle counters are usually not exposed; timings use the TSC or cntvct_el0"
+                .into(),
+        );
+    }
+    if arch != Arch::host() {
+        warnings.push(format!(
+            "{} runs under qemu-user emulation: timings are not measurements of that architecture",
+            arch.uname()
+        ));
+    }
+    Environment {
+        processor,
+        logical_cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        machine,
+        clock,
+        memory_mib,
+        os,
+        kernel,
+        compiler,
+        build_tool,
+        virtualized,
+        campaign_start: project::now_utc(),
+        campaign_end: None,
+        gate,
+        warnings,
+    }
+}
+
+impl Env {
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let arch = self.target.arch();
+        // The compilers of the pinned image when it exists; the host's otherwise.
+        let backend = Backend::select(sh, self.target.engine)?;
+        let lock = match backend {
+            Backend::Container(engine) => {
+                let tag = Toolchain::load(&self.toolchain)?.tag(arch);
+                match engine.image_id(sh, &tag)? {
+                    Some(_) => std::fs::read_to_string(ImageLock::path(&tag))
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<ImageLock>(&t).ok()),
+                    None => None,
+                }
+            }
+            Backend::Host => None,
+        };
+        let record = lock.map(|l| ToolchainRecord::from_lock(&l, backend));
+        let mut env = collect(sh, self.cpu, arch, record.as_ref());
+        env.campaign_end = Some(env.campaign_start.clone());
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&env)?);
+            return Ok(());
+        }
+        let rows = [
+            ("processor", format!("{} ({} logical CPUs)", env.processor, env.logical_cpus)),
+            ("machine", env.machine.clone()),
+            ("clock", env.clock.clone()),
+            ("memory", format!("{} MiB", env.memory_mib)),
+            ("OS / kernel", format!("{} / {}", env.os, env.kernel)),
+            ("compiler / build tool", format!("{} / {}", env.compiler, env.build_tool)),
+            (
+                "campaign start / end (UTC)",
+                format!("{} / {}", env.campaign_start, env.campaign_end.as_deref().unwrap_or("-")),
+            ),
+        ];
+        for (k, v) in rows {
+            println!("{k:<28} {v}");
+        }
+        println!("\nHost gate:");
+        for c in &env.gate.checks {
+            println!("  [{}] {:<22} {}", if c.ok { "ok" } else { "!!" }, c.name, c.detail);
+        }
+        if !env.warnings.is_empty() {
+            println!("\nWarnings:");
+            for w in &env.warnings {
+                println!("- {w}");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! The statistics of a timing campaign, in one place: the plan from calibration,
+//! disturbed-trial detection, and the aggregates every record and page shows.
+
+use serde::{Deserialize, Serialize};
+
+/// Knobs of a plan; defaults are the reference campaign's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlanSpec {
+    pub trials: u32,
+    pub trial_target_s: f64,
+    pub min_total_ops: u64,
+    pub max_iterations: u64,
+    /// Re-runs allowed per disturbed trial.
+    pub max_reruns: u32,
+}
+
+impl PlanSpec {
+    pub fn reference(trial_target_s: f64) -> PlanSpec {
+        PlanSpec { trials: 5, trial_target_s, min_total_ops: 100, max_iterations: 20_000, max_reruns: 2 }
+    }
+
+    /// CI: the same record format, seconds instead of minutes.
+    pub fn quick() -> PlanSpec {
+        PlanSpec { trials: 3, trial_target_s: 0.05, min_total_ops: 9, max_iterations: 20_000, max_reruns: 1 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Plan {
+    pub iterations: u64,
+    pub warmups: u64,
+}
+
+/// Iterations per trial so that one trial lasts about the target, the whole run has
+/// at least `min_total_ops` operations, and no trial exceeds `max_iterations`.
+/// Warm-ups by operation length: 3 under 50 ms, 1 under 5 s, else none.
+pub fn plan(spec: &PlanSpec, ns_per_op: f64) -> Plan {
+    let per_op = ns_per_op.max(1.0);
+    let for_target = (spec.trial_target_s * 1e9 / per_op).floor() as u64;
+    let for_total = spec.min_total_ops.div_ceil(spec.trials.max(1) as u64);
+    let iterations = for_target.max(for_total).clamp(1, spec.max_iterations);
+    let warmups = if per_op < 50e6 {
+        3
+    } else if per_op < 5e9 {
+        1
+    } else {
+        0
+    };
+    Plan { iterations, warmups }
+}
+
+/// One timed process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trial {
+    pub iterations: u64,
+    pub ns: u64,
+    pub ticks: u64,
+    /// Flagged by [`disturbed`]; a flagged trial is replaced by a re-run when allowed.
+    #[serde(default)]
+    pub disturbed: bool,
+    /// Set on trials that were replaced by a re-run (kept in the record, not aggregated).
+    #[serde(default)]
+    pub replaced: bool,
+}
+
+impl Trial {
+    pub fn ns_per_op(&self) -> f64 {
+        self.ns as f64 / self.iterations as f64
+    }
+    /// Counter ticks per nanosecond: the effective clock when the counter counts cycles.
+    pub fn clock_ghz(&self) -> f64 {
+        self.ticks as f64 / self.ns.max(1) as f64
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Which trials are disturbed: a clock visibly below the others (below 95 % of the
+/// median, meaningful only when the counter counts cycles), or a time per operation
+/// far out (more than 5 % and more than 3 scaled MADs above the median).
+pub fn disturbed(trials: &[Trial], counter_is_cycles: bool) -> Vec<bool> {
+    let per_op: Vec<f64> = trials.iter().map(Trial::ns_per_op).collect();
+    let m = median(per_op.clone());
+    let mad = 1.4826 * median(per_op.iter().map(|x| (x - m).abs()).collect());
+    let clock = median(trials.iter().map(Trial::clock_ghz).collect());
+    trials
+        .iter()
+        .zip(&per_op)
+        .map(|(t, &x)| {
+            let slow_clock = counter_is_cycles && t.clock_ghz() < 0.95 * clock;
+            let far_out = x > m * 1.05 && x - m > 3.0 * mad;
+            slow_clock || far_out
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// Trials × iterations of the aggregated (not replaced) trials.
+    pub n: u64,
+    pub trials: usize,
+    pub iterations: u64,
+    pub mean_ns: f64,
+    /// Counter ticks per operation (cycles only when the counter counts cycles).
+    pub mean_ticks: f64,
+    pub ops_per_s: f64,
+    pub median_trial_ns: f64,
+    pub min_trial_ns: f64,
+    pub max_trial_ns: f64,
+    /// Relative spread: (max − min) / median of the per-trial means.
+    pub spread: f64,
+    /// Median absolute deviation of the per-trial means, relative to the median.
+    pub rel_mad: f64,
+    /// Counter ticks per second measured over the aggregated trials.
+    pub counter_hz: f64,
+}
+
+pub fn aggregate(trials: &[Trial]) -> Aggregate {
+    let kept: Vec<&Trial> = trials.iter().filter(|t| !t.replaced).collect();
+    let n: u64 = kept.iter().map(|t| t.iterations).sum();
+    let ns: u64 = kept.iter().map(|t| t.ns).sum();
+    let ticks: u64 = kept.iter().map(|t| t.ticks).sum();
+    let per_op: Vec<f64> = kept.iter().map(|t| t.ns_per_op()).collect();
+    let med = median(per_op.clone());
+    let min = per_op.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = per_op.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mad = median(per_op.iter().map(|x| (x - med).abs()).collect());
+    let mean_ns = ns as f64 / n.max(1) as f64;
+    Aggregate {
+        n,
+        trials: kept.len(),
+        iterations: kept.first().map(|t| t.iterations).unwrap_or(0),
+        mean_ns,
+        mean_ticks: ticks as f64 / n.max(1) as f64,
+        ops_per_s: if mean_ns > 0.0 { 1e9 / mean_ns } else { 0.0 },
+        median_trial_ns: med,
+        min_trial_ns: min,
+        max_trial_ns: max,
+        spread: (max - min) / med,
+        rel_mad: mad / med,
+        counter_hz: ticks as f64 / ns.max(1) as f64 * 1e9,
+    }
+}
+
+/// `18.1 ms`, `48.8 µs`: three significant digits, as on the seed pages.
+pub fn human_time(ns: f64) -> String {
+    let (v, unit) = if ns >= 1e9 {
+        (ns / 1e9, "s")
+    } else if ns >= 1e6 {
+        (ns / 1e6, "ms")
+    } else if ns >= 1e3 {
+        (ns / 1e3, "µs")
+    } else {
+        (ns, "ns")
+    };
+    format!("{} {unit}", three_digits(v))
+}
+
+/// `48.72 M`, `102 k`: counts with a metric suffix.
+pub fn human_count(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2} G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2} M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1} k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+pub fn three_digits(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(iterations: u64, ns: u64, ticks: u64) -> Trial {
+        Trial { iterations, ns, ticks, disturbed: false, replaced: false }
+    }
+
+    #[test]
+    fn human_formats_match_the_seed_pages() {
+        assert_eq!(human_time(18.1e6), "18.1 ms");
+        assert_eq!(human_time(237e6), "237 ms");
+        assert_eq!(human_time(48_760.0), "48.8 µs");
+        assert_eq!(human_count(48.72e6), "48.72 M");
+        assert_eq!(three_digits(5.763), "5.76");
+    }
+
+    #[test]
+    fn plan_follows_the_reference_rules() {
+        let spec = PlanSpec::reference(1.0);
+        // 50 µs per op: 20000 fit a second, capped at the maximum.
+        assert_eq!(plan(&spec, 50e3), Plan { iterations: 20_000, warmups: 3 });
+        // 18 ms per op: 55 per second.
+        assert_eq!(plan(&spec, 18e6), Plan { iterations: 55, warmups: 3 });
+        // 237 ms: 4 per second, but 100 operations over 5 trials need 20.
+        assert_eq!(plan(&spec, 237e6), Plan { iterations: 20, warmups: 1 });
+        // Over 5 s: no warm-up.
+        assert_eq!(plan(&spec, 6e9), Plan { iterations: 20, warmups: 0 });
+        // The arm_1 target of 0.5 s halves the short-operation count.
+        assert_eq!(plan(&PlanSpec::reference(0.5), 18e6).iterations, 27);
+    }
+
+    #[test]
+    fn aggregate_is_total_time_over_total_operations() {
+        let trials = vec![t(10, 1000, 3000), t(10, 1200, 3600), t(10, 1100, 3300)];
+        let a = aggregate(&trials);
+        assert_eq!(a.n, 30);
+        assert!((a.mean_ns - 110.0).abs() < 1e-9);
+        assert!((a.median_trial_ns - 110.0).abs() < 1e-9);
+        assert!((a.min_trial_ns - 100.0).abs() < 1e-9 && (a.max_trial_ns - 120.0).abs() < 1e-9);
+        assert!((a.ops_per_s - 1e9 / 110.0).abs() < 1e-3);
+        assert!((a.mean_ticks - 330.0).abs() < 1e-9);
+        assert!((a.counter_hz - 3e9).abs() < 1.0);
+        assert!((a.spread - 20.0 / 110.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn replaced_trials_do_not_count() {
+        let mut slow = t(10, 5000, 15000);
+        slow.replaced = true;
+        let a = aggregate(&[t(10, 1000, 3000), slow, t(10, 1000, 3000)]);
+        assert_eq!(a.n, 20);
+        assert_eq!(a.trials, 2);
+    }
+
+    #[test]
+    fn disturbed_trials_are_the_far_out_or_slow_clocked() {
+        let base = vec![t(10, 1000, 3000), t(10, 1010, 3030), t(10, 990, 2970), t(10, 1005, 3015)];
+        assert_eq!(disturbed(&base, true), vec![false; 4]);
+        let mut slow = base.clone();
+        slow.push(t(10, 1500, 4500));
+        assert_eq!(disturbed(&slow, false), vec![false, false, false, false, true]);
+        // Same time, lower clock: only a cycle counter can tell.
+        let mut clocked = base.clone();
+        clocked.push(t(10, 1000, 2500));
+        assert_eq!(disturbed(&clocked, true)[4], true);
+        assert_eq!(disturbed(&clocked, false)[4], false);
+    }
+}

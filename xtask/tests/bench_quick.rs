@@ -1,0 +1,94 @@
+//! `cargo xtask bench --quick` in the Debian 13 container: the record format, the
+//! host gate, and figures checked against independent readings (readelf, the API).
+//! Timing targets live in `cargo bench -p xtask`, not here.
+
+mod common;
+
+use common::{sha256, stdout, xtask};
+
+fn gate_failures() -> usize {
+    let env = xtask(&["env", "--json", "--engine", "host", "--cpu", "0"], None);
+    let v: serde_json::Value = serde_json::from_slice(&env.stdout).unwrap();
+    v["gate"]["checks"].as_array().unwrap().iter().filter(|c| c["ok"] == false).count()
+}
+
+/// Sum of the LOAD MemSiz column of `readelf -lW`, read independently of the tool.
+fn readelf_load_bytes(path: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("readelf").arg("-lW").arg(path).output().expect("readelf (binutils)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            u64::from_str_radix(f[5].trim_start_matches("0x"), 16).unwrap()
+        })
+        .sum()
+}
+
+#[test]
+fn quick_bench_writes_traceable_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let base = ["bench", "pqclean-ml-kem", "--engine", "podman", "--quick", "--instance", "ML-KEM-512", "--cpu", "0"];
+
+    // The gate refuses an unfixed host unless overridden.
+    let failures = gate_failures();
+    if failures > 0 {
+        let refused = xtask(&[&base[..], &["--out", out_s]].concat(), None);
+        assert!(!refused.status.success());
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("--allow-unfixed-host"));
+        assert!(!out.join("local/records").exists());
+    }
+
+    let run = xtask(
+        &[
+            &base[..],
+            &["--out", out_s, "--allow-unfixed-host", "--op", "keygen", "--op", "enc", "--op", "dec", "--op", "nop"],
+        ]
+        .concat(),
+        None,
+    );
+    assert!(run.status.success());
+    assert!(stdout(&run).contains("size audit: API sizes agree"));
+    let dir = out.join("local/records/pqclean-ml-kem");
+    for op in ["keygen", "enc", "dec", "nop"] {
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("ML-KEM-512__{op}.json"))).unwrap())
+                .unwrap();
+        assert_eq!(r["op"], op);
+        assert_eq!(r["quick"], true);
+        assert_eq!(r["emulated"], false);
+        assert_eq!(r["timing_comparable"], true);
+        assert_eq!(r["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
+        assert_eq!(r["host_gate"]["overridden"], failures > 0);
+        assert_eq!(r["host_gate"]["checks"].as_array().unwrap().iter().filter(|c| c["ok"] == false).count(), failures);
+        // n is trials × iterations of the kept trials, and the mean is their total time over n.
+        let kept: Vec<&serde_json::Value> =
+            r["trials"].as_array().unwrap().iter().filter(|t| t["replaced"] == false).collect();
+        assert_eq!(kept.len(), 3);
+        let n: u64 = kept.iter().map(|t| t["iterations"].as_u64().unwrap()).sum();
+        let ns: u64 = kept.iter().map(|t| t["ns"].as_u64().unwrap()).sum();
+        assert_eq!(r["aggregate"]["n"].as_u64().unwrap(), n);
+        assert!((r["aggregate"]["mean_ns"].as_f64().unwrap() - ns as f64 / n as f64).abs() < 1e-6);
+        assert!(n >= 9);
+        assert!(["perf-cycles", "tsc", "cntvct_el0"].contains(&r["counter"]["name"].as_str().unwrap()));
+        // Sizes as ML-KEM-512's API reports them, and as the catalog has them.
+        assert_eq!(r["sizes"]["api"], serde_json::json!({"pk": 800, "sk": 1632, "ct": 768, "ss": 32}));
+        assert_eq!(r["sizes"]["external"]["basis"], "encoded");
+        // Memory: the library's PT_LOAD sizes as readelf reads them; peak >= baseline > 0.
+        let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem");
+        let driver_cmd = r["commands"]["driver"].as_array().unwrap();
+        let out_arg = driver_cmd.iter().position(|a| a == "-o").unwrap() + 1;
+        let build_dir =
+            std::path::Path::new(driver_cmd[out_arg].as_str().unwrap()).parent().unwrap().file_name().unwrap();
+        let library = lib.join(build_dir).join("libinstance.so");
+        assert_eq!(r["memory"]["static_image_bytes"].as_u64().unwrap(), readelf_load_bytes(&library));
+        assert_eq!(r["library_sha256"], sha256(&std::fs::read(&library).unwrap()));
+        let baseline = r["memory"]["baseline_rss_kib"].as_i64().unwrap();
+        assert!(baseline > 0 && r["memory"]["peak_rss_kib"].as_i64().unwrap() >= baseline);
+        assert_eq!(r["source"]["kind"], "crate");
+        assert!(r["harness_commit"].as_str().unwrap().len() >= 40);
+        assert_eq!(r["commands"]["trial"][1], op);
+    }
+}
