@@ -1,0 +1,133 @@
+//! Benchmarks of the timing harness itself (issue "Timing harness"): run with
+//! `cargo bench -p xtask`. Needs podman and the Debian 13 image (built on demand).
+//! Prints three ratios and fails when one misses its target:
+//! 1. ML-KEM-768 keygen: `xtask bench` mean against a plain clock_gettime loop over the
+//!    same library, in the same run (target within ±5 %);
+//! 2. the same driver binary in the container and on the host (target 1.00 ± 0.03);
+//! 3. the empty operation against ML-KEM-512 encapsulation (target below 1 %).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CPU: &str = "1";
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    if !out.status.success() {
+        panic!("{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    }
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn record(out: &Path, label: &str, op: &str) -> serde_json::Value {
+    let path = out.join(format!("local/records/pqclean-ml-kem/{label}__{op}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Host folder of the build a record's driver was compiled into.
+fn build_dir(r: &serde_json::Value) -> PathBuf {
+    let cmd = r["commands"]["driver"].as_array().unwrap();
+    let o = cmd.iter().position(|a| a == "-o").unwrap() + 1;
+    let dir = Path::new(cmd[o].as_str().unwrap()).parent().unwrap().file_name().unwrap().to_owned();
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem").join(dir)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test --benches` lists benchmarks; nothing to list here
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let xtask = env!("CARGO_BIN_EXE_xtask");
+    let bench = |ops: &[&str], extra: &[&str]| {
+        let mut cmd = Command::new(xtask);
+        cmd.args(["bench", "pqclean-ml-kem", "--engine", "podman", "--allow-unfixed-host", "--cpu", CPU]);
+        cmd.args(["--out", out.to_str().unwrap()]).args(extra);
+        for op in ops {
+            cmd.args(["--op", op]);
+        }
+        print!("{}", run(&mut cmd));
+    };
+    // The machines are shared and noisy: measure in rounds, each round taking the
+    // harness, the plain loop and the host run of the same driver back to back, and
+    // compare within a round.
+    let mut r1 = Vec::new();
+    let mut r2 = Vec::new();
+    let mut plain: Option<PathBuf> = None;
+    let mut fixed: Option<String> = None;
+    for round in 0..21 {
+        // One trial per round, so that the three readings of a round lie within a second.
+        let mut args = vec!["--instance", "ML-KEM-768", "--trials", "1", "--trial-target", "0.1"];
+        if let Some(n) = &fixed {
+            args.extend(["--iterations", n.as_str()]);
+        }
+        bench(&["keygen"], &args);
+        let k768 = record(&out, "ML-KEM-768", "keygen");
+        let dir768 = build_dir(&k768);
+        let iterations = k768["plan"]["iterations"].as_u64().unwrap().to_string();
+        fixed.get_or_insert(iterations.clone());
+        let plain = plain.get_or_insert_with(|| {
+            let exe = tmp.path().join("plain_keygen");
+            run(Command::new("gcc")
+                .args(["-O2", "-std=c99", concat!(env!("CARGO_MANIFEST_DIR"), "/benches/plain_keygen.c"), "-o"])
+                .arg(&exe)
+                .arg(format!("-L{}", dir768.display()))
+                .arg("-linstance")
+                .arg(format!("-Wl,-rpath,{}", dir768.display())));
+            exe
+        });
+        let harness_ns = k768["aggregate"]["mean_ns"].as_f64().unwrap();
+        // 1. A plain clock_gettime loop over the same library, same CPU, same count.
+        let plain_ns = median(
+            (0..1)
+                .map(|_| {
+                    let ns: f64 = run(Command::new("taskset").args(["-c", CPU]).arg(&*plain).arg(&iterations))
+                        .trim()
+                        .parse()
+                        .unwrap();
+                    ns / iterations.parse::<f64>().unwrap()
+                })
+                .collect(),
+        );
+        // 2. The very driver binary of the container run, on the host.
+        let host_ns = median(
+            (0..1)
+                .map(|_| {
+                    let text =
+                        run(Command::new(build_dir(&k768).join("kem_bench")).args(["keygen", &iterations, "3", CPU]));
+                    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    v["ns"].as_f64().unwrap() / v["iterations"].as_f64().unwrap()
+                })
+                .collect(),
+        );
+        let container_ns = k768["aggregate"]["median_trial_ns"].as_f64().unwrap();
+        println!(
+            "round {round}: harness mean {harness_ns:.0} ns, plain loop {plain_ns:.0} ns; \
+             container median trial {container_ns:.0} ns, host {host_ns:.0} ns"
+        );
+        r1.push(harness_ns / plain_ns);
+        r2.push(container_ns / host_ns);
+    }
+    let (r1m, r2m) = (median(r1.clone()), median(r2.clone()));
+    bench(&["enc", "nop"], &["--instance", "ML-KEM-512"]);
+
+    // 3. Harness overhead: the empty operation against ML-KEM-512 encapsulation.
+    let nop = record(&out, "ML-KEM-512", "nop")["aggregate"]["mean_ns"].as_f64().unwrap();
+    let enc = record(&out, "ML-KEM-512", "enc")["aggregate"]["mean_ns"].as_f64().unwrap();
+    let r3 = nop / enc;
+
+    println!("\nratio harness / plain loop, per round {r1:.4?}: median {r1m:.4}  (target 0.95..1.05)");
+    println!("ratio container / host, per round {r2:.4?}: median {r2m:.4}  (target 0.97..1.03)");
+    println!("empty operation {nop:.2} ns, ML-KEM-512 enc {enc:.0} ns");
+    println!("  overhead nop / enc              {:.5} %  (target < 1 %)", r3 * 100.0);
+    let ok = (0.95..=1.05).contains(&r1m) && (0.97..=1.03).contains(&r2m) && r3 < 0.01;
+    println!("{}", if ok { "all targets met" } else { "TARGET MISSED" });
+    if !ok {
+        std::process::exit(1);
+    }
+}
