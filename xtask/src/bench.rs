@@ -20,6 +20,7 @@ use crate::sizes::{self, CatalogRow, Disagreement, Sizes};
 use crate::sources::{self, PatchRecord, Provenance, Source};
 use crate::stats::{self, Aggregate, PlanSpec, Trial};
 use crate::submission::{Instance, Submission};
+use crate::systems::SystemProfile;
 use crate::{emulation, project};
 
 /// What the timing driver prints for one process.
@@ -184,8 +185,13 @@ impl Bench {
         spec
     }
 
-    pub fn run(self, sh: &Shell) -> Result<()> {
-        let arch = self.target.arch();
+    pub fn run(mut self, sh: &Shell) -> Result<()> {
+        let profile = SystemProfile::load(&self.system)?;
+        let arch = profile.arch(self.target.arch);
+        self.cpu = self.cpu.or(profile.cpu);
+        if !self.quick {
+            self.trial_target = self.trial_target.or(Some(profile.trial_target_s));
+        }
         let emulated = !emulation::native(arch);
         let mut gate = hostgate::check(Utf8Path::new("/"), self.cpu, arch);
         let failed = gate.failed();
@@ -223,13 +229,15 @@ impl Bench {
             inputs.push((sub, src));
         }
         let backend = Backend::select(sh, self.target.engine)?;
-        let env = BuildEnv::prepare(sh, backend, &self.toolchain, arch)?;
+        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), arch)?;
         let layout = Layout::new(&self.out, &self.system);
         let catalog = sizes::load()?;
         let mut failures = Vec::new();
         for (sub, src) in &inputs {
-            failures.extend(self.bench_submission(sh, &env, &layout, sub, src, &gate, &catalog)?);
+            failures.extend(self.bench_submission(sh, &env, &layout, sub, src, &gate, &catalog, &profile)?);
         }
+        let digest = crate::evidence::write_index(&self.out)?;
+        println!("evidence index {}/{} (sha256 {})", self.out, crate::evidence::INDEX, &digest[..16]);
         if !failures.is_empty() {
             bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
         }
@@ -246,10 +254,11 @@ impl Bench {
         src: &Source,
         gate: &Gate,
         catalog: &[CatalogRow],
+        profile: &SystemProfile,
     ) -> Result<Vec<String>> {
         let sb = env.sandbox(sh, sub, &src.root)?;
         let tc = env.record(sh, &sb)?;
-        let mut environment = env::collect(sh, self.cpu, env.arch, Some(&tc));
+        let mut environment = env::collect(sh, profile, self.cpu, env.arch, Some(&tc));
         println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
         println!(
             "  {:<18} {:<6} {:>14} {:>10} {:>9} {:>12} {:>18}",

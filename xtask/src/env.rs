@@ -12,10 +12,12 @@ use crate::engine::Backend;
 use crate::flags::{Arch, Env};
 use crate::hostgate::{self, Gate};
 use crate::project;
+use crate::systems::SystemProfile;
 use crate::toolchain::{ImageLock, Toolchain};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
+    pub system: SystemProfile,
     pub processor: String,
     pub logical_cpus: usize,
     pub machine: String,
@@ -45,7 +47,13 @@ fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
 }
 
 /// Describe this host; `tc` gives the compiler and build tool actually used.
-pub fn collect(sh: &Shell, cpu: Option<usize>, arch: Arch, tc: Option<&ToolchainRecord>) -> Environment {
+pub fn collect(
+    sh: &Shell,
+    system: &SystemProfile,
+    cpu: Option<usize>,
+    arch: Arch,
+    tc: Option<&ToolchainRecord>,
+) -> Environment {
     let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
     let processor = cpuinfo_field(&cpuinfo, "model name")
         .or_else(|| {
@@ -115,6 +123,7 @@ pub fn collect(sh: &Shell, cpu: Option<usize>, arch: Arch, tc: Option<&Toolchain
         ));
     }
     Environment {
+        system: system.clone(),
         processor,
         logical_cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         machine,
@@ -134,12 +143,14 @@ pub fn collect(sh: &Shell, cpu: Option<usize>, arch: Arch, tc: Option<&Toolchain
 
 impl Env {
     pub fn run(self, sh: &Shell) -> Result<()> {
-        let arch = self.target.arch();
+        let profile = SystemProfile::load(&self.system)?;
+        let arch = profile.arch(self.target.arch);
+        let cpu = self.cpu.or(profile.cpu);
         // The compilers of the pinned image when it exists; the host's otherwise.
         let backend = Backend::select(sh, self.target.engine)?;
         let lock = match backend {
             Backend::Container(engine) => {
-                let tag = Toolchain::load(&self.toolchain)?.tag(arch);
+                let tag = Toolchain::load(&profile.toolchain(&self.toolchain))?.tag(arch);
                 match engine.image_id(sh, &tag)? {
                     Some(_) => std::fs::read_to_string(ImageLock::path(&tag))
                         .ok()
@@ -150,13 +161,14 @@ impl Env {
             Backend::Host => None,
         };
         let record = lock.map(|l| ToolchainRecord::from_lock(&l, backend));
-        let mut env = collect(sh, self.cpu, arch, record.as_ref());
+        let mut env = collect(sh, &profile, cpu, arch, record.as_ref());
         env.campaign_end = Some(env.campaign_start.clone());
         if self.json {
             println!("{}", serde_json::to_string_pretty(&env)?);
             return Ok(());
         }
         let rows = [
+            ("system", format!("{} ({})", env.system.name, env.system.description)),
             ("processor", format!("{} ({} logical CPUs)", env.processor, env.logical_cpus)),
             ("machine", env.machine.clone()),
             ("clock", env.clock.clone()),

@@ -6,9 +6,19 @@
 //! <out>/<system>/kat/<id>/summary.json       one verify run of one submission
 //! <out>/<system>/records/<id>/<label>__<op>.json  one timed operation
 //! <out>/<system>/records/<id>/size_audit.json     API sizes against the catalog
+//! <out>/EVIDENCE.sha256                       index of every file above
+//! <out>/EVIDENCE.sha256.sha256                the index's own digest
 //! ```
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
+use serde::Serialize;
+use xshell::Shell;
+
+use crate::flags::{EvidenceCheck, EvidenceIndex};
+use crate::project;
 
 pub struct Layout {
     pub system_dir: Utf8PathBuf,
@@ -45,5 +55,155 @@ impl Layout {
 
     pub fn size_audit(&self, id: &str) -> Utf8PathBuf {
         self.records_dir(id).join("size_audit.json")
+    }
+}
+
+/// The index of an evidence set: `sha256sum` lines for every file below the
+/// evidence root, sorted by path; its own digest sits next to it in the same format,
+/// so `sha256sum -c` checks both.
+pub const INDEX: &str = "EVIDENCE.sha256";
+pub const INDEX_DIGEST: &str = "EVIDENCE.sha256.sha256";
+
+/// Every evidence file below `root` (relative paths, sorted), index files excluded.
+pub fn files(root: &Utf8Path) -> Result<Vec<Utf8PathBuf>> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("cannot walk {root}"))?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let path = Utf8Path::from_path(entry.path()).context("non-UTF-8 evidence path")?;
+        let rel = path.strip_prefix(root).unwrap_or(path).to_owned();
+        if rel != INDEX && rel != INDEX_DIGEST {
+            files.push(rel);
+        }
+    }
+    Ok(files)
+}
+
+/// Write a fresh index of `root`; returns the index's own SHA-256.
+pub fn write_index(root: &Utf8Path) -> Result<String> {
+    let mut text = String::new();
+    for rel in files(root)? {
+        text.push_str(&format!("{}  {rel}\n", project::sha256_file(&root.join(&rel))?));
+    }
+    std::fs::write(root.join(INDEX), &text).with_context(|| format!("cannot write {root}/{INDEX}"))?;
+    let digest = project::sha256_hex(text.as_bytes());
+    std::fs::write(root.join(INDEX_DIGEST), format!("{digest}  {INDEX}\n"))?;
+    Ok(digest)
+}
+
+/// What differs between an evidence set and its index.
+#[derive(Debug, Default, Serialize)]
+pub struct Problems {
+    pub index: Option<String>,
+    pub changed: Vec<String>,
+    pub missing: Vec<String>,
+    pub extra: Vec<String>,
+}
+
+impl Problems {
+    pub fn is_clean(&self) -> bool {
+        self.index.is_none() && self.changed.is_empty() && self.missing.is_empty() && self.extra.is_empty()
+    }
+}
+
+/// Parse an index: path → digest.
+pub fn read_index(root: &Utf8Path) -> Result<BTreeMap<String, String>> {
+    let text =
+        std::fs::read_to_string(root.join(INDEX)).with_context(|| format!("no evidence index {root}/{INDEX}"))?;
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (sha, path) = l.split_once("  ").with_context(|| format!("bad index line {l:?}"))?;
+            Ok((path.to_owned(), sha.to_owned()))
+        })
+        .collect()
+}
+
+pub fn check(root: &Utf8Path) -> Result<Problems> {
+    let mut p = Problems::default();
+    let text = std::fs::read(root.join(INDEX)).with_context(|| format!("no evidence index {root}/{INDEX}"))?;
+    let want = std::fs::read_to_string(root.join(INDEX_DIGEST)).unwrap_or_default();
+    let actual = project::sha256_hex(&text);
+    if want.split_whitespace().next() != Some(actual.as_str()) {
+        p.index = Some(format!("{INDEX} has SHA-256 {actual}, but {INDEX_DIGEST} says {}", want.trim()));
+    }
+    let index = read_index(root)?;
+    let present: BTreeSet<String> = files(root)?.into_iter().map(|f| f.to_string()).collect();
+    for (path, sha) in &index {
+        if !present.contains(path) {
+            p.missing.push(path.clone());
+        } else if &project::sha256_file(&root.join(path))? != sha {
+            p.changed.push(path.clone());
+        }
+    }
+    p.extra = present.into_iter().filter(|f| !index.contains_key(f)).collect();
+    Ok(p)
+}
+
+impl EvidenceCheck {
+    pub fn run(self, _sh: &Shell) -> Result<()> {
+        let p = check(&self.dir)?;
+        for (what, list) in [("changed", &p.changed), ("missing", &p.missing), ("extra", &p.extra)] {
+            for f in list {
+                println!("{what:<8} {f}");
+            }
+        }
+        if let Some(i) = &p.index {
+            println!("index    {i}");
+        }
+        if !p.is_clean() {
+            bail!(
+                "evidence in {} does not match its index ({} changed, {} missing, {} extra{})",
+                self.dir,
+                p.changed.len(),
+                p.missing.len(),
+                p.extra.len(),
+                if p.index.is_some() { ", index digest wrong" } else { "" }
+            );
+        }
+        let n = read_index(&self.dir)?.len();
+        println!("OK: {n} files match {}/{INDEX}", self.dir);
+        Ok(())
+    }
+}
+
+impl EvidenceIndex {
+    pub fn run(self, _sh: &Shell) -> Result<()> {
+        let digest = write_index(&self.dir)?;
+        println!("{}/{INDEX}: {} files, sha256 {digest}", self.dir, read_index(&self.dir)?.len());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_detects_changed_missing_and_extra_files_and_its_own_tampering() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(t.path()).unwrap();
+        std::fs::create_dir_all(root.join("local/kat/x")).unwrap();
+        std::fs::write(root.join("local/kat/x/a.log"), "a").unwrap();
+        std::fs::write(root.join("local/kat/x/b.log"), "b").unwrap();
+        write_index(root).unwrap();
+        assert!(check(root).unwrap().is_clean());
+        std::fs::write(root.join("local/kat/x/a.log"), "A").unwrap();
+        std::fs::remove_file(root.join("local/kat/x/b.log")).unwrap();
+        std::fs::write(root.join("local/new.json"), "{}").unwrap();
+        let p = check(root).unwrap();
+        assert_eq!(p.changed, ["local/kat/x/a.log"]);
+        assert_eq!(p.missing, ["local/kat/x/b.log"]);
+        assert_eq!(p.extra, ["local/new.json"]);
+        assert!(p.index.is_none());
+        // Rewriting a listed digest is caught by the index's own digest.
+        let index = std::fs::read_to_string(root.join(INDEX)).unwrap();
+        let forged = index.replacen(&index[..64], &project::sha256_hex(b"A"), 1);
+        std::fs::write(root.join(INDEX), forged).unwrap();
+        let p = check(root).unwrap();
+        assert!(p.index.is_some());
+        assert!(!p.changed.contains(&"local/kat/x/a.log".to_owned()));
     }
 }

@@ -27,6 +27,11 @@ pub enum Cmd {
     Verify(Verify),
     /// Time keygen, enc and dec of every instance (cycles or ticks, time, ops/s, memory, sizes).
     Bench(Bench),
+    /// Index evidence sets and check them against their index.
+    #[command(subcommand)]
+    Evidence(EvidenceCmd),
+    /// Merge campaign shards into one evidence set with a fresh index.
+    Merge(Merge),
     /// Print the environment manifest of this host (processor, clock, memory, OS, compilers)
     /// and the host gate's checks.
     Env(Env),
@@ -83,13 +88,14 @@ pub struct Verify {
     pub source_dir: Option<Utf8PathBuf>,
     #[command(flatten)]
     pub target: Target,
-    /// Toolchain to build with.
-    #[arg(long, default_value = "debian-13")]
-    pub toolchain: String,
+    /// Toolchain to build with (default: the system profile's).
+    #[arg(long)]
+    pub toolchain: Option<String>,
     /// Evidence directory; results go to <out>/<system>/kat/<id>/.
     #[arg(long, default_value = "out")]
     pub out: Utf8PathBuf,
-    /// System name used in the evidence layout and in every record.
+    /// System profile (systems/<name>.toml): toolchain, architecture, CPU and trial
+    /// target; names the evidence folder and is recorded in every record.
     #[arg(long, default_value = "local")]
     pub system: String,
     /// Only these instance labels (repeatable); default: every instance.
@@ -113,13 +119,14 @@ pub struct Bench {
     pub ids: Vec<String>,
     #[command(flatten)]
     pub target: Target,
-    /// Toolchain to build with.
-    #[arg(long, default_value = "debian-13")]
-    pub toolchain: String,
+    /// Toolchain to build with (default: the system profile's).
+    #[arg(long)]
+    pub toolchain: Option<String>,
     /// Evidence directory; records go to <out>/<system>/records/<id>/<label>__<op>.json.
     #[arg(long, default_value = "out")]
     pub out: Utf8PathBuf,
-    /// System name used in the evidence layout and in every record.
+    /// System profile (systems/<name>.toml): toolchain, architecture, CPU and trial
+    /// target; names the evidence folder and is recorded in every record.
     #[arg(long, default_value = "local")]
     pub system: String,
     /// Only these instance labels (repeatable); default: every instance.
@@ -131,13 +138,14 @@ pub struct Bench {
     /// Trials per operation, each in its own process (reference: 5).
     #[arg(long)]
     pub trials: Option<u32>,
-    /// Target duration of one trial in seconds (reference: 1.0 on x86_1, 0.5 on arm_1).
+    /// Target duration of one trial in seconds (default: the system profile's; 1.0 on
+    /// x86_1, 0.5 on arm_1).
     #[arg(long)]
     pub trial_target: Option<f64>,
     /// Fixed iterations per trial instead of calibrating (the same count on every system).
     #[arg(long)]
     pub iterations: Option<u64>,
-    /// Pin the measurement to this CPU.
+    /// Pin the measurement to this CPU (default: the system profile's).
     #[arg(long)]
     pub cpu: Option<usize>,
     /// Time even though the host gate failed; the failed checks go into every record.
@@ -178,13 +186,49 @@ impl Op {
     }
 }
 
+#[derive(Debug, Subcommand)]
+pub enum EvidenceCmd {
+    /// Name every changed, missing or extra file; exit non-zero unless all match.
+    Check(EvidenceCheck),
+    /// Write a fresh index (verify, bench and merge do this themselves).
+    Index(EvidenceIndex),
+}
+
+#[derive(Debug, Args)]
+pub struct EvidenceCheck {
+    /// The evidence root (the --out of a run).
+    #[arg(default_value = "out")]
+    pub dir: Utf8PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct EvidenceIndex {
+    /// The evidence root (the --out of a run).
+    #[arg(default_value = "out")]
+    pub dir: Utf8PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct Merge {
+    /// Shard evidence roots; each must pass its own index check.
+    #[arg(required = true)]
+    pub shards: Vec<Utf8PathBuf>,
+    /// The merged evidence root (must be empty or absent).
+    #[arg(long)]
+    pub out: Utf8PathBuf,
+}
+
 #[derive(Debug, Args)]
 pub struct Env {
     #[command(flatten)]
     pub target: Target,
-    /// Toolchain whose image supplies the compiler and build tool lines.
-    #[arg(long, default_value = "debian-13")]
-    pub toolchain: String,
+    /// Toolchain whose image supplies the compiler and build tool lines (default: the
+    /// system profile's).
+    #[arg(long)]
+    pub toolchain: Option<String>,
+    /// System profile (systems/<name>.toml).
+    #[arg(long, default_value = "local")]
+    pub system: String,
     /// The CPU the measurement would be pinned to.
     #[arg(long)]
     pub cpu: Option<usize>,
@@ -200,7 +244,7 @@ pub struct Target {
     /// toolchain (unpinned, with a warning).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
-    /// Target architecture (default: the host's).
+    /// Target architecture (default: the system profile's, else the host's).
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
 }

@@ -12,12 +12,14 @@ mod hostgate;
 mod image;
 mod kat;
 mod list;
+mod merge;
 mod project;
 mod recipe;
 mod sizes;
 mod sources;
 mod stats;
 mod submission;
+mod systems;
 mod toolchain;
 mod verify;
 
@@ -25,7 +27,7 @@ use anyhow::Result;
 use clap::Parser;
 use xshell::Shell;
 
-use crate::flags::{Cmd, ImageCmd};
+use crate::flags::{Cmd, EvidenceCmd, ImageCmd};
 
 fn main() {
     if let Err(e) = run() {
@@ -46,5 +48,8 @@ fn run() -> Result<()> {
         Cmd::Verify(cmd) => cmd.run(&sh),
         Cmd::Bench(cmd) => cmd.run(&sh),
         Cmd::Env(cmd) => cmd.run(&sh),
+        Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(&sh),
+        Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(&sh),
+        Cmd::Merge(cmd) => cmd.run(&sh),
     }
 }

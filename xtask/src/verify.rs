@@ -16,6 +16,7 @@ use crate::kat::{self, Manifest};
 use crate::project;
 use crate::sources::{self, Provenance, Source};
 use crate::submission::{Instance, Submission};
+use crate::systems::SystemProfile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -79,6 +80,7 @@ pub struct Summary {
     pub id: String,
     pub name: String,
     pub system: String,
+    pub system_profile: SystemProfile,
     pub harness_commit: String,
     pub started: String,
     pub finished: String,
@@ -108,22 +110,26 @@ impl Verify {
             inputs.push((sub, manifest, src));
         }
         let backend = Backend::select(sh, self.target.engine)?;
-        let env = BuildEnv::prepare(sh, backend, &self.toolchain, self.target.arch())?;
+        let profile = SystemProfile::load(&self.system)?;
+        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), profile.arch(self.target.arch))?;
         let layout = Layout::new(&self.out, &self.system);
         let mut failed = Vec::new();
         for (sub, manifest, src) in &inputs {
-            let summary = self.verify_submission(sh, &env, &layout, sub, manifest, src)?;
+            let summary = self.verify_submission(sh, &env, &layout, sub, manifest, src, &profile)?;
             let bad = summary.instances.iter().filter(|i| i.status != Status::Pass).count();
             if bad > 0 {
                 failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
             }
         }
+        let digest = crate::evidence::write_index(&self.out)?;
+        println!("evidence index {}/{} (sha256 {})", self.out, crate::evidence::INDEX, &digest[..16]);
         if !failed.is_empty() {
             bail!("instances did not pass ({})", failed.join(", "));
         }
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn verify_submission(
         &self,
         sh: &Shell,
@@ -132,6 +138,7 @@ impl Verify {
         sub: &Submission,
         manifest: &Manifest,
         src: &Source,
+        profile: &SystemProfile,
     ) -> Result<Summary> {
         let started = project::now_utc();
         let instances: Vec<&Instance> =
@@ -176,6 +183,7 @@ impl Verify {
             id: sub.id.clone(),
             name: sub.name.clone(),
             system: self.system.clone(),
+            system_profile: profile.clone(),
             harness_commit: project::harness_commit(sh),
             started,
             finished: project::now_utc(),
