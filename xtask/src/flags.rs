@@ -27,6 +27,8 @@ pub enum Cmd {
     Verify(Verify),
     /// Time keygen, enc and dec of every instance (cycles or ticks, time, ops/s, memory, sizes).
     Bench(Bench),
+    /// Image, verify and bench for a set of submissions on one system, resumable.
+    Campaign(Campaign),
     /// Index evidence sets and check them against their index.
     #[command(subcommand)]
     Evidence(EvidenceCmd),
@@ -184,6 +186,32 @@ impl Op {
             Op::Nop => "nop",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct Campaign {
+    /// Submission ids; default: the embedded default, pqclean-ml-kem.
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub target: Target,
+    /// System profile (systems/<name>.toml).
+    #[arg(long, default_value = "local")]
+    pub system: String,
+    /// Evidence directory.
+    #[arg(long, default_value = "out")]
+    pub out: Utf8PathBuf,
+    /// Skip steps whose evidence exists and passes the index check.
+    #[arg(long)]
+    pub resume: bool,
+    /// Quick timing (CI): same record format, marked quick.
+    #[arg(long)]
+    pub quick: bool,
+    /// Time even though the host gate failed (recorded in every record).
+    #[arg(long)]
+    pub allow_unfixed_host: bool,
+    /// Verify only; no timing.
+    #[arg(long)]
+    pub no_bench: bool,
 }
 
 #[derive(Debug, Subcommand)]

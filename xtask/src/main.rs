@@ -3,6 +3,7 @@
 
 mod bench;
 mod builder;
+mod campaign;
 mod emulation;
 mod engine;
 mod env;
@@ -51,5 +52,6 @@ fn run() -> Result<()> {
         Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(&sh),
         Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(&sh),
         Cmd::Merge(cmd) => cmd.run(&sh),
+        Cmd::Campaign(cmd) => cmd.run(&sh),
     }
 }

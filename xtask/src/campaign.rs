@@ -1,0 +1,207 @@
+//! `cargo xtask campaign`: the toolchain image, then verify and bench for each
+//! submission on one system. Resumable: with --resume, a step whose evidence exists
+//! and matches the evidence index is skipped. Timing only follows a passing verify.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use camino::Utf8Path;
+use xshell::Shell;
+
+use crate::engine::Backend;
+use crate::evidence::{self, Layout};
+use crate::flags::{Bench, Campaign, Op, Verify};
+use crate::image;
+use crate::submission::Submission;
+use crate::systems::SystemProfile;
+use crate::toolchain::Toolchain;
+
+/// What `cargo xtask campaign` runs with no arguments.
+pub const DEFAULT_SUBMISSION: &str = "pqclean-ml-kem";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Image,
+    Verify(String),
+    Bench(String),
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Image => write!(f, "image"),
+            Step::Verify(id) => write!(f, "verify {id}"),
+            Step::Bench(id) => write!(f, "bench {id}"),
+        }
+    }
+}
+
+/// True when every file below `prefix` (relative to `root`) is in the index, unchanged,
+/// and there is at least one.
+fn indexed(root: &Utf8Path, prefix: &Utf8Path) -> bool {
+    let Ok(problems) = evidence::check(root) else { return false };
+    let Ok(index) = evidence::read_index(root) else { return false };
+    let under = |p: &String| Utf8Path::new(p).starts_with(prefix);
+    problems.index.is_none()
+        && index.keys().any(under)
+        && !problems.changed.iter().chain(&problems.missing).chain(&problems.extra).any(under)
+}
+
+impl Campaign {
+    fn verify_done(&self, layout: &Layout, id: &str) -> bool {
+        let summary = std::fs::read_to_string(layout.kat_summary(id)).ok();
+        let passed = summary
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["instances"].as_array().map(|a| a.iter().all(|i| i["status"] == "PASS")))
+            .unwrap_or(false);
+        let rel = layout.kat_dir(id);
+        passed && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+    }
+
+    fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
+        let complete = sub.instances.iter().all(|i| {
+            [Op::Keygen, Op::Enc, Op::Dec].iter().all(|op| layout.record(&sub.id, &i.label, op.name()).is_file())
+        });
+        let rel = layout.records_dir(&sub.id);
+        complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+    }
+
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let ids = if self.ids.is_empty() { vec![DEFAULT_SUBMISSION.to_owned()] } else { self.ids.clone() };
+        let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let profile = SystemProfile::load(&self.system)?;
+        let layout = Layout::new(&self.out, &self.system);
+        let mut steps = vec![Step::Image];
+        for sub in &subs {
+            steps.push(Step::Verify(sub.id.clone()));
+            if !self.no_bench {
+                steps.push(Step::Bench(sub.id.clone()));
+            }
+        }
+        let total = steps.len();
+        let campaign_start = Instant::now();
+        let mut durations: Vec<(Step, f64)> = Vec::new();
+        let mut failed = Vec::new();
+        let mut unverified = std::collections::BTreeSet::new();
+        for (n, step) in steps.iter().enumerate() {
+            let label = format!("[{}/{total}] {step}", n + 1);
+            let sub = subs.iter().find(|s| matches!(step, Step::Verify(id) | Step::Bench(id) if *id == s.id));
+            if let Step::Bench(id) = step {
+                if unverified.contains(id) {
+                    println!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
+                    continue;
+                }
+            }
+            let done = self.resume
+                && match (step, sub) {
+                    (Step::Verify(id), _) => self.verify_done(&layout, id),
+                    (Step::Bench(_), Some(s)) => self.bench_done(&layout, s),
+                    _ => false,
+                };
+            if done {
+                println!("{label}: evidence present and indexed, skipped (--resume)");
+                continue;
+            }
+            println!("{label} ...");
+            let t = Instant::now();
+            let result = self.run_step(sh, step, &profile);
+            let secs = t.elapsed().as_secs_f64();
+            durations.push((step.clone(), secs));
+            let left = estimate_left(&durations, &steps[n + 1..]);
+            match result {
+                Ok(()) => println!("{label}: done in {secs:.1} s; about {left:.0} s left"),
+                Err(e) => {
+                    println!("{label}: FAILED after {secs:.1} s: {e:#}");
+                    failed.push(format!("{step} ({e})"));
+                    if let Step::Verify(id) = step {
+                        unverified.insert(id.clone());
+                    }
+                }
+            }
+        }
+        println!("campaign on {} finished in {:.1} s", self.system, campaign_start.elapsed().as_secs_f64());
+        if !failed.is_empty() {
+            bail!("{} step(s) failed: {}", failed.len(), failed.join("; "));
+        }
+        Ok(())
+    }
+
+    fn run_step(&self, sh: &Shell, step: &Step, profile: &SystemProfile) -> Result<()> {
+        match step {
+            Step::Image => match Backend::select(sh, self.target.engine)? {
+                Backend::Container(engine) => {
+                    let tc = Toolchain::load(&profile.toolchain)?;
+                    let lock = image::ensure(sh, engine, &tc, profile.arch(self.target.arch), None, false)?;
+                    println!("  {} ({})", lock.tag, lock.gcc_version);
+                    Ok(())
+                }
+                Backend::Host => Ok(()),
+            },
+            Step::Verify(id) => Verify {
+                ids: vec![id.clone()],
+                archive: None,
+                source_dir: None,
+                target: self.target.clone(),
+                toolchain: None,
+                out: self.out.clone(),
+                system: self.system.clone(),
+                instances: vec![],
+                kat_manifest: None,
+                timeout: 600,
+                rebuild: false,
+            }
+            .run(sh),
+            Step::Bench(id) => Bench {
+                ids: vec![id.clone()],
+                target: self.target.clone(),
+                toolchain: None,
+                out: self.out.clone(),
+                system: self.system.clone(),
+                instances: vec![],
+                ops: vec![Op::Keygen, Op::Enc, Op::Dec],
+                trials: None,
+                trial_target: None,
+                iterations: None,
+                cpu: None,
+                allow_unfixed_host: self.allow_unfixed_host,
+                quick: self.quick,
+                archive: None,
+                source_dir: None,
+                rebuild: false,
+            }
+            .run(sh),
+        }
+    }
+}
+
+/// Seconds left: each remaining step costs the mean of finished steps of its kind,
+/// or of all finished steps when none of its kind has run yet.
+fn estimate_left(done: &[(Step, f64)], remaining: &[Step]) -> f64 {
+    let mean = |pred: &dyn Fn(&Step) -> bool| {
+        let v: Vec<f64> = done.iter().filter(|(s, _)| pred(s)).map(|(_, d)| *d).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let all = mean(&|_| true).unwrap_or(0.0);
+    remaining
+        .iter()
+        .map(|r| {
+            let same = |s: &Step| std::mem::discriminant(s) == std::mem::discriminant(r);
+            mean(&same).unwrap_or(all)
+        })
+        .sum::<f64>()
+        .max(0.0) // an empty float sum is -0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimate_uses_the_mean_of_the_same_kind() {
+        let done = vec![(Step::Image, 2.0), (Step::Verify("a".into()), 10.0), (Step::Bench("a".into()), 30.0)];
+        let left = estimate_left(&done, &[Step::Verify("b".into()), Step::Bench("b".into())]);
+        assert_eq!(left, 40.0);
+        assert_eq!(estimate_left(&done[..1], &[Step::Verify("b".into())]), 2.0);
+        assert_eq!(estimate_left(&[], &[Step::Image]), 0.0);
+    }
+}

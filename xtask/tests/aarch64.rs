@@ -1,0 +1,69 @@
+//! AArch64 under qemu-user emulation on an x86-64 host (natively on an AArch64 host):
+//! the KAT digests match x86-64 byte for byte, and bench records say emulated.
+
+mod common;
+
+use common::{stdout, summary, xtask};
+
+#[test]
+fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arm = tmp.path().join("arm");
+    let x86 = tmp.path().join("x86");
+    let run = xtask(
+        &["verify", "pqclean-ml-kem", "--engine", "podman", "--arch", "aarch64", "--out", arm.to_str().unwrap()],
+        None,
+    );
+    assert!(run.status.success());
+    assert_eq!(stdout(&run).matches(" PASS ").count(), 3);
+    let x = xtask(
+        &["verify", "pqclean-ml-kem", "--engine", "podman", "--arch", "x86_64", "--out", x86.to_str().unwrap()],
+        None,
+    );
+    assert!(x.status.success());
+
+    let (a, b) = (summary(&arm, "pqclean-ml-kem"), summary(&x86, "pqclean-ml-kem"));
+    assert_eq!(a["toolchain"]["arch"], "aarch64");
+    assert_eq!(a["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
+    assert_eq!(a["toolchain"]["emulated"], std::env::consts::ARCH != "aarch64");
+    assert_ne!(a["toolchain"]["image_id"], b["toolchain"]["image_id"]);
+    for (i, j) in a["instances"].as_array().unwrap().iter().zip(b["instances"].as_array().unwrap()) {
+        assert_eq!(i["status"], "PASS");
+        assert_eq!(i["actual_sha256"], j["actual_sha256"]);
+        let label = i["label"].as_str().unwrap();
+        let log =
+            |root: &std::path::Path| std::fs::read(root.join(format!("local/kat/pqclean-ml-kem/{label}.log"))).unwrap();
+        assert_eq!(log(&arm), log(&x86), "{label}: KAT text differs between architectures");
+    }
+
+    let bench = xtask(
+        &[
+            "bench",
+            "pqclean-ml-kem",
+            "--engine",
+            "podman",
+            "--arch",
+            "aarch64",
+            "--quick",
+            "--instance",
+            "ML-KEM-512",
+            "--op",
+            "enc",
+            "--allow-unfixed-host",
+            "--out",
+            arm.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(bench.status.success());
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(arm.join("local/records/pqclean-ml-kem/ML-KEM-512__enc.json")).unwrap(),
+    )
+    .unwrap();
+    let emulated = std::env::consts::ARCH != "aarch64";
+    assert_eq!(r["emulated"], emulated);
+    assert_eq!(r["timing_comparable"], !emulated);
+    if emulated {
+        assert!(stdout(&bench).contains("EMULATED, not a measurement"));
+    }
+}

@@ -1,0 +1,76 @@
+//! Shards merged into one evidence set: the same files as one run over both
+//! submissions, a passing index check, tampering named, conflicts refused.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::{stdout, xtask};
+
+fn files(root: &Path) -> BTreeSet<String> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(root).unwrap().to_str().unwrap().to_owned())
+        .collect()
+}
+
+fn verify(out: &Path, ids: &[&str]) {
+    let mut args = vec!["verify"];
+    args.extend(ids);
+    args.extend(["--engine", "podman", "--out", out.to_str().unwrap()]);
+    assert!(xtask(&args, None).status.success());
+}
+
+#[test]
+fn merged_shards_equal_one_run_and_tampering_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, both, merged) =
+        (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("both"), tmp.path().join("merged"));
+    verify(&a, &["pqclean-ml-kem"]);
+    verify(&b, &["pqclean-hqc"]);
+    verify(&both, &["pqclean-ml-kem", "pqclean-hqc"]);
+
+    let m = xtask(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "--out", merged.to_str().unwrap()], None);
+    assert!(m.status.success());
+    assert_eq!(files(&merged), files(&both));
+    // The KAT texts are byte-reproducible; summaries differ only by their timestamps.
+    for f in files(&both).iter().filter(|f| f.ends_with(".log")) {
+        assert_eq!(std::fs::read(merged.join(f)).unwrap(), std::fs::read(both.join(f)).unwrap(), "{f}");
+    }
+    let check = xtask(&["evidence", "check", merged.to_str().unwrap()], None);
+    assert!(check.status.success());
+
+    // One changed byte in one record: named, non-zero exit.
+    let victim = "local/kat/pqclean-hqc/summary.json";
+    let mut bytes = std::fs::read(merged.join(victim)).unwrap();
+    bytes[10] ^= 0x20;
+    std::fs::write(merged.join(victim), bytes).unwrap();
+    let bad = xtask(&["evidence", "check", merged.to_str().unwrap()], None);
+    assert!(!bad.status.success());
+    assert_eq!(stdout(&bad).trim(), format!("changed  {victim}"));
+
+    // A shard that fails its own check is not merged; nor are conflicting duplicates.
+    let refused = xtask(&["merge", merged.to_str().unwrap(), "--out", tmp.path().join("m2").to_str().unwrap()], None);
+    assert!(!refused.status.success());
+    xtask(&["evidence", "index", merged.to_str().unwrap()], None);
+    let conflict = xtask(
+        &["merge", a.to_str().unwrap(), merged.to_str().unwrap(), "--out", tmp.path().join("m3").to_str().unwrap()],
+        None,
+    );
+    assert!(conflict.status.success(), "same files, same bytes: no conflict");
+    let mut changed = std::fs::read(b.join("local/kat/pqclean-hqc/HQC-128.log")).unwrap();
+    changed[0] ^= 1;
+    std::fs::write(merged.join("local/kat/pqclean-hqc/HQC-128.log"), changed).unwrap();
+    xtask(&["evidence", "index", merged.to_str().unwrap()], None);
+    let conflict = xtask(
+        &["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", tmp.path().join("m4").to_str().unwrap()],
+        None,
+    );
+    assert!(!conflict.status.success());
+    let err = String::from_utf8_lossy(&conflict.stderr);
+    assert!(err.contains("conflicting duplicates") && err.contains("local/kat/pqclean-hqc/HQC-128.log"), "{err}");
+    assert!(!tmp.path().join("m4").exists());
+}
