@@ -338,7 +338,10 @@ impl Bench {
                 audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api));
             }
         }
+        // Records carry the environment as it was at the start; the manifest of the
+        // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
+        project::write_json(&layout.environment(&sub.id), &environment)?;
         project::write_json(&layout.size_audit(&sub.id), &audit)?;
         if audit.is_empty() {
             println!("  size audit: API sizes agree with {}", sizes::catalog_path());

@@ -6,6 +6,7 @@
 //! <out>/<system>/kat/<id>/summary.json       one verify run of one submission
 //! <out>/<system>/records/<id>/<label>__<op>.json  one timed operation
 //! <out>/<system>/records/<id>/size_audit.json     API sizes against the catalog
+//! <out>/<system>/records/<id>/environment.json    environment manifest, campaign start/end
 //! <out>/EVIDENCE.sha256                       index of every file above
 //! <out>/EVIDENCE.sha256.sha256                the index's own digest
 //! ```
@@ -55,6 +56,10 @@ impl Layout {
 
     pub fn size_audit(&self, id: &str) -> Utf8PathBuf {
         self.records_dir(id).join("size_audit.json")
+    }
+
+    pub fn environment(&self, id: &str) -> Utf8PathBuf {
+        self.records_dir(id).join("environment.json")
     }
 }
 
