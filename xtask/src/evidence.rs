@@ -7,6 +7,7 @@
 //! <out>/<system>/records/<id>/<label>__<op>.json  one timed operation
 //! <out>/<system>/records/<id>/size_audit.json     API sizes against the catalog
 //! <out>/<system>/records/<id>/environment.json    environment manifest, campaign start/end
+//! <out>/<system>/report/<id>.md              the page rendered from the above
 //! <out>/EVIDENCE.sha256                       index of every file above
 //! <out>/EVIDENCE.sha256.sha256                the index's own digest
 //! ```
@@ -56,6 +57,10 @@ impl Layout {
 
     pub fn size_audit(&self, id: &str) -> Utf8PathBuf {
         self.records_dir(id).join("size_audit.json")
+    }
+
+    pub fn report(&self, id: &str) -> Utf8PathBuf {
+        self.system_dir.join("report").join(format!("{id}.md"))
     }
 
     pub fn environment(&self, id: &str) -> Utf8PathBuf {

@@ -29,6 +29,8 @@ pub enum Cmd {
     Bench(Bench),
     /// Image, verify and bench for a set of submissions on one system, resumable.
     Campaign(Campaign),
+    /// Render a submission's evidence as a page with the structure of the seed pages.
+    Report(Report),
     /// Index evidence sets and check them against their index.
     #[command(subcommand)]
     Evidence(EvidenceCmd),
@@ -212,6 +214,19 @@ pub struct Campaign {
     /// Verify only; no timing.
     #[arg(long)]
     pub no_bench: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Report {
+    /// Submission ids.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// Evidence directory; pages go to <out>/<system>/report/<id>.md.
+    #[arg(long, default_value = "out")]
+    pub out: Utf8PathBuf,
+    /// System whose evidence is rendered.
+    #[arg(long, default_value = "local")]
+    pub system: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -16,6 +16,7 @@ mod list;
 mod merge;
 mod project;
 mod recipe;
+mod report;
 mod sizes;
 mod sources;
 mod stats;
@@ -53,5 +54,6 @@ fn run() -> Result<()> {
         Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(&sh),
         Cmd::Merge(cmd) => cmd.run(&sh),
         Cmd::Campaign(cmd) => cmd.run(&sh),
+        Cmd::Report(cmd) => cmd.run(&sh),
     }
 }

@@ -65,5 +65,12 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
     assert_eq!(r["timing_comparable"], !emulated);
     if emulated {
         assert!(stdout(&bench).contains("EMULATED, not a measurement"));
+        // The page says why and shows no timing figures.
+        let report = xtask(&["report", "pqclean-ml-kem", "--out", arm.to_str().unwrap()], None);
+        assert!(report.status.success());
+        let page = std::fs::read_to_string(arm.join("local/report/pqclean-ml-kem.md")).unwrap();
+        let perf = &page[page.find("## 4. Performance").unwrap()..page.find("## 5.").unwrap()];
+        assert!(perf.contains("not measurements of aarch64"), "{perf}");
+        assert!(!perf.contains("µs") && !perf.contains(" ms"), "{perf}");
     }
 }

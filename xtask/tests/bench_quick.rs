@@ -91,4 +91,29 @@ fn quick_bench_writes_traceable_records() {
         assert!(r["harness_commit"].as_str().unwrap().len() >= 40);
         assert_eq!(r["commands"]["trial"][1], op);
     }
+
+    // The page: the seed pages' sections, figures taken from the records.
+    let report = xtask(&["report", "pqclean-ml-kem", "--out", out_s], None);
+    assert!(report.status.success());
+    let page = std::fs::read_to_string(out.join("local/report/pqclean-ml-kem.md")).unwrap();
+    for section in [
+        "## 1. Basic information",
+        "## 2. Assessment environment",
+        "## 3. Functional testing (KAT)",
+        "## 4. Performance",
+        "## 5. Resource consumption",
+        "## 6. Transmission and storage overhead",
+        "## 7. Raw evidence index",
+    ] {
+        assert!(page.contains(section), "{section}");
+    }
+    let enc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("ML-KEM-512__enc.json")).unwrap()).unwrap();
+    let n = enc["aggregate"]["n"].as_u64().unwrap();
+    assert!(page.contains(&format!("| ML-KEM-512 | enc | ")), "{page}");
+    assert!(page.contains(&format!("| {n} (3 × ")), "{page}");
+    assert!(page.contains("| ML-KEM-512 | 800 | 1632 | 768 | 32 | encoded |"));
+    assert!(page.contains("local/records/pqclean-ml-kem/ML-KEM-512__enc.json"));
+    let check = xtask(&["evidence", "check", out_s], None);
+    assert!(check.status.success(), "the page is indexed with the rest");
 }
