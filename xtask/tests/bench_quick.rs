@@ -110,7 +110,7 @@ fn quick_bench_writes_traceable_records() {
     let enc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("ML-KEM-512__enc.json")).unwrap()).unwrap();
     let n = enc["aggregate"]["n"].as_u64().unwrap();
-    assert!(page.contains(&format!("| ML-KEM-512 | enc | ")), "{page}");
+    assert!(page.contains("| ML-KEM-512 | enc | "), "{page}");
     assert!(page.contains(&format!("| {n} (3 × ")), "{page}");
     assert!(page.contains("| ML-KEM-512 | 800 | 1632 | 768 | 32 | encoded |"));
     assert!(page.contains("local/records/pqclean-ml-kem/ML-KEM-512__enc.json"));
