@@ -1,0 +1,39 @@
+//! `cargo xtask campaign`: the default submission end to end, progress lines, and
+//! --resume skipping exactly the steps whose evidence still matches the index.
+
+mod common;
+
+use common::{stdout, xtask};
+
+#[test]
+fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let args = ["campaign", "--engine", "podman", "--out", out.to_str().unwrap(), "--quick", "--allow-unfixed-host"];
+    let first = xtask(&args, None);
+    assert!(first.status.success());
+    let text = stdout(&first);
+    for step in ["[1/3] image", "[2/3] verify pqclean-ml-kem", "[3/3] bench pqclean-ml-kem"] {
+        assert!(text.contains(&format!("{step}: done in")), "{step}\n{text}");
+    }
+    assert!(text.contains("s left"));
+    assert!(out.join("local/records/pqclean-ml-kem/ML-KEM-1024__dec.json").is_file());
+
+    let resumed = xtask(&[&args[..], &["--resume"]].concat(), None);
+    assert!(resumed.status.success());
+    let text = stdout(&resumed);
+    assert!(text.contains("[2/3] verify pqclean-ml-kem: evidence present and indexed, skipped"), "{text}");
+    assert!(text.contains("[3/3] bench pqclean-ml-kem: evidence present and indexed, skipped"), "{text}");
+
+    // Evidence that no longer matches the index is not trusted: that step runs again.
+    let log = out.join("local/kat/pqclean-ml-kem/ML-KEM-512.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&log, bytes).unwrap();
+    let again = xtask(&[&args[..], &["--resume", "--no-bench"]].concat(), None);
+    assert!(again.status.success());
+    let text = stdout(&again);
+    assert!(text.contains("[2/2] verify pqclean-ml-kem: done in"), "{text}");
+    let check = xtask(&["evidence", "check", out.to_str().unwrap()], None);
+    assert!(check.status.success(), "the re-run restored and re-indexed the evidence");
+}
