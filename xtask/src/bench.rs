@@ -17,7 +17,7 @@ use crate::flags::{Bench, Op};
 use crate::hostgate::{self, Gate};
 use crate::recipe::{self, Plan as BuildPlan};
 use crate::sizes::{self, CatalogRow, Disagreement, Sizes};
-use crate::sources::{self, PatchRecord, Provenance, Source};
+use crate::sources::{PatchRecord, Provenance, Source};
 use crate::stats::{self, Aggregate, PlanSpec, Trial};
 use crate::submission::{Instance, Submission};
 use crate::systems::SystemProfile;
@@ -186,8 +186,8 @@ impl Bench {
     }
 
     pub fn run(mut self, sh: &Shell) -> Result<()> {
-        let profile = SystemProfile::load(&self.system)?;
-        let arch = profile.arch(self.target.arch);
+        let profile = SystemProfile::load(&self.inputs.system)?;
+        let arch = profile.arch(self.inputs.target.arch);
         self.cpu = self.cpu.or(profile.cpu);
         if !self.quick {
             self.trial_target = self.trial_target.or(Some(profile.trial_target_s));
@@ -214,30 +214,25 @@ impl Bench {
                 arch.uname()
             );
         }
-        let subs = self.ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
-        if (self.archive.is_some() || self.source_dir.is_some()) && subs.len() != 1 {
-            bail!("--archive and --source-dir apply to one submission at a time");
-        }
-        let overrides = sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone() };
-        let mut inputs = Vec::new();
-        for sub in &subs {
-            if sub.bench.is_none() {
-                bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id);
-            }
-            let src = sources::obtain(sh, sub, &overrides)
-                .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
-            inputs.push((sub, src));
-        }
-        let backend = Backend::select(sh, self.target.engine)?;
-        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), arch)?;
-        let layout = Layout::new(&self.out, &self.system);
+        let run = self.inputs.prepare(sh, |sub| match sub.bench {
+            Some(_) => Ok(()),
+            None => bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id),
+        })?;
         let catalog = sizes::load()?;
         let mut failures = Vec::new();
-        for (sub, src) in &inputs {
-            failures.extend(self.bench_submission(sh, &env, &layout, sub, src, &gate, &catalog, &profile)?);
+        for (sub, src) in &run.work {
+            failures.extend(self.bench_submission(
+                sh,
+                &run.env,
+                &run.layout,
+                sub,
+                src,
+                &gate,
+                &catalog,
+                &run.profile,
+            )?);
         }
-        let digest = crate::evidence::write_index(&self.out)?;
-        println!("evidence index {}/{} (sha256 {})", self.out, crate::evidence::INDEX, &digest[..16]);
+        crate::evidence::reindex(&self.inputs.out)?;
         if !failures.is_empty() {
             bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
         }
@@ -266,8 +261,8 @@ impl Bench {
         );
         let mut failures = Vec::new();
         let mut audit: Vec<Disagreement> = Vec::new();
-        for inst in sub.instances.iter().filter(|i| self.instances.is_empty() || self.instances.contains(&i.label)) {
-            let build = match builder::ensure(sh, env, &tc, &sb, sub, inst, src, self.rebuild)? {
+        for inst in sub.instances.iter().filter(|i| self.inputs.selects(i)) {
+            let build = match builder::ensure(sh, env, &tc, &sb, sub, inst, src, self.inputs.rebuild)? {
                 Built::Ok(b) => b,
                 Built::Failed { log, .. } => {
                     failures.push(format!("{} {}: BUILDFAIL\n{log}", sub.id, inst.label));
@@ -480,7 +475,7 @@ impl Bench {
             id: sub.id.clone(),
             label: inst.label.clone(),
             op,
-            system: self.system.clone(),
+            system: self.inputs.system.clone(),
             quick: self.quick,
             emulated,
             timing_comparable: !emulated,

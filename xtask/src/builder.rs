@@ -3,16 +3,18 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use xshell::Shell;
 
 use crate::engine::{Backend, Limits, Mount, Sandbox};
-use crate::flags::Arch;
+use crate::evidence::Layout;
+use crate::flags::{Arch, Inputs};
 use crate::recipe::{self, Plan};
-use crate::sources::Source;
+use crate::sources::{self, Source};
 use crate::submission::{Instance, Submission};
+use crate::systems::SystemProfile;
 use crate::toolchain::{ImageLock, Toolchain};
 use crate::{emulation, image, project};
 
@@ -218,4 +220,40 @@ fn build_key(
         "steps": plan.steps,
     });
     Ok(project::sha256_hex(key.to_string().as_bytes()))
+}
+
+/// The submissions of a run with their sources, the system profile, and the prepared
+/// build environment.
+pub struct Prepared {
+    pub profile: SystemProfile,
+    pub work: Vec<(Submission, Source)>,
+    pub env: BuildEnv,
+    pub layout: Layout,
+}
+
+impl Inputs {
+    /// Load the submissions, run `check` on each, and obtain their sources before any
+    /// image work (a missing archive fails at once); then select the engine and image.
+    pub fn prepare(&self, sh: &Shell, check: impl Fn(&Submission) -> Result<()>) -> Result<Prepared> {
+        if (self.archive.is_some() || self.source_dir.is_some()) && self.ids.len() != 1 {
+            bail!("--archive and --source-dir apply to one submission at a time");
+        }
+        let profile = SystemProfile::load(&self.system)?;
+        let overrides = sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone() };
+        let mut work = Vec::new();
+        for id in &self.ids {
+            let sub = Submission::load(id)?;
+            check(&sub)?;
+            let src = sources::obtain(sh, &sub, &overrides)
+                .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
+            work.push((sub, src));
+        }
+        let backend = Backend::select(sh, self.target.engine)?;
+        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), profile.arch(self.target.arch))?;
+        Ok(Prepared { layout: Layout::new(&self.out, &self.system), profile, work, env })
+    }
+
+    pub fn selects(&self, inst: &Instance) -> bool {
+        self.instances.is_empty() || self.instances.contains(&inst.label)
+    }
 }

@@ -10,7 +10,7 @@ use xshell::Shell;
 
 use crate::engine::Backend;
 use crate::evidence::{self, Layout};
-use crate::flags::{Bench, Campaign, Op, Verify};
+use crate::flags::{Bench, Campaign, Inputs, Op, Verify};
 use crate::image;
 use crate::submission::Submission;
 use crate::systems::SystemProfile;
@@ -64,6 +64,10 @@ impl Campaign {
         });
         let rel = layout.records_dir(&sub.id);
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+    }
+
+    fn inputs(&self, id: &str) -> Inputs {
+        Inputs::for_ids(vec![id.to_owned()], self.target.clone(), self.out.clone(), self.system.clone())
     }
 
     pub fn run(self, sh: &Shell) -> Result<()> {
@@ -137,27 +141,9 @@ impl Campaign {
                 }
                 Backend::Host => Ok(()),
             },
-            Step::Verify(id) => Verify {
-                ids: vec![id.clone()],
-                archive: None,
-                source_dir: None,
-                target: self.target.clone(),
-                toolchain: None,
-                out: self.out.clone(),
-                system: self.system.clone(),
-                instances: vec![],
-                kat_manifest: None,
-                timeout: 600,
-                rebuild: false,
-            }
-            .run(sh),
+            Step::Verify(id) => Verify { inputs: self.inputs(id), kat_manifest: None, timeout: 600 }.run(sh),
             Step::Bench(id) => Bench {
-                ids: vec![id.clone()],
-                target: self.target.clone(),
-                toolchain: None,
-                out: self.out.clone(),
-                system: self.system.clone(),
-                instances: vec![],
+                inputs: self.inputs(id),
                 ops: vec![Op::Keygen, Op::Enc, Op::Dec],
                 trials: None,
                 trial_target: None,
@@ -165,9 +151,6 @@ impl Campaign {
                 cpu: None,
                 allow_unfixed_host: self.allow_unfixed_host,
                 quick: self.quick,
-                archive: None,
-                source_dir: None,
-                rebuild: false,
             }
             .run(sh),
         }

@@ -46,6 +46,17 @@ fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v.trim().to_owned())
 }
 
+/// First line of `<program> --version` on the host.
+fn host_version(sh: &Shell, program: &str) -> String {
+    cmd!(sh, "{program} --version")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .ok()
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| format!("{program}: not found"))
+}
+
 /// Describe this host; `tc` gives the compiler and build tool actually used.
 pub fn collect(
     sh: &Shell,
@@ -91,22 +102,7 @@ pub fn collect(
     let kernel = read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
     let (compiler, build_tool) = match tc {
         Some(t) => (t.gcc_version.clone(), t.cmake_version.clone()),
-        None => (
-            cmd!(sh, "gcc --version")
-                .quiet()
-                .ignore_stderr()
-                .read()
-                .ok()
-                .and_then(|s| s.lines().next().map(str::to_owned))
-                .unwrap_or("gcc: not found".into()),
-            cmd!(sh, "cmake --version")
-                .quiet()
-                .ignore_stderr()
-                .read()
-                .ok()
-                .and_then(|s| s.lines().next().map(str::to_owned))
-                .unwrap_or("cmake: not found".into()),
-        ),
+        None => (host_version(sh, "gcc"), host_version(sh, "cmake")),
     };
     let gate = hostgate::check(Utf8Path::new("/"), cpu, arch);
     let mut warnings: Vec<String> = gate.failed().iter().map(|c| c.detail.clone()).collect();

@@ -91,6 +91,13 @@ pub fn files(root: &Utf8Path) -> Result<Vec<Utf8PathBuf>> {
     Ok(files)
 }
 
+/// Re-index after a run and say so.
+pub fn reindex(root: &Utf8Path) -> Result<()> {
+    let digest = write_index(root)?;
+    println!("evidence index {root}/{INDEX} (sha256 {})", &digest[..16]);
+    Ok(())
+}
+
 /// Write a fresh index of `root`; returns the index's own SHA-256.
 pub fn write_index(root: &Utf8Path) -> Result<String> {
     let mut text = String::new();

@@ -78,8 +78,9 @@ pub struct ImageCheck {
     pub target: Target,
 }
 
-#[derive(Debug, Args)]
-pub struct Verify {
+/// What a verify or bench run works on, and where its evidence goes.
+#[derive(Debug, Args, Clone)]
+pub struct Inputs {
     /// Submission ids (files under submissions/, without .toml), or paths to manifest files.
     #[arg(required = true)]
     pub ids: Vec<String>,
@@ -87,7 +88,7 @@ pub struct Verify {
     /// its manifest pins before anything is extracted); default: archives/<file name>.
     #[arg(long, value_name = "PATH|URL")]
     pub archive: Option<Utf8PathBuf>,
-    /// Verify an already-extracted tree instead; records say `source: unpinned directory`.
+    /// Use an already-extracted tree instead; records say `source: unpinned directory`.
     #[arg(long, value_name = "DIR", conflicts_with = "archive")]
     pub source_dir: Option<Utf8PathBuf>,
     #[command(flatten)]
@@ -95,7 +96,7 @@ pub struct Verify {
     /// Toolchain to build with (default: the system profile's).
     #[arg(long)]
     pub toolchain: Option<String>,
-    /// Evidence directory; results go to <out>/<system>/kat/<id>/.
+    /// Evidence directory (layout: <out>/<system>/{kat,records,report}/<id>/).
     #[arg(long, default_value = "out")]
     pub out: Utf8PathBuf,
     /// System profile (systems/<name>.toml): toolchain, architecture, CPU and trial
@@ -105,37 +106,44 @@ pub struct Verify {
     /// Only these instance labels (repeatable); default: every instance.
     #[arg(long = "instance")]
     pub instances: Vec<String>,
+    /// Rebuild even when a build with the same inputs exists.
+    #[arg(long)]
+    pub rebuild: bool,
+}
+
+impl Inputs {
+    /// The same run for other submissions (a campaign step).
+    pub fn for_ids(ids: Vec<String>, target: Target, out: Utf8PathBuf, system: String) -> Inputs {
+        Inputs {
+            ids,
+            archive: None,
+            source_dir: None,
+            target,
+            toolchain: None,
+            out,
+            system,
+            instances: vec![],
+            rebuild: false,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct Verify {
+    #[command(flatten)]
+    pub inputs: Inputs,
     /// Alternative KAT manifest instead of kat/<id>/kat.sha256.
     #[arg(long)]
     pub kat_manifest: Option<Utf8PathBuf>,
     /// Wall-time limit of one KAT run, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
-    /// Rebuild even when a build with the same inputs exists.
-    #[arg(long)]
-    pub rebuild: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct Bench {
-    /// Submission ids (files under submissions/, without .toml), or paths to manifest files.
-    #[arg(required = true)]
-    pub ids: Vec<String>,
     #[command(flatten)]
-    pub target: Target,
-    /// Toolchain to build with (default: the system profile's).
-    #[arg(long)]
-    pub toolchain: Option<String>,
-    /// Evidence directory; records go to <out>/<system>/records/<id>/<label>__<op>.json.
-    #[arg(long, default_value = "out")]
-    pub out: Utf8PathBuf,
-    /// System profile (systems/<name>.toml): toolchain, architecture, CPU and trial
-    /// target; names the evidence folder and is recorded in every record.
-    #[arg(long, default_value = "local")]
-    pub system: String,
-    /// Only these instance labels (repeatable); default: every instance.
-    #[arg(long = "instance")]
-    pub instances: Vec<String>,
+    pub inputs: Inputs,
     /// Operations to time (repeatable).
     #[arg(long = "op", value_enum, default_values_t = [Op::Keygen, Op::Enc, Op::Dec])]
     pub ops: Vec<Op>,
@@ -158,15 +166,6 @@ pub struct Bench {
     /// CI mode: 3 short trials; same record format, marked quick.
     #[arg(long)]
     pub quick: bool,
-    /// The submission's archive, a path or an http(s) URL.
-    #[arg(long, value_name = "PATH|URL")]
-    pub archive: Option<Utf8PathBuf>,
-    /// Time an already-extracted tree instead (records say `unpinned directory`).
-    #[arg(long, value_name = "DIR", conflicts_with = "archive")]
-    pub source_dir: Option<Utf8PathBuf>,
-    /// Rebuild even when a build with the same inputs exists.
-    #[arg(long)]
-    pub rebuild: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]

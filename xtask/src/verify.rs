@@ -9,7 +9,7 @@ use serde::Serialize;
 use xshell::Shell;
 
 use crate::builder::{self, BuildEnv, Built, ToolchainRecord};
-use crate::engine::{Backend, Limits, Outcome, Sandbox};
+use crate::engine::{Limits, Outcome, Sandbox};
 use crate::evidence::Layout;
 use crate::flags::Verify;
 use crate::kat::{self, Manifest};
@@ -96,33 +96,22 @@ pub struct Summary {
 
 impl Verify {
     pub fn run(self, sh: &Shell) -> Result<()> {
-        if (self.kat_manifest.is_some() || self.archive.is_some() || self.source_dir.is_some()) && self.ids.len() != 1 {
-            bail!("--kat-manifest, --archive and --source-dir apply to one submission at a time");
+        if self.kat_manifest.is_some() && self.inputs.ids.len() != 1 {
+            bail!("--kat-manifest applies to one submission at a time");
         }
-        let subs = self.ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
-        // Sources and KAT manifests first: a missing archive fails before any image work.
-        let overrides = sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone() };
-        let mut inputs = Vec::new();
-        for sub in &subs {
-            let manifest = Manifest::load(&self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path()))?;
-            let src = sources::obtain(sh, sub, &overrides)
-                .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
-            inputs.push((sub, manifest, src));
-        }
-        let backend = Backend::select(sh, self.target.engine)?;
-        let profile = SystemProfile::load(&self.system)?;
-        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), profile.arch(self.target.arch))?;
-        let layout = Layout::new(&self.out, &self.system);
+        // KAT manifests are read with the sources, before any image work.
+        let kat_path = |sub: &Submission| self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path());
+        let run = self.inputs.prepare(sh, |sub| Manifest::load(&kat_path(sub)).map(drop))?;
         let mut failed = Vec::new();
-        for (sub, manifest, src) in &inputs {
-            let summary = self.verify_submission(sh, &env, &layout, sub, manifest, src, &profile)?;
+        for (sub, src) in &run.work {
+            let manifest = Manifest::load(&kat_path(sub))?;
+            let summary = self.verify_submission(sh, &run.env, &run.layout, sub, &manifest, src, &run.profile)?;
             let bad = summary.instances.iter().filter(|i| i.status != Status::Pass).count();
             if bad > 0 {
                 failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
             }
         }
-        let digest = crate::evidence::write_index(&self.out)?;
-        println!("evidence index {}/{} (sha256 {})", self.out, crate::evidence::INDEX, &digest[..16]);
+        crate::evidence::reindex(&self.inputs.out)?;
         if !failed.is_empty() {
             bail!("instances did not pass ({})", failed.join(", "));
         }
@@ -141,10 +130,9 @@ impl Verify {
         profile: &SystemProfile,
     ) -> Result<Summary> {
         let started = project::now_utc();
-        let instances: Vec<&Instance> =
-            sub.instances.iter().filter(|i| self.instances.is_empty() || self.instances.contains(&i.label)).collect();
+        let instances: Vec<&Instance> = sub.instances.iter().filter(|i| self.inputs.selects(i)).collect();
         if instances.is_empty() {
-            bail!("{}: no instance matches {:?}", sub.id, self.instances);
+            bail!("{}: no instance matches {:?}", sub.id, self.inputs.instances);
         }
         let sb = env.sandbox(sh, sub, &src.root)?;
         let tc = env.record(sh, &sb)?;
@@ -182,7 +170,7 @@ impl Verify {
         let summary = Summary {
             id: sub.id.clone(),
             name: sub.name.clone(),
-            system: self.system.clone(),
+            system: self.inputs.system.clone(),
             system_profile: profile.clone(),
             harness_commit: project::harness_commit(sh),
             started,
@@ -214,7 +202,7 @@ impl Verify {
         manifest: &Manifest,
     ) -> Result<InstanceResult> {
         let entry = manifest.entry(&inst.label);
-        let (plan, key, reused, failed) = match builder::ensure(sh, env, tc, sb, sub, inst, src, self.rebuild)? {
+        let (plan, key, reused, failed) = match builder::ensure(sh, env, tc, sb, sub, inst, src, self.inputs.rebuild)? {
             Built::Ok(b) => (b.plan, b.key, b.reused, None),
             Built::Failed { plan, key, log } => (plan, key, false, Some(log)),
         };
