@@ -24,7 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <errno.h>
+
 static int perf_fd = -1;
+static int perf_errno = 0; /* why hardware cycles are unavailable, for the record */
 
 static const char *counter_open(void) {
     struct perf_event_attr attr;
@@ -35,11 +38,14 @@ static const char *counter_open(void) {
     attr.exclude_kernel = 1;
     attr.exclude_hv = 1;
     perf_fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-    if (perf_fd >= 0) {
+    if (perf_fd < 0) {
+        perf_errno = errno;
+    } else {
         uint64_t v = 0;
         if (read(perf_fd, &v, sizeof v) == (ssize_t)sizeof v) {
             return "perf-cycles";
         }
+        perf_errno = errno;
         close(perf_fd);
         perf_fd = -1;
     }
@@ -258,12 +264,12 @@ int main(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &ru);
 
     printf("{\"api\":\"%s\",\"op\":\"%s\",\"iterations\":%llu,\"warmups\":%llu,\"cpu\":%d,"
-           "\"ns\":%llu,\"ticks\":%llu,\"counter\":\"%s\",\"counter_nominal_hz\":%llu,"
+           "\"ns\":%llu,\"ticks\":%llu,\"counter\":\"%s\",\"counter_nominal_hz\":%llu,\"perf_errno\":%d,"
            "\"baseline_rss_kib\":%ld,\"peak_rss_kib\":%ld,\"ru_maxrss_kib\":%ld,"
            "\"api_sizes\":{\"pk\":%llu,\"sk\":%llu,\"ct\":%llu,\"ss\":%llu},"
            "\"returned_sizes\":{\"pk\":%llu,\"sk\":%llu,\"ct\":%llu,\"ss\":%llu}}\n",
            BENCH_API, ops[op], iterations, warmups, cpu, (unsigned long long)(t1 - t0),
-           (unsigned long long)(c1 - c0), counter, (unsigned long long)counter_nominal_hz(), baseline,
+           (unsigned long long)(c1 - c0), counter, (unsigned long long)counter_nominal_hz(), perf_errno, baseline,
            status_kib("VmHWM:"), ru.ru_maxrss, pk_max, sk_max, ct_max, ss_max, pk_len, sk_len, ct_len, ss_len);
     return 0;
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
 use crate::builder::{self, BuildEnv, Built, ToolchainRecord};
-use crate::engine::{Backend, Sandbox};
+use crate::engine::{Backend, Limits, Sandbox};
 use crate::env::{self, Environment};
 use crate::evidence::Layout;
 use crate::flags::{Bench, Op};
@@ -31,6 +31,8 @@ struct DriverReport {
     ticks: u64,
     counter: String,
     counter_nominal_hz: u64,
+    /// errno of perf_event_open when hardware cycles are unavailable (0 otherwise).
+    perf_errno: i32,
     baseline_rss_kib: i64,
     peak_rss_kib: i64,
     api_sizes: Sizes,
@@ -59,6 +61,7 @@ pub struct Record {
     pub memory: Memory,
     pub environment: Environment,
     pub toolchain: ToolchainRecord,
+    pub sandbox: Limits,
     pub host_gate: Gate,
     pub source: Provenance,
     pub patches: Vec<PatchRecord>,
@@ -79,6 +82,9 @@ pub struct Counter {
     pub hardware_cycles: bool,
     pub measured_hz: f64,
     pub nominal_hz: Option<u64>,
+    /// Why there are no hardware cycles: ENOENT/EOPNOTSUPP = the machine exposes none,
+    /// EPERM/EACCES = forbidden (perf_event_paranoid or a seccomp filter).
+    pub cycles_unavailable: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -152,6 +158,7 @@ struct Ctx<'a> {
     program: String,
     cpu: Option<usize>,
     timeout: Duration,
+    limits: Limits,
 }
 
 impl Ctx<'_> {
@@ -251,7 +258,8 @@ impl Bench {
         catalog: &[CatalogRow],
         profile: &SystemProfile,
     ) -> Result<Vec<String>> {
-        let sb = env.sandbox(sh, sub, &src.root)?;
+        let limits = Limits { perf_events: true, ..Limits::default() };
+        let sb = env.sandbox(sh, sub, &src.root, &limits)?;
         let tc = env.record(sh, &sb)?;
         let mut environment = env::collect(sh, profile, self.cpu, env.arch, Some(&tc));
         println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
@@ -288,6 +296,7 @@ impl Bench {
                 program: workdir.join(recipe::BENCH_PROGRAM).to_string(),
                 cpu: self.cpu,
                 timeout: Duration::from_secs(3600),
+                limits: limits.clone(),
             };
             let library = build.host_dir.join(recipe::LIBRARY);
             let static_image = static_image_bytes(&library)?;
@@ -484,6 +493,12 @@ impl Bench {
                 hardware_cycles: first.counter == "perf-cycles",
                 measured_hz: aggregate.counter_hz,
                 nominal_hz: (first.counter_nominal_hz > 0).then_some(first.counter_nominal_hz),
+                cycles_unavailable: match first.perf_errno {
+                    0 => None,
+                    1 | 13 => Some(format!("perf_event_open: permission denied (errno {})", first.perf_errno)),
+                    2 | 95 => Some(format!("perf_event_open: no hardware cycle event (errno {})", first.perf_errno)),
+                    e => Some(format!("perf_event_open failed (errno {e})")),
+                },
             },
             plan: PlanRecord {
                 spec: timed.spec,
@@ -505,6 +520,7 @@ impl Bench {
             memory,
             environment: environment.clone(),
             toolchain: tc.clone(),
+            sandbox: ctx.limits.clone(),
             host_gate: gate.clone(),
             source: src.provenance.clone(),
             patches: src.patches.clone(),

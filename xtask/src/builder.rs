@@ -76,14 +76,14 @@ impl BuildEnv {
     }
 
     /// Start a sandbox with the source tree, drivers and build folder mounted.
-    pub fn sandbox(&self, sh: &Shell, sub: &Submission, src: &Utf8Path) -> Result<Sandbox> {
+    pub fn sandbox(&self, sh: &Shell, sub: &Submission, src: &Utf8Path, limits: &Limits) -> Result<Sandbox> {
         let work = work_dir(sub);
         let mounts = vec![
             Mount { host: src.to_owned(), guest: recipe::SRC, writable: false },
             Mount { host: project::root().join("drivers"), guest: recipe::DRIVERS, writable: false },
             Mount { host: work, guest: recipe::WORK, writable: true },
         ];
-        Sandbox::start(sh, self.backend, self.lock.as_ref().map(|l| l.tag.as_str()), mounts, &Limits::default())
+        Sandbox::start(sh, self.backend, self.lock.as_ref().map(|l| l.tag.as_str()), mounts, limits)
     }
 
     /// The record of this toolchain, with version lines read inside the sandbox.

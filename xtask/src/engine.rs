@@ -173,12 +173,42 @@ pub struct Limits {
     pub pids: u32,
     /// The container's own lifetime; each command also has its own timeout.
     pub lifetime_secs: u64,
+    /// Let perf_event_open through the engine's seccomp filter (timing only): the
+    /// default profiles allow it only with CAP_SYS_ADMIN, which is not granted instead.
+    pub perf_events: bool,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory: "4g".into(), pids: 512, lifetime_secs: 6 * 3600 }
+        Limits { memory: "4g".into(), pids: 512, lifetime_secs: 6 * 3600, perf_events: false }
     }
+}
+
+/// The engine's default seccomp profile with `perf_event_open` allowed and nothing else
+/// changed; written to the cache. None when the engine's profile file is not found.
+fn seccomp_with_perf() -> Result<Option<Utf8PathBuf>> {
+    let default = Utf8Path::new("/usr/share/containers/seccomp.json");
+    let Ok(text) = std::fs::read_to_string(default) else { return Ok(None) };
+    let derived =
+        allow_syscall(&text, "perf_event_open").with_context(|| format!("unexpected seccomp profile {default}"))?;
+    let path = crate::project::cache_dir().join("seccomp-perf.json");
+    std::fs::create_dir_all(crate::project::cache_dir())?;
+    std::fs::write(&path, derived)?;
+    Ok(Some(path))
+}
+
+/// Remove `name` from every rule of a seccomp profile and add one rule allowing it.
+pub fn allow_syscall(profile: &str, name: &str) -> Result<String> {
+    let mut p: serde_json::Value = serde_json::from_str(profile)?;
+    let rules = p["syscalls"].as_array_mut().context("no syscalls array")?;
+    for rule in rules.iter_mut() {
+        if let Some(names) = rule["names"].as_array_mut() {
+            names.retain(|n| n != name);
+        }
+    }
+    rules.retain(|r| r["names"].as_array().is_none_or(|n| !n.is_empty()));
+    rules.push(serde_json::json!({ "names": [name], "action": "SCMP_ACT_ALLOW", "args": [] }));
+    Ok(serde_json::to_string_pretty(&p)?)
 }
 
 /// The result of one command in the sandbox.
@@ -292,6 +322,12 @@ impl Sandbox {
             "--ulimit=nofile=1024:1024".into(),
             "--ulimit=nproc=1024:1024".into(),
         ];
+        if limits.perf_events && engine == Engine::Podman {
+            match seccomp_with_perf()? {
+                Some(profile) => args.push(format!("--security-opt=seccomp={profile}")),
+                None => eprintln!("warning: no podman seccomp profile found; perf_event_open stays blocked"),
+            }
+        }
         for m in &mounts {
             let mode = if m.writable { "rw" } else { "ro" };
             args.push(format!("--volume={}:{}:{mode}", m.host, m.guest));
@@ -377,5 +413,25 @@ impl Drop for Sandbox {
             }
             LIVE.lock().unwrap_or_else(|e| e.into_inner()).retain(|(_, n)| n != &name);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_syscall_moves_one_name_into_an_allow_rule() {
+        let profile = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[
+            {"names":["read","write"],"action":"SCMP_ACT_ALLOW","args":[]},
+            {"names":["bpf","perf_event_open"],"action":"SCMP_ACT_ERRNO","args":[]},
+            {"names":["perf_event_open"],"action":"SCMP_ACT_ERRNO","args":[]}]}"#;
+        let out: serde_json::Value = serde_json::from_str(&allow_syscall(profile, "perf_event_open").unwrap()).unwrap();
+        let rules = out["syscalls"].as_array().unwrap();
+        assert_eq!(rules.len(), 3);
+        assert_eq!(rules[1]["names"], serde_json::json!(["bpf"]));
+        assert_eq!(rules[1]["action"], "SCMP_ACT_ERRNO");
+        assert_eq!(rules[2], serde_json::json!({"names": ["perf_event_open"], "action": "SCMP_ACT_ALLOW", "args": []}));
+        assert_eq!(out["defaultAction"], "SCMP_ACT_ERRNO");
     }
 }

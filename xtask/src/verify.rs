@@ -134,7 +134,7 @@ impl Verify {
         if instances.is_empty() {
             bail!("{}: no instance matches {:?}", sub.id, self.inputs.instances);
         }
-        let sb = env.sandbox(sh, sub, &src.root)?;
+        let sb = env.sandbox(sh, sub, &src.root, &Limits::default())?;
         let tc = env.record(sh, &sb)?;
         println!(
             "{} ({}): {} on {} [{}], source {}{}",
