@@ -9,13 +9,14 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::builder::{self, BuildEnv, Built, ToolchainRecord};
-use crate::engine::{Backend, Limits, Sandbox};
+use crate::builder::{Build, BuildCtx, BuildEnv, Built, ToolchainRecord};
+use crate::engine::Backend;
 use crate::env::{self, Environment};
 use crate::evidence::Layout;
 use crate::flags::{Bench, Op};
 use crate::hostgate::{self, Gate};
 use crate::recipe::{self, Plan as BuildPlan};
+use crate::sandbox::{Limits, Sandbox};
 use crate::sizes::{self, CatalogRow, Disagreement, Sizes};
 use crate::sources::{PatchRecord, Provenance, Source};
 use crate::stats::{self, Aggregate, PlanSpec, Trial};
@@ -65,6 +66,8 @@ pub struct Record {
     pub host_gate: Gate,
     pub source: Provenance,
     pub patches: Vec<PatchRecord>,
+    /// The build the figures come from (`<cache>/builds/<id>/<key[..20]>/`).
+    pub build_key: String,
     pub library_sha256: String,
     pub driver_source_sha256: String,
     pub driver_sha256: String,
@@ -141,10 +144,11 @@ pub struct Commands {
     pub trial: Vec<String>,
 }
 
-/// Sum of the PT_LOAD memory sizes of an ELF file.
+/// Sum of the PT_LOAD memory sizes of an ELF file (a build output: read without
+/// following links, and only up to 256 MiB).
 pub fn static_image_bytes(path: &Utf8Path) -> Result<u64> {
     use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-    let data = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+    let data = project::read_regular(path, 256 << 20)?;
     let elf = ElfFile64::<object::Endianness>::parse(&*data).with_context(|| format!("{path} is not a 64-bit ELF"))?;
     let endian = elf.endian();
     let headers = elf.elf_header().program_headers(endian, &*data)?;
@@ -154,28 +158,48 @@ pub fn static_image_bytes(path: &Utf8Path) -> Result<u64> {
 struct Ctx<'a> {
     sh: &'a Shell,
     sb: &'a Sandbox,
-    workdir: &'a Utf8Path,
-    program: String,
+    build: &'a Build,
+    src: &'a Source,
     cpu: Option<usize>,
     timeout: Duration,
-    limits: Limits,
 }
+
+/// The timing driver failed or printed something unexpected: a failure of this
+/// operation, not of the tool (engine failures and interruptions stay errors).
+#[derive(Debug)]
+struct ProgramFailed(String);
+
+impl std::fmt::Display for ProgramFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProgramFailed {}
+
+/// The timing driver prints one small JSON object.
+const DRIVER_OUTPUT: u64 = 1 << 20;
 
 impl Ctx<'_> {
     fn command(&self, op: Op, iterations: u64, warmups: u64) -> Vec<String> {
-        let mut argv = vec![self.program.clone(), op.name().into(), iterations.to_string(), warmups.to_string()];
+        let mut argv =
+            vec![recipe::BENCH_PROGRAM.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
         argv.extend(self.cpu.map(|c| c.to_string()));
-        argv
+        self.build.run_job(self.sb.backend, self.src, &argv, self.timeout).argv
     }
 
     fn run(&self, op: Op, iterations: u64, warmups: u64) -> Result<DriverReport> {
-        let argv = self.command(op, iterations, warmups);
-        let exec = self.sb.exec(self.sh, self.workdir, &argv, self.timeout)?;
-        if !exec.outcome.success() {
-            bail!("`{}` {}:\n{}", argv.join(" "), exec.outcome, String::from_utf8_lossy(&exec.stderr).trim_end());
+        let mut argv =
+            vec![recipe::BENCH_PROGRAM.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
+        argv.extend(self.cpu.map(|c| c.to_string()));
+        let job = self.build.run_job(self.sb.backend, self.src, &argv, self.timeout);
+        let (f, out) = self.sb.run_captured(self.sh, &job, DRIVER_OUTPUT)?;
+        let line = job.argv.join(" ");
+        if !f.outcome.success() {
+            return Err(ProgramFailed(format!("`{line}` {}:\n{}", f.outcome, f.stderr.trim_end())).into());
         }
-        serde_json::from_slice(&exec.stdout).with_context(|| {
-            format!("unexpected output of `{}`: {}", argv.join(" "), String::from_utf8_lossy(&exec.stdout))
+        serde_json::from_slice(&out).map_err(|e| {
+            ProgramFailed(format!("unexpected output of `{line}` ({e}): {}", String::from_utf8_lossy(&out))).into()
         })
     }
 }
@@ -258,9 +282,18 @@ impl Bench {
         catalog: &[CatalogRow],
         profile: &SystemProfile,
     ) -> Result<Vec<String>> {
-        let limits = Limits { perf_events: true, ..Limits::default() };
-        let sb = env.sandbox(sh, sub, &src.root, &limits)?;
+        let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
         let tc = env.record(sh, &sb)?;
+        let bctx = BuildCtx {
+            sh,
+            env,
+            tc: &tc,
+            sb: &sb,
+            sub,
+            src,
+            rebuild: self.inputs.rebuild,
+            build_timeout: Duration::from_secs(self.inputs.build_timeout),
+        };
         let mut environment = env::collect(sh, profile, self.cpu, env.arch, Some(&tc));
         println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
         println!(
@@ -270,38 +303,27 @@ impl Bench {
         let mut failures = Vec::new();
         let mut audit: Vec<Disagreement> = Vec::new();
         for inst in sub.instances.iter().filter(|i| self.inputs.selects(i)) {
-            let build = match builder::ensure(sh, env, &tc, &sb, sub, inst, src, self.inputs.rebuild)? {
+            let build = match bctx.ensure(inst)? {
                 Built::Ok(b) => b,
                 Built::Failed { log, .. } => {
                     failures.push(format!("{} {}: BUILDFAIL\n{log}", sub.id, inst.label));
                     continue;
                 }
             };
-            let step = recipe::bench_step(sub, inst, src, &sb, &build.plan)?;
-            let workdir = Utf8Path::new(&build.plan.workdir);
-            let compiled = sb.exec(sh, workdir, &step.argv, Duration::from_secs(600))?;
-            if !compiled.outcome.success() {
+            let Some(driver_sha256) = build.record.output_sha256(recipe::BENCH_PROGRAM).map(str::to_owned) else {
+                let logs: Vec<&str> = build.record.optional_failures.iter().map(|f| f.log.as_str()).collect();
                 failures.push(format!(
                     "{} {}: the timing driver does not build:\n{}",
                     sub.id,
                     inst.label,
-                    String::from_utf8_lossy(&compiled.stderr)
+                    logs.join("\n")
                 ));
                 continue;
-            }
-            let ctx = Ctx {
-                sh,
-                sb: &sb,
-                workdir,
-                program: workdir.join(recipe::BENCH_PROGRAM).to_string(),
-                cpu: self.cpu,
-                timeout: Duration::from_secs(3600),
-                limits: limits.clone(),
             };
-            let library = build.host_dir.join(recipe::LIBRARY);
-            let static_image = static_image_bytes(&library)?;
-            let library_sha256 = project::sha256_file(&library)?;
-            let driver_sha256 = project::sha256_file(&build.host_dir.join(recipe::BENCH_PROGRAM))?;
+            let ctx = Ctx { sh, sb: &sb, build: &build, src, cpu: self.cpu, timeout: Duration::from_secs(3600) };
+            let static_image = static_image_bytes(&build.out.join(recipe::LIBRARY))?;
+            let library_sha256 =
+                build.record.output_sha256(recipe::LIBRARY).context("the build record lists no library")?.to_owned();
             let driver_source_sha256 =
                 project::sha256_file(&project::root().join("drivers").join(recipe::BENCH_DRIVER))?;
             let mut api_sizes = None;
@@ -309,10 +331,11 @@ impl Bench {
                 let started = project::now_utc();
                 let timed = match self.time_op(&ctx, op) {
                     Ok(t) => t,
-                    Err(e) => {
+                    Err(e) if e.is::<ProgramFailed>() => {
                         failures.push(format!("{} {} {}: {e:#}", sub.id, inst.label, op.name()));
                         continue;
                     }
+                    Err(e) => return Err(e),
                 };
                 let record = self.record(
                     sub,
@@ -323,8 +346,7 @@ impl Bench {
                     &environment,
                     gate,
                     src,
-                    &build.plan,
-                    &step.argv,
+                    &build.record.plan,
                     &ctx,
                     static_image,
                     &library_sha256,
@@ -444,7 +466,6 @@ impl Bench {
         gate: &Gate,
         src: &Source,
         build: &BuildPlan,
-        driver_cmd: &[String],
         ctx: &Ctx,
         static_image: u64,
         library_sha256: &str,
@@ -520,10 +541,11 @@ impl Bench {
             memory,
             environment: environment.clone(),
             toolchain: tc.clone(),
-            sandbox: ctx.limits.clone(),
+            sandbox: ctx.sb.limits.clone(),
             host_gate: gate.clone(),
             source: src.provenance.clone(),
             patches: src.patches.clone(),
+            build_key: ctx.build.record.key.clone(),
             library_sha256: library_sha256.into(),
             driver_source_sha256: driver_source_sha256.into(),
             driver_sha256: driver_sha256.into(),
@@ -531,8 +553,18 @@ impl Bench {
             commands: Commands {
                 engine: tc.engine,
                 image: tc.image.clone(),
-                build: build.steps.iter().map(|s| s.argv.clone()).collect(),
-                driver: driver_cmd.to_vec(),
+                build: build
+                    .steps
+                    .iter()
+                    .filter(|s| s.output.as_deref() != Some(recipe::BENCH_PROGRAM))
+                    .map(|s| s.argv.clone())
+                    .collect(),
+                driver: build
+                    .steps
+                    .iter()
+                    .find(|s| s.output.as_deref() == Some(recipe::BENCH_PROGRAM))
+                    .map(|s| s.argv.clone())
+                    .unwrap_or_default(),
                 trial: ctx.command(op, timed.plan.iterations, timed.plan.warmups),
             },
             started,

@@ -1,17 +1,28 @@
 //! Building instances: the prepared build environment (engine, image, sandbox) and
 //! cached builds keyed by every input that decides them. Shared by verify and bench.
+//!
+//! ```text
+//! <cache>/builds/<id>/<key>/build.json   the host's record: plan, every output's digest
+//! <cache>/builds/<id>/<key>/out/         the build's own folder, the only one its steps write
+//! ```
+//!
+//! No sandbox ever sees `<key>/`, only `out/` (writable while its own build runs,
+//! read-only afterwards). The host reads `out/` without following links, and reuses a
+//! build only when every file in it still has the digest the record holds.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::engine::{Backend, Limits, Mount, Sandbox};
+use crate::engine::Backend;
 use crate::evidence::Layout;
 use crate::flags::{Arch, Inputs};
-use crate::recipe::{self, Plan};
+use crate::recipe::{self, Places, Plan, Step};
+use crate::sandbox::{Job, Limits, Mount, Sandbox};
 use crate::sources::{self, Source};
 use crate::submission::{Instance, Submission};
 use crate::systems::SystemProfile;
@@ -19,7 +30,7 @@ use crate::toolchain::{ImageLock, Toolchain};
 use crate::{emulation, image, project};
 
 /// The toolchain a run used, as every record states it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolchainRecord {
     /// The spec name, or `host (unpinned)`.
     pub toolchain: String,
@@ -75,15 +86,8 @@ impl BuildEnv {
         Ok(BuildEnv { backend, arch, lock })
     }
 
-    /// Start a sandbox with the source tree, drivers and build folder mounted.
-    pub fn sandbox(&self, sh: &Shell, sub: &Submission, src: &Utf8Path, limits: &Limits) -> Result<Sandbox> {
-        let work = work_dir(sub);
-        let mounts = vec![
-            Mount { host: src.to_owned(), guest: recipe::SRC, writable: false },
-            Mount { host: project::root().join("drivers"), guest: recipe::DRIVERS, writable: false },
-            Mount { host: work, guest: recipe::WORK, writable: true },
-        ];
-        Sandbox::start(sh, self.backend, self.lock.as_ref().map(|l| l.tag.as_str()), mounts, limits)
+    pub fn sandbox(&self, limits: Limits) -> Sandbox {
+        Sandbox { backend: self.backend, image: self.lock.as_ref().map(|l| l.tag.clone()), limits }
     }
 
     /// The record of this toolchain, with version lines read inside the sandbox.
@@ -125,18 +129,47 @@ impl BuildEnv {
     }
 }
 
+/// What the host knows of a finished build; lives next to `out/`, out of every
+/// sandbox's reach.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildRecord {
+    pub schema: u32,
+    pub key: String,
+    pub plan: Plan,
+    /// Every file the build left in `out/` (relative path → `file <sha256>`,
+    /// `link <target>` or `special`), read without following links.
+    pub files: BTreeMap<String, String>,
+    /// Optional steps that failed, with the end of their output.
+    pub optional_failures: Vec<StepFailure>,
+    pub finished: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepFailure {
+    pub what: String,
+    pub log: String,
+}
+
+impl BuildRecord {
+    /// SHA-256 of a step's output, when the build made it as a regular file.
+    pub fn output_sha256(&self, name: &str) -> Option<&str> {
+        self.files.get(name).and_then(|f| f.strip_prefix("file "))
+    }
+}
+
 /// A finished build of one instance.
 pub struct Build {
-    pub plan: Plan,
-    pub key: String,
+    pub record: BuildRecord,
     pub reused: bool,
-    /// The build folder on the host.
-    pub host_dir: Utf8PathBuf,
+    /// Why an earlier build with the same key was not reused.
+    pub rebuilt_because: Option<String>,
+    /// The build's own folder on the host.
+    pub out: Utf8PathBuf,
 }
 
 pub enum Built {
     Ok(Build),
-    /// The plan's steps failed; the combined compiler output.
+    /// A required step failed; its combined output (bounded).
     Failed {
         plan: Plan,
         key: String,
@@ -144,82 +177,194 @@ pub enum Built {
     },
 }
 
-/// Host folder of a submission's builds, mounted at /work.
+/// Everything a build of one submission needs, resolved once per run.
+pub struct BuildCtx<'a> {
+    pub sh: &'a Shell,
+    pub env: &'a BuildEnv,
+    pub tc: &'a ToolchainRecord,
+    pub sb: &'a Sandbox,
+    pub sub: &'a Submission,
+    pub src: &'a Source,
+    pub rebuild: bool,
+    pub build_timeout: Duration,
+}
+
+/// Host folder of a submission's builds; never mounted itself.
 pub fn work_dir(sub: &Submission) -> Utf8PathBuf {
     project::cache_dir().join("builds").join(&sub.id)
 }
 
-/// Build `inst` unless a build with the same key exists (or `rebuild`).
-#[allow(clippy::too_many_arguments)]
-pub fn ensure(
-    sh: &Shell,
-    env: &BuildEnv,
-    tc: &ToolchainRecord,
-    sb: &Sandbox,
-    sub: &Submission,
-    inst: &Instance,
-    src: &Source,
-    rebuild: bool,
-) -> Result<Built> {
-    let key = build_key(env, tc, sub, inst, src, sb)?;
-    // Named by the key alone: instances with identical build steps share one build.
-    let dir_name = key[..20].to_owned();
-    let plan = recipe::plan(sub, inst, src, sb, &dir_name)?;
-    let host_dir = work_dir(sub).join(&dir_name);
-    let marker = host_dir.join("build.json");
-    if marker.exists() && !rebuild {
-        return Ok(Built::Ok(Build { plan, key, reused: true, host_dir }));
+impl BuildCtx<'_> {
+    fn places(&self) -> Places {
+        Places::new(self.env.backend, &self.src.root)
     }
-    std::fs::remove_dir_all(&host_dir).ok();
-    std::fs::create_dir_all(&host_dir)?;
-    if let Err(log) = run_steps(sh, sb, &plan) {
-        return Ok(Built::Failed { plan, key, log });
-    }
-    project::write_json(&marker, &plan)?;
-    Ok(Built::Ok(Build { plan, key, reused: false, host_dir }))
-}
 
-/// Run the plan's build steps; on failure the combined compiler output.
-pub fn run_steps(sh: &Shell, sb: &Sandbox, plan: &Plan) -> std::result::Result<(), String> {
-    let mut log = String::new();
-    for step in &plan.steps {
-        log.push_str(&format!("$ {}\n", step.argv.join(" ")));
-        match sb.exec(sh, Utf8Path::new(&plan.workdir), &step.argv, Duration::from_secs(1800)) {
-            Ok(exec) => {
-                log.push_str(&String::from_utf8_lossy(&exec.stdout));
-                log.push_str(&String::from_utf8_lossy(&exec.stderr));
-                if !exec.outcome.success() {
-                    log.push_str(&format!("{} failed: {}\n", step.what, exec.outcome));
-                    return Err(log);
+    /// The build key `inst` has now.
+    pub fn key_of(&self, inst: &Instance) -> Result<String> {
+        self.build_key(&recipe::plan(self.sub, inst, self.src, &self.places())?)
+    }
+
+    /// Build `inst`, or reuse the build with the same key when its files are unchanged.
+    pub fn ensure(&self, inst: &Instance) -> Result<Built> {
+        let plan = recipe::plan(self.sub, inst, self.src, &self.places())?;
+        let key = self.build_key(&plan)?;
+        // Named by the key alone: instances with identical build steps share one build.
+        let dir = work_dir(self.sub).join(&key[..20]);
+        let (record_path, out) = (dir.join("build.json"), dir.join("out"));
+        let mut rebuilt_because = None;
+        if !self.rebuild {
+            match reusable(&record_path, &out, &key) {
+                Ok(Some(record)) => return Ok(Built::Ok(Build { record, reused: true, rebuilt_because, out })),
+                Ok(None) => {}
+                Err(why) => rebuilt_because = Some(why),
+            }
+        }
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove the old build {dir}"))?;
+        }
+        std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
+        let mut log = String::new();
+        let mut optional_failures = Vec::new();
+        for step in &plan.steps {
+            if let Err(step_log) = self.run_step(step, &out, &mut log)? {
+                if !step.optional {
+                    return Ok(Built::Failed { plan, key, log });
+                }
+                optional_failures.push(StepFailure { what: step.what.clone(), log: step_log });
+            }
+        }
+        let files = listing(&out)?;
+        let record = BuildRecord { schema: 1, key, plan, files, optional_failures, finished: project::now_utc() };
+        for step in record.plan.steps.iter().filter(|s| !s.optional) {
+            if let Some(name) = &step.output {
+                if record.output_sha256(name).is_none() {
+                    log.push_str(&format!("{}: the step left no regular file {name}\n", step.what));
+                    return Ok(Built::Failed { plan: record.plan, key: record.key, log });
                 }
             }
-            Err(e) => {
-                log.push_str(&format!("{e:#}\n"));
-                return Err(log);
+        }
+        project::write_json(&record_path, &record)?;
+        Ok(Built::Ok(Build { record, reused: false, rebuilt_because, out }))
+    }
+
+    /// Run one build step in a fresh sandbox that can write only `out`. `Ok(Err(log))`
+    /// is a failed step; `Err` an engine failure or an interruption.
+    fn run_step(&self, step: &Step, out: &Utf8Path, log: &mut String) -> Result<std::result::Result<(), String>> {
+        let (workdir, mounts) = match self.env.backend {
+            Backend::Container(_) => (
+                Utf8PathBuf::from(recipe::BUILD),
+                vec![
+                    Mount { host: self.src.root.clone(), guest: recipe::SRC, writable: false },
+                    Mount { host: project::root().join("drivers"), guest: recipe::DRIVERS, writable: false },
+                    Mount { host: out.to_owned(), guest: recipe::BUILD, writable: true },
+                ],
+            ),
+            Backend::Host => (out.to_owned(), vec![]),
+        };
+        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout: self.build_timeout };
+        let (f, stdout) = self.sb.run_captured(self.sh, &job, 1 << 20)?;
+        let start = log.len();
+        log.push_str(&format!("$ {}\n", step.argv.join(" ")));
+        log.push_str(&String::from_utf8_lossy(&stdout));
+        log.push_str(&f.stderr);
+        if f.outcome.success() {
+            return Ok(Ok(()));
+        }
+        let why = match f.outcome {
+            crate::sandbox::Outcome::TimedOut => format!("timed out after {} s", self.build_timeout.as_secs()),
+            other => other.to_string(),
+        };
+        log.push_str(&format!("{} failed: {why}\n", step.what));
+        Ok(Err(log[start..].to_owned()))
+    }
+
+    /// Inputs that decide a build; equal keys mean the earlier build can be reused.
+    fn build_key(&self, plan: &Plan) -> Result<String> {
+        #[derive(Serialize)]
+        struct Key<'a> {
+            compilers: String,
+            source: &'a str,
+            patches: &'a [sources::PatchRecord],
+            drivers: String,
+            plan: &'a Plan,
+        }
+        let key = Key {
+            compilers: self.env.identity(self.tc),
+            source: self.src.provenance.digest(),
+            patches: &self.src.patches,
+            drivers: recipe::drivers_digest()?,
+            plan,
+        };
+        Ok(project::sha256_hex(serde_json::to_string(&key)?.as_bytes()))
+    }
+}
+
+/// The record of an earlier build with `key` whose files are all unchanged; `Ok(None)`
+/// when there is none; `Err(why)` when there is one that must not be reused.
+fn reusable(record_path: &Utf8Path, out: &Utf8Path, key: &str) -> Result<Option<BuildRecord>, String> {
+    if !record_path.exists() {
+        return Ok(None);
+    }
+    let record: BuildRecord = project::read_json(record_path).map_err(|e| format!("{e:#}"))?;
+    if record.key != key {
+        return Err(format!("{record_path} belongs to another build"));
+    }
+    let now = listing(out).map_err(|e| format!("cannot read the earlier build: {e:#}"))?;
+    let changed: Vec<&String> =
+        record.files.keys().chain(now.keys()).filter(|f| record.files.get(*f) != now.get(*f)).take(5).collect();
+    if !changed.is_empty() {
+        let names: Vec<&str> = changed.iter().map(|s| s.as_str()).collect();
+        return Err(format!("the earlier build's files changed since it was built ({})", names.join(", ")));
+    }
+    Ok(Some(record))
+}
+
+/// Every file below `dir`, never following a link.
+fn listing(dir: &Utf8Path) -> Result<BTreeMap<String, String>> {
+    let mut files = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("cannot walk {dir}"))?;
+        let path = Utf8Path::from_path(entry.path()).with_context(|| format!("non-UTF-8 file name below {dir}"))?;
+        let rel = path.strip_prefix(dir).unwrap_or(path).to_string();
+        let ft = entry.file_type();
+        let what = if ft.is_file() {
+            format!("file {}", project::sha256_regular(path)?)
+        } else if ft.is_symlink() {
+            format!("link {}", std::fs::read_link(path)?.display())
+        } else if ft.is_dir() {
+            continue;
+        } else {
+            "special".to_owned()
+        };
+        files.insert(rel, what);
+    }
+    Ok(files)
+}
+
+impl Build {
+    /// A job that runs a program of this build (`argv[0]` relative to the build folder)
+    /// with the build read-only and nothing writable but its private /tmp.
+    pub fn run_job(&self, backend: Backend, src: &Source, argv: &[String], timeout: Duration) -> Job {
+        let mut argv = argv.to_vec();
+        match backend {
+            Backend::Container(_) => {
+                argv[0] = Utf8Path::new(recipe::BUILD).join(&argv[0]).to_string();
+                Job {
+                    argv,
+                    workdir: "/tmp".into(),
+                    mounts: vec![
+                        Mount { host: self.out.clone(), guest: recipe::BUILD, writable: false },
+                        Mount { host: src.root.clone(), guest: recipe::SRC, writable: false },
+                    ],
+                    timeout,
+                }
+            }
+            Backend::Host => {
+                argv[0] = self.out.join(&argv[0]).to_string();
+                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout }
             }
         }
     }
-    Ok(())
-}
-
-/// Inputs that decide a build; equal keys mean the earlier build can be reused.
-fn build_key(
-    env: &BuildEnv,
-    tc: &ToolchainRecord,
-    sub: &Submission,
-    inst: &Instance,
-    src: &Source,
-    sb: &Sandbox,
-) -> Result<String> {
-    let plan = recipe::plan(sub, inst, src, sb, "BUILD")?;
-    let key = serde_json::json!({
-        "compilers": env.identity(tc),
-        "source": src.provenance.digest(),
-        "patches": src.patches,
-        "drivers": recipe::driver_digests(sub)?,
-        "steps": plan.steps,
-    });
-    Ok(project::sha256_hex(key.to_string().as_bytes()))
 }
 
 /// The submissions of a run with their sources, the system profile, and the prepared
@@ -254,6 +399,15 @@ impl Inputs {
     }
 
     pub fn selects(&self, inst: &Instance) -> bool {
-        self.instances.is_empty() || self.instances.contains(&inst.label)
+        self.selects_label(&inst.label)
+    }
+
+    pub fn selects_label(&self, label: &str) -> bool {
+        self.instances.is_empty() || self.instances.iter().any(|l| l == label)
+    }
+
+    /// The sandbox limits these flags ask for.
+    pub fn limits(&self) -> Limits {
+        Limits { memory: self.memory.clone(), output_cap_bytes: self.output_cap_mib << 20, ..Limits::default() }
     }
 }

@@ -11,10 +11,12 @@ use xshell::Shell;
 use crate::engine::Backend;
 use crate::evidence::{self, Layout};
 use crate::flags::{Bench, Campaign, Inputs, Op, Verify};
-use crate::image;
+use crate::interrupt::Interrupted;
 use crate::submission::Submission;
 use crate::systems::SystemProfile;
 use crate::toolchain::Toolchain;
+use crate::verify::{Status, Summary};
+use crate::{image, project};
 
 /// What `cargo xtask campaign` runs with no arguments.
 pub const DEFAULT_SUBMISSION: &str = "pqclean-ml-kem";
@@ -48,14 +50,16 @@ fn indexed(root: &Utf8Path, prefix: &Utf8Path) -> bool {
 }
 
 impl Campaign {
-    fn verify_done(&self, layout: &Layout, id: &str) -> bool {
-        let summary = std::fs::read_to_string(layout.kat_summary(id)).ok();
-        let passed = summary
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v["instances"].as_array().map(|a| a.iter().all(|i| i["status"] == "PASS")))
-            .unwrap_or(false);
-        let rel = layout.kat_dir(id);
-        passed && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+    /// Every instance of the manifest has a PASS made against today's KAT manifest,
+    /// and the evidence is indexed.
+    fn verify_done(&self, layout: &Layout, sub: &Submission) -> bool {
+        let Ok(Some(summary)) = Summary::load(&layout.kat_summary(&sub.id)) else { return false };
+        let manifest_now = project::sha256_file(&sub.kat_manifest_path()).ok();
+        let passed = |label: &str| summary.instances.iter().any(|i| i.label == label && i.status == Status::Pass);
+        let rel = layout.kat_dir(&sub.id);
+        manifest_now.as_deref() == Some(summary.kat_manifest_sha256.as_str())
+            && sub.instances.iter().all(|i| passed(&i.label))
+            && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
@@ -98,7 +102,7 @@ impl Campaign {
             }
             let done = self.resume
                 && match (step, sub) {
-                    (Step::Verify(id), _) => self.verify_done(&layout, id),
+                    (Step::Verify(_), Some(s)) => self.verify_done(&layout, s),
                     (Step::Bench(_), Some(s)) => self.bench_done(&layout, s),
                     _ => false,
                 };
@@ -114,6 +118,7 @@ impl Campaign {
             let left = estimate_left(&durations, &steps[n + 1..]);
             match result {
                 Ok(()) => println!("{label}: done in {secs:.1} s; about {left:.0} s left"),
+                Err(e) if e.is::<Interrupted>() => return Err(e),
                 Err(e) => {
                     println!("{label}: FAILED after {secs:.1} s: {e:#}");
                     failed.push(format!("{step} ({e})"));
@@ -141,7 +146,9 @@ impl Campaign {
                 }
                 Backend::Host => Ok(()),
             },
-            Step::Verify(id) => Verify { inputs: self.inputs(id), kat_manifest: None, timeout: 600 }.run(sh),
+            Step::Verify(id) => {
+                Verify { inputs: self.inputs(id), kat_manifest: None, timeout: 600, resume: self.resume }.run(sh)
+            }
             Step::Bench(id) => Bench {
                 inputs: self.inputs(id),
                 ops: vec![Op::Keygen, Op::Enc, Op::Dec],

@@ -104,9 +104,9 @@ pub fn write_index(root: &Utf8Path) -> Result<String> {
     for rel in files(root)? {
         text.push_str(&format!("{}  {rel}\n", project::sha256_file(&root.join(&rel))?));
     }
-    std::fs::write(root.join(INDEX), &text).with_context(|| format!("cannot write {root}/{INDEX}"))?;
+    project::write_atomic(&root.join(INDEX), text.as_bytes())?;
     let digest = project::sha256_hex(text.as_bytes());
-    std::fs::write(root.join(INDEX_DIGEST), format!("{digest}  {INDEX}\n"))?;
+    project::write_atomic(&root.join(INDEX_DIGEST), format!("{digest}  {INDEX}\n").as_bytes())?;
     Ok(digest)
 }
 

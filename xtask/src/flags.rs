@@ -109,6 +109,16 @@ pub struct Inputs {
     /// Rebuild even when a build with the same inputs exists.
     #[arg(long)]
     pub rebuild: bool,
+    /// Wall-time limit of every build step, in seconds (the tool's own clock).
+    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    pub build_timeout: u64,
+    /// Memory limit of every sandboxed command (engine syntax, e.g. 512m, 4g).
+    #[arg(long, default_value = "4g")]
+    pub memory: String,
+    /// Most output kept of one sandboxed command, in MiB; more gives OUTPUTLIMIT. Also
+    /// the largest file a build may write.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub output_cap_mib: u64,
 }
 
 impl Inputs {
@@ -124,6 +134,9 @@ impl Inputs {
             system,
             instances: vec![],
             rebuild: false,
+            build_timeout: 1800,
+            memory: "4g".into(),
+            output_cap_mib: 256,
         }
     }
 }
@@ -135,9 +148,13 @@ pub struct Verify {
     /// Alternative KAT manifest instead of kat/<id>/kat.sha256.
     #[arg(long)]
     pub kat_manifest: Option<Utf8PathBuf>,
-    /// Wall-time limit of one KAT run, in seconds.
-    #[arg(long, default_value_t = 600)]
+    /// Wall-time limit of one KAT run, in seconds (the tool's own clock).
+    #[arg(long, default_value_t = 600, value_name = "SECS")]
     pub timeout: u64,
+    /// Keep the current results of instances that already have one (same build, same
+    /// KAT manifest, same toolchain and source) and run only the others.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use camino::Utf8Path;
 use xshell::{cmd, Shell};
 
-use crate::engine::{which, Backend, Engine, Limits, Sandbox};
+use crate::engine::{which, Backend, Engine};
 use crate::flags::{Arch, ImageBuild, ImageCheck};
 use crate::project;
+use crate::sandbox::{Job, Limits, Sandbox};
 use crate::toolchain::{Distro, ImageLock, Toolchain};
 
 impl ImageBuild {
@@ -93,7 +93,7 @@ pub fn ensure(
             sh,
             &[
                 "import".into(),
-                format!("--arch={}", arch.debian()),
+                engine.import_arch_arg(arch),
                 "--change".into(),
                 "CMD [\"/bin/bash\"]".into(),
                 rootfs.to_string(),
@@ -161,23 +161,30 @@ pub fn check(
 ) -> Result<ImageLock> {
     let tag = tc.tag(arch);
     let image_id = engine.image_id(sh, &tag)?.with_context(|| format!("no image {tag}"))?;
-    let sandbox = Sandbox::start(sh, Backend::Container(engine), Some(&tag), vec![], &Limits::default())?;
+    let sandbox = Sandbox { backend: Backend::Container(engine), image: Some(tag.clone()), limits: Limits::default() };
     let gcc_version = sandbox.version_line(sh, "gcc")?;
     let cmake_version = sandbox.version_line(sh, "cmake")?;
-    let query = sandbox.exec(
-        sh,
-        Utf8Path::new("/"),
-        &["dpkg-query".into(), "-W".into(), "-f".into(), "${Package}\t${Version}\n".into()],
-        Duration::from_secs(60),
-    )?;
-    let uname = sandbox.exec(sh, Utf8Path::new("/"), &["uname".into(), "-m".into()], Duration::from_secs(60))?;
-    drop(sandbox);
-    let packages: BTreeMap<String, String> = String::from_utf8_lossy(&query.stdout)
+    let run = |argv: &[&str]| -> Result<Vec<u8>> {
+        let job = Job {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            workdir: "/tmp".into(),
+            mounts: vec![],
+            timeout: Duration::from_secs(60),
+        };
+        let (f, out) = sandbox.run_captured(sh, &job, 16 << 20)?;
+        if !f.outcome.success() {
+            bail!("`{}` in {tag}: {}: {}", argv.join(" "), f.outcome, f.stderr.trim());
+        }
+        Ok(out)
+    };
+    let query = run(&["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])?;
+    let uname = run(&["uname", "-m"])?;
+    let packages: BTreeMap<String, String> = String::from_utf8_lossy(&query)
         .lines()
         .filter_map(|l| l.split_once('\t'))
         .map(|(p, v)| (p.split(':').next().unwrap_or(p).to_owned(), v.to_owned()))
         .collect();
-    let uname_m = String::from_utf8_lossy(&uname.stdout).trim().to_owned();
+    let uname_m = String::from_utf8_lossy(&uname).trim().to_owned();
     let mut problems = tc.pin_violations(&packages);
     if gcc_version != tc.expect.gcc {
         problems.push(format!("gcc --version says {gcc_version:?}, expected {:?}", tc.expect.gcc));

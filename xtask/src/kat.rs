@@ -6,6 +6,8 @@ use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
+use sha2::{Digest, Sha256};
+
 use crate::project;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,57 +95,137 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
 }
 
 fn is_record_start(line: &str) -> bool {
-    line.trim_start().to_ascii_lowercase().starts_with("count =")
-}
-
-/// The text a digest covers under `mode`, cut to the first `records` records.
-pub fn canonical(raw: &[u8], mode: Mode, records: Option<usize>) -> Vec<u8> {
-    let cut = match records {
-        Some(n) => cut_records(raw, n),
-        None => raw,
-    };
-    if mode == Mode::Raw {
-        return cut.to_vec();
-    }
-    let text = String::from_utf8_lossy(cut);
-    let mut out = String::with_capacity(text.len());
-    for line in text.split('\n') {
-        let line = line.replace('\r', "");
-        let line = line.trim_end_matches([' ', '\t']);
-        if line.is_empty() {
-            continue;
-        }
-        if mode == Mode::Nolen && is_len_line(line) {
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.into_bytes()
+    line.trim_start().as_bytes().get(..7).is_some_and(|p| p.eq_ignore_ascii_case(b"count ="))
 }
 
 fn is_len_line(line: &str) -> bool {
     line.split_once('=').is_some_and(|(k, _)| k.trim_end().ends_with("_Len"))
 }
 
-/// The bytes before the start of record `n` (counting from zero).
-fn cut_records(raw: &[u8], n: usize) -> &[u8] {
-    let mut seen = 0;
-    let mut offset = 0;
-    for line in raw.split_inclusive(|&b| b == b'\n') {
-        if is_record_start(&String::from_utf8_lossy(line)) {
-            if seen == n {
-                return &raw[..offset];
-            }
-            seen += 1;
-        }
-        offset += line.len();
-    }
-    raw
+/// The longest line the canonical rule reads. No KAT text comes near it (the longest
+/// published line is under 80 KB); a longer one is refused, which keeps the memory of
+/// the streaming rule bounded whatever a program prints.
+pub const MAX_LINE: usize = 4 << 20;
+
+/// The canonical rule, applied to a stream: feed the raw text in pieces of any size,
+/// get the canonical text out (to a hash or to memory). `records` cuts the text before
+/// the start of record N (counting from zero), on the raw lines.
+pub struct Canonical<S> {
+    mode: Mode,
+    records: Option<usize>,
+    seen: usize,
+    cut: bool,
+    line: Vec<u8>,
+    too_long: Option<usize>,
+    lines: usize,
+    sink: S,
 }
 
-pub fn digest(raw: &[u8], entry: &Entry) -> String {
-    project::sha256_hex(&canonical(raw, entry.mode, entry.records))
+/// Where canonical text goes.
+pub trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Sink for Sha256 {
+    fn put(&mut self, bytes: &[u8]) {
+        self.update(bytes);
+    }
+}
+
+impl<S: Sink> Canonical<S> {
+    pub fn new(mode: Mode, records: Option<usize>, sink: S) -> Self {
+        Canonical { mode, records, seen: 0, cut: false, line: Vec::new(), too_long: None, lines: 0, sink }
+    }
+
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        if self.mode == Mode::Raw && self.records.is_none() {
+            self.sink.put(bytes);
+            return;
+        }
+        while !bytes.is_empty() {
+            let (piece, rest, ends) = match bytes.iter().position(|&b| b == b'\n') {
+                Some(i) => (&bytes[..=i], &bytes[i + 1..], true),
+                None => (bytes, &bytes[..0], false),
+            };
+            if self.too_long.is_none() {
+                self.line.extend_from_slice(piece);
+                if self.line.len() > MAX_LINE {
+                    self.too_long = Some(self.lines + 1);
+                    self.line = Vec::new();
+                }
+            }
+            if ends {
+                self.end_line();
+            }
+            bytes = rest;
+        }
+    }
+
+    /// The sink, or the line number of a line longer than [`MAX_LINE`].
+    pub fn finish(mut self) -> std::result::Result<S, usize> {
+        if !self.line.is_empty() {
+            self.end_line();
+        }
+        match self.too_long {
+            Some(n) => Err(n),
+            None => Ok(self.sink),
+        }
+    }
+
+    fn end_line(&mut self) {
+        self.lines += 1;
+        let raw = std::mem::take(&mut self.line);
+        if self.cut || self.too_long.is_some() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&raw);
+        if is_record_start(&text) {
+            if self.records == Some(self.seen) {
+                self.cut = true;
+                return;
+            }
+            self.seen += 1;
+        }
+        if self.mode == Mode::Raw {
+            self.sink.put(&raw);
+            return;
+        }
+        let line: std::borrow::Cow<str> = if text.contains('\r') { text.replace('\r', "").into() } else { text };
+        let line = line.trim_end_matches(['\n', ' ', '\t']);
+        if line.is_empty() || (self.mode == Mode::Nolen && is_len_line(line)) {
+            return;
+        }
+        self.sink.put(line.as_bytes());
+        self.sink.put(b"\n");
+    }
+}
+
+/// The text a digest covers under `mode`, cut to the first `records` records (in
+/// memory: for tests and diagnostics on bounded texts).
+pub fn canonical(raw: &[u8], mode: Mode, records: Option<usize>) -> Vec<u8> {
+    let mut c = Canonical::new(mode, records, Vec::new());
+    c.update(raw);
+    c.finish().unwrap_or_default()
+}
+
+/// The digest of the canonical text, or why there is none.
+pub fn digest(raw: &[u8], entry: &Entry) -> std::result::Result<String, String> {
+    let mut c = Canonical::new(entry.mode, entry.records, Sha256::new());
+    c.update(raw);
+    finish_digest(c)
+}
+
+pub fn finish_digest(c: Canonical<Sha256>) -> std::result::Result<String, String> {
+    match c.finish() {
+        Ok(h) => Ok(project::hex(&h.finalize())),
+        Err(line) => Err(format!("line {line} is longer than {} MiB: not a KAT text", MAX_LINE >> 20)),
+    }
 }
 
 /// The first record (in canonical form) where two KAT texts differ, with its index.
@@ -207,6 +289,36 @@ mod tests {
         assert!(format!("{err:#}").contains("line 1"), "{err:#}");
         assert!(parse("abc strict A/b\n").is_err());
         assert!(parse(&format!("{sha} strict A/b\n{sha} raw A/c\n")).is_err());
+    }
+
+    #[test]
+    fn streaming_in_any_pieces_equals_the_whole() {
+        let raw = b"# h\r\ncount = 0\r\nK_Len = 2 \t\r\nK = AB\r\n\r\ncount = 1\nK = CD\n\ncount = 2\nK = EF";
+        for mode in [Mode::Raw, Mode::Strict, Mode::Nolen] {
+            for records in [None, Some(0), Some(1), Some(2), Some(5)] {
+                let whole = canonical(raw, mode, records);
+                for size in 1..raw.len() {
+                    let mut c = Canonical::new(mode, records, Vec::new());
+                    for piece in raw.chunks(size) {
+                        c.update(piece);
+                    }
+                    assert_eq!(c.finish().unwrap(), whole, "{mode:?} {records:?} pieces of {size}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_with_bounded_memory() {
+        let mut c = Canonical::new(Mode::Strict, None, Sha256::new());
+        c.update(b"Count = 0\n");
+        let chunk = vec![b'A'; 1 << 20];
+        for _ in 0..(MAX_LINE >> 20) + 2 {
+            c.update(&chunk);
+            assert!(c.line.capacity() <= 2 * MAX_LINE + (1 << 20));
+        }
+        c.update(b"\nK = 1\n");
+        assert_eq!(finish_digest(c).unwrap_err(), "line 2 is longer than 4 MiB: not a KAT text");
     }
 
     #[test]

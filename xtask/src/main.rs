@@ -11,12 +11,14 @@ mod evidence;
 mod flags;
 mod hostgate;
 mod image;
+mod interrupt;
 mod kat;
 mod list;
 mod merge;
 mod project;
 mod recipe;
 mod report;
+mod sandbox;
 mod sizes;
 mod sources;
 mod stats;
@@ -33,6 +35,10 @@ use crate::flags::{Cmd, EvidenceCmd, ImageCmd};
 
 fn main() {
     if let Err(e) = run() {
+        if interrupt::is_set() {
+            eprintln!("{}", interrupt::Interrupted);
+            std::process::exit(130);
+        }
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
@@ -40,7 +46,7 @@ fn main() {
 
 fn run() -> Result<()> {
     let flags = flags::Xtask::parse();
-    engine::install_interrupt_handler();
+    interrupt::install();
     let sh = Shell::new()?;
     sh.change_dir(project::root());
     match flags.cmd {

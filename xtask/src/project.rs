@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use sha2::{Digest, Sha256};
 use xshell::{cmd, Shell};
@@ -32,7 +32,11 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 pub fn sha256_file(path: &Utf8Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).with_context(|| format!("cannot open {path}"))?;
+    let file = std::fs::File::open(path).with_context(|| format!("cannot open {path}"))?;
+    hash_reader(file, path)
+}
+
+fn hash_reader(mut file: impl Read, path: &Utf8Path) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -45,8 +49,10 @@ pub fn sha256_file(path: &Utf8Path) -> Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
-/// Content digest of a directory tree: SHA-256 over sorted `path\0mode\0sha256\n` lines.
-/// Symlinks are hashed by target; file times and owners do not count.
+/// Content digest of a directory tree: SHA-256 over sorted `path\0kind\0detail\n` lines.
+/// Nothing is followed: a link is hashed by its target text, and a file that is not a
+/// regular file or folder (a FIFO, a socket, a device) by its kind alone, so that trees
+/// a sandbox wrote can be digested safely. File times and owners do not count.
 pub fn tree_digest(dir: &Utf8Path) -> Result<String> {
     let mut lines = Vec::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
@@ -55,13 +61,47 @@ pub fn tree_digest(dir: &Utf8Path) -> Result<String> {
         let rel = path.strip_prefix(dir).unwrap_or(path);
         let ft = entry.file_type();
         if ft.is_file() {
-            lines.push(format!("{rel}\0file\0{}\n", sha256_file(path)?));
+            lines.push(format!("{rel}\0file\0{}\n", sha256_regular(path)?));
         } else if ft.is_symlink() {
             let target = std::fs::read_link(path)?;
             lines.push(format!("{rel}\0link\0{}\n", target.display()));
+        } else if !ft.is_dir() {
+            lines.push(format!("{rel}\0special\0\n"));
         }
     }
     Ok(sha256_hex(lines.concat().as_bytes()))
+}
+
+/// Open a regular file without following a link at its last component (a sandbox may
+/// have left one), and refuse anything else.
+pub fn open_regular(path: &Utf8Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot open {path} (links are not followed)"))?;
+    if !file.metadata()?.is_file() {
+        bail!("{path} is not a regular file");
+    }
+    Ok(file)
+}
+
+/// SHA-256 of a regular file, without following links.
+pub fn sha256_regular(path: &Utf8Path) -> Result<String> {
+    hash_reader(open_regular(path)?, path)
+}
+
+/// At most `max` bytes of a regular file, without following links.
+pub fn read_regular(path: &Utf8Path, max: u64) -> Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let len = file.metadata()?.len();
+    if len > max {
+        bail!("{path} is {len} bytes, more than the {max} this reads");
+    }
+    let mut data = Vec::with_capacity(len as usize);
+    file.take(max).read_to_end(&mut data).with_context(|| format!("cannot read {path}"))?;
+    Ok(data)
 }
 
 /// The harness commit, with `-dirty` when the work tree has uncommitted changes.
@@ -85,13 +125,34 @@ pub fn now_utc() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// Write a file whole or not at all: a temporary file in the same folder, renamed over
+/// `path` (a link at `path` is replaced, never followed).
+pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
+    let parent = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {parent}"))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(parent).with_context(|| format!("cannot write in {parent}"))?;
+    std::io::Write::write_all(&mut tmp, bytes).with_context(|| format!("cannot write {path}"))?;
+    persist(tmp, path)
+}
+
+/// Move a finished temporary file to `path`, readable like any evidence file.
+pub fn persist(tmp: tempfile::NamedTempFile, path: &Utf8Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    tmp.persist(path).with_context(|| format!("cannot write {path}"))?;
+    Ok(())
+}
+
 pub fn write_json<T: serde::Serialize>(path: &Utf8Path, value: &T) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {parent}"))?;
-    }
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
-    std::fs::write(path, text).with_context(|| format!("cannot write {path}"))
+    write_atomic(path, text.as_bytes())
+}
+
+/// A JSON file this tool wrote, read back through its type.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Utf8Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    serde_json::from_str(&text).with_context(|| format!("unexpected content in {path}"))
 }
 
 pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Utf8Path) -> Result<T> {

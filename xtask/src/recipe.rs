@@ -2,49 +2,82 @@
 //! its manifest. The submission's own Makefiles and build scripts are never used.
 
 use anyhow::{bail, Context, Result};
-use camino::Utf8Path;
-use serde::Serialize;
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
 
-use crate::engine::Sandbox;
+use crate::engine::Backend;
 use crate::project;
 use crate::sources::Source;
 use crate::submission::{CmakeSpec, Instance, Submission};
 
-/// Mount points inside the sandbox.
+/// Mount points inside the sandbox. Build steps run in BUILD (their own fresh folder);
+/// programs run in /tmp with BUILD read-only.
 pub const SRC: &str = "/src";
 pub const DRIVERS: &str = "/drivers";
-pub const WORK: &str = "/work";
+pub const BUILD: &str = "/build";
 
 pub const LIBRARY: &str = "libinstance.so";
 pub const KAT_PROGRAM: &str = "kat";
 pub const BENCH_DRIVER: &str = "kem_bench.c";
 pub const BENCH_PROGRAM: &str = "kem_bench";
 
-#[derive(Debug, Clone, Serialize)]
+/// One build step; it runs in the build folder, and `output` (relative to it) is the
+/// file it makes. An optional step may fail without failing the build.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Step {
     pub what: String,
     pub argv: Vec<String>,
+    pub output: Option<String>,
+    #[serde(default)]
+    pub optional: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Plan {
     pub flag_set: String,
     pub flags: Vec<String>,
     pub steps: Vec<Step>,
-    /// Sandbox folder the KAT program runs in, and its command line.
-    pub workdir: String,
+    /// The KAT program's command line; its first word is relative to the build folder.
     pub run: Vec<String>,
 }
 
-/// Plan for building `inst` into `<work>/<build_dir>`.
-pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build_dir: &str) -> Result<Plan> {
+/// Where a build step sees the source tree and the harness drivers.
+#[derive(Debug, Clone)]
+pub struct Places {
+    pub src: Utf8PathBuf,
+    pub drivers: Utf8PathBuf,
+}
+
+impl Places {
+    pub fn new(backend: Backend, src_root: &Utf8Path) -> Places {
+        match backend {
+            Backend::Container(_) => Places { src: SRC.into(), drivers: DRIVERS.into() },
+            Backend::Host => Places { src: src_root.to_owned(), drivers: project::root().join("drivers") },
+        }
+    }
+
+    fn src(&self, rel: &str) -> String {
+        if rel.is_empty() {
+            self.src.to_string()
+        } else {
+            self.src.join(rel).to_string()
+        }
+    }
+
+    fn driver(&self, file: &str) -> String {
+        self.drivers.join(file).to_string()
+    }
+}
+
+/// Plan for building `inst`: pure, from the manifest, the host tree (to expand
+/// patterns) and where the build will see things.
+pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
     let mut flags = sub.flags();
     flags.extend(inst.extra_flags.iter().cloned());
-    let work = sb.path(WORK, build_dir);
     if let Some(cmake) = &sub.build.cmake {
-        return Ok(cmake_plan(sub, inst, cmake, flags, &sb.path(SRC, ""), &work));
+        return Ok(cmake_plan(sub, inst, cmake, flags, places));
     }
-    let src_path = |rel: &str| sb.path(SRC, rel).to_string();
+    let src_path = |rel: &str| places.src(rel);
 
     let never: Vec<String> = sub.build.never_compile.iter().map(|p| inst.expand(p)).collect();
     let mut lib_sources = Vec::new();
@@ -68,85 +101,76 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, build
     lib.extend(includes.iter().cloned());
     lib.extend(defines.iter().cloned());
     lib.extend(lib_sources);
-    lib.extend(["-o".into(), work.join(LIBRARY).to_string()]);
+    lib.extend(["-o".into(), LIBRARY.into()]);
 
     let mut prog = vec!["gcc".to_owned()];
     prog.extend(flags.iter().cloned());
-    prog.extend(sub.kat.include.iter().map(|i| format!("-I{}", program_path(sb, &inst.expand(i)))));
+    prog.extend(sub.kat.include.iter().map(|i| format!("-I{}", program_path(places, &inst.expand(i)))));
     prog.extend(includes);
     prog.extend(sub.kat.defines.iter().map(|d| format!("-D{}", inst.expand(d))));
     prog.extend(defines);
     if let Some(h) = &sub.kat.api_header {
-        prog.extend(force_include(inst, src, sb, h)?);
+        prog.extend(force_include(inst, src, places, h)?);
     }
     for p in &sub.kat.program {
         let p = inst.expand(p);
         if !p.starts_with("driver:") && !src.root.join(&p).is_file() {
             bail!("instance {}: KAT program source {p} not found in {}", inst.label, src.root);
         }
-        prog.push(program_path(sb, &p));
+        prog.push(program_path(places, &p));
     }
-    prog.extend(link_to_library(&work, KAT_PROGRAM));
+    prog.extend(link_to_library(KAT_PROGRAM));
 
-    Ok(Plan {
-        flag_set: sub.flag_set(inst),
-        flags,
-        steps: vec![Step { what: "library".into(), argv: lib }, Step { what: "kat program".into(), argv: prog }],
-        workdir: work.to_string(),
-        run: vec![work.join(KAT_PROGRAM).to_string()],
-    })
+    let mut steps = vec![
+        Step { what: "library".into(), argv: lib, output: Some(LIBRARY.into()), optional: false },
+        Step { what: "kat program".into(), argv: prog, output: Some(KAT_PROGRAM.into()), optional: false },
+    ];
+    if sub.bench.is_some() {
+        steps.push(bench_step(sub, inst, src, places, &flags)?);
+    }
+    Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run: vec![KAT_PROGRAM.into()] })
 }
 
 /// `-include <header>` for a header of the source tree, which must exist.
-fn force_include(inst: &Instance, src: &Source, sb: &Sandbox, header: &str) -> Result<[String; 2]> {
+fn force_include(inst: &Instance, src: &Source, places: &Places, header: &str) -> Result<[String; 2]> {
     let h = inst.expand(header);
     if !src.root.join(&h).is_file() {
         bail!("instance {}: API header {h} not found in {}", inst.label, src.root);
     }
-    Ok(["-include".into(), sb.path(SRC, &h).to_string()])
+    Ok(["-include".into(), places.src(&h)])
 }
 
-/// Output `<work>/<program>`, linked to the instance library next to it.
-fn link_to_library(work: &Utf8Path, program: &str) -> [String; 5] {
-    ["-o".into(), work.join(program).to_string(), format!("-L{work}"), "-linstance".into(), "-Wl,-rpath,$ORIGIN".into()]
+/// Output `<program>` in the build folder, linked to the instance library next to it.
+fn link_to_library(program: &str) -> [String; 5] {
+    ["-o".into(), program.into(), "-L.".into(), "-linstance".into(), "-Wl,-rpath,$ORIGIN".into()]
 }
 
 /// The timing driver, compiled with the build's flags and linked to the instance
-/// library of a finished build; the manifest's `[bench]` picks the API adapter.
-pub fn bench_step(sub: &Submission, inst: &Instance, src: &Source, sb: &Sandbox, plan: &Plan) -> Result<Step> {
+/// library; the manifest's `[bench]` picks the API adapter. Optional: a submission
+/// whose timing driver does not compile still has its KATs checked.
+fn bench_step(sub: &Submission, inst: &Instance, src: &Source, places: &Places, flags: &[String]) -> Result<Step> {
     let spec = sub.bench.as_ref().with_context(|| format!("{} has no [bench] section", sub.id))?;
-    if sub.build.cmake.is_some() {
-        bail!("{}: timing needs the instance library of the cc recipe; the cmake recipe has none", sub.id);
-    }
-    let work = Utf8Path::new(&plan.workdir);
     let mut argv = vec!["gcc".to_owned()];
-    argv.extend(plan.flags.iter().cloned());
+    argv.extend(flags.iter().cloned());
     // Force-included headers come before the driver's own #define.
     argv.push("-D_GNU_SOURCE".into());
-    argv.extend(sub.build.include.iter().map(|i| format!("-I{}", sb.path(SRC, &inst.expand(i)))));
+    argv.extend(sub.build.include.iter().map(|i| format!("-I{}", places.src(&inst.expand(i)))));
     argv.extend(sub.build.defines.iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
-    argv.extend(force_include(inst, src, sb, &spec.header)?);
-    argv.extend(["-include".into(), sb.path(DRIVERS, &format!("bench_{}.h", spec.api.name())).to_string()]);
-    argv.push(sb.path(DRIVERS, BENCH_DRIVER).to_string());
-    argv.extend(link_to_library(work, BENCH_PROGRAM));
-    Ok(Step { what: "timing driver".into(), argv })
+    argv.extend(force_include(inst, src, places, &spec.header)?);
+    argv.extend(["-include".into(), places.driver(&format!("bench_{}.h", spec.api.name()))]);
+    argv.push(places.driver(BENCH_DRIVER));
+    argv.extend(link_to_library(BENCH_PROGRAM));
+    Ok(Step { what: "timing driver".into(), argv, output: Some(BENCH_PROGRAM.into()), optional: true })
 }
 
 /// Configure and build one target of the submission's CMake project.
-fn cmake_plan(
-    sub: &Submission,
-    inst: &Instance,
-    cmake: &CmakeSpec,
-    flags: Vec<String>,
-    src: &Utf8Path,
-    work: &Utf8Path,
-) -> Plan {
+fn cmake_plan(sub: &Submission, inst: &Instance, cmake: &CmakeSpec, flags: Vec<String>, places: &Places) -> Plan {
     let mut configure = vec![
         "cmake".to_owned(),
         "-S".into(),
-        src.to_string(),
+        places.src(""),
         "-B".into(),
-        work.to_string(),
+        ".".into(),
         "-G".into(),
         "Unix Makefiles".into(),
     ];
@@ -155,31 +179,29 @@ fn cmake_plan(
     let build = vec![
         "cmake".to_owned(),
         "--build".into(),
-        work.to_string(),
+        ".".into(),
         "--target".into(),
         cmake.target.clone(),
         "--parallel".into(),
         "2".into(),
     ];
-    let mut run: Vec<String> = sub.kat.run.iter().map(|a| inst.expand(a)).collect();
-    run[0] = work.join(&run[0]).to_string();
+    let run: Vec<String> = sub.kat.run.iter().map(|a| inst.expand(a)).collect();
     Plan {
         flag_set: sub.flag_set(inst),
         flags,
         steps: vec![
-            Step { what: "cmake configure".into(), argv: configure },
-            Step { what: "cmake build".into(), argv: build },
+            Step { what: "cmake configure".into(), argv: configure, output: None, optional: false },
+            Step { what: "cmake build".into(), argv: build, output: run.first().cloned(), optional: false },
         ],
-        workdir: work.to_string(),
         run,
     }
 }
 
 /// `driver:<file>` is the harness's own driver; anything else is in the source tree.
-fn program_path(sb: &Sandbox, p: &str) -> String {
+fn program_path(places: &Places, p: &str) -> String {
     match p.strip_prefix("driver:") {
-        Some(d) => sb.path(DRIVERS, d).to_string(),
-        None => sb.path(SRC, p).to_string(),
+        Some(d) => places.driver(d),
+        None => places.src(p),
     }
 }
 
@@ -203,12 +225,7 @@ fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
     Ok(vec![pattern.to_owned()])
 }
 
-/// Digests of the harness drivers a plan uses, so that a changed driver rebuilds.
-pub fn driver_digests(sub: &Submission) -> Result<Vec<(String, String)>> {
-    sub.kat
-        .program
-        .iter()
-        .filter_map(|p| p.strip_prefix("driver:"))
-        .map(|d| Ok((d.to_owned(), project::sha256_file(&project::root().join("drivers").join(d))?)))
-        .collect()
+/// Digest of the harness's drivers folder, so that a changed driver or adapter rebuilds.
+pub fn drivers_digest() -> Result<String> {
+    project::tree_digest(&project::root().join("drivers"))
 }

@@ -4,14 +4,14 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde_json::Value;
 use xshell::Shell;
 
 use crate::evidence::{self, Layout};
 use crate::flags::Report;
-use crate::stats;
 use crate::submission::Submission;
+use crate::{project, stats};
 
 const OPS: [&str; 3] = ["keygen", "enc", "dec"];
 
@@ -31,7 +31,7 @@ impl Report {
             let page = render(&layout, &sub)?;
             let path = layout.report(&sub.id);
             std::fs::create_dir_all(path.parent().unwrap())?;
-            std::fs::write(&path, page).with_context(|| format!("cannot write {path}"))?;
+            project::write_atomic(&path, page.as_bytes())?;
             println!("{path}");
         }
         evidence::write_index(&self.out)?;

@@ -7,19 +7,19 @@ use std::io::Read;
 
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
 use crate::project;
 use crate::submission::{SourceSpec, Submission};
 
 /// Where a source tree came from; copied into every record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Provenance {
     Crate { name: String, version: String, checksum: String },
     Archive { file: String, sha256: String },
-    Directory { path: String, tree_sha256: String, note: &'static str },
+    Directory { path: String, tree_sha256: String, note: String },
 }
 
 impl Provenance {
@@ -57,7 +57,7 @@ pub struct Source {
 }
 
 /// One applied patch, as every record lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PatchRecord {
     pub file: String,
     pub sha256: String,
@@ -166,7 +166,7 @@ fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
     let tree_sha256 = project::tree_digest(&root)?;
     Ok(Source {
         root: root.clone(),
-        provenance: Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory" },
+        provenance: Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory".into() },
         patches: vec![],
     })
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::flags::Arch;
 use crate::project;
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SystemProfile {
     pub name: String,

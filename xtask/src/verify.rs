@@ -1,24 +1,32 @@
 //! `cargo xtask verify`: build every instance in the pinned toolchain, generate
 //! its KATs and check their digests against kat/<id>/kat.sha256.
+//!
+//! Each finished instance is committed at once: its KAT log (written whole or not at
+//! all), the submission's summary with that instance's entry replaced, and the evidence
+//! index. An interruption or an engine failure stops the run before anything is
+//! recorded for the instance at hand; results of other instances are kept.
 
+use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use camino::{Utf8Path, Utf8PathBuf};
-use serde::Serialize;
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 use xshell::Shell;
 
-use crate::builder::{self, BuildEnv, Built, ToolchainRecord};
-use crate::engine::{Limits, Outcome, Sandbox};
-use crate::evidence::Layout;
+use crate::builder::{BuildCtx, BuildEnv, Built, ToolchainRecord};
+use crate::evidence::{self, Layout};
 use crate::flags::Verify;
-use crate::kat::{self, Manifest};
+use crate::kat::{self, Canonical, Manifest};
 use crate::project;
+use crate::recipe;
+use crate::sandbox::{Limits, Outcome};
 use crate::sources::{self, Provenance, Source};
 use crate::submission::{Instance, Submission};
 use crate::systems::SystemProfile;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {
     Pass,
@@ -30,18 +38,29 @@ pub enum Status {
     Loadfail,
     Timeout,
     Crash,
-}
-
-impl std::fmt::Display for Status {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        f.pad(&s)
-    }
+    /// The program printed more than the output cap.
+    Outputlimit,
 }
 
 impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Mismatch => "MISMATCH",
+            Status::Nokat => "NOKAT",
+            Status::Buildfail => "BUILDFAIL",
+            Status::Cryptofail => "CRYPTOFAIL",
+            Status::Overflow => "OVERFLOW",
+            Status::Loadfail => "LOADFAIL",
+            Status::Timeout => "TIMEOUT",
+            Status::Crash => "CRASH",
+            Status::Outputlimit => "OUTPUTLIMIT",
+        }
+    }
+
     /// Exit-code contract of KAT programs (see drivers/README.md): 3 = guard bytes
     /// overwritten, 127 = the dynamic loader failed, other non-zero = a KEM call failed.
+    /// Time and output limits are the tool's own observations, not exit codes.
     fn from_run(outcome: Outcome) -> Option<Status> {
         match outcome {
             Outcome::Exited(0) => None,
@@ -49,12 +68,19 @@ impl Status {
             Outcome::Exited(127) => Some(Status::Loadfail),
             Outcome::Exited(_) => Some(Status::Cryptofail),
             Outcome::TimedOut => Some(Status::Timeout),
-            Outcome::Signalled(_) => Some(Status::Crash),
+            Outcome::Signalled(_) | Outcome::OutOfMemory => Some(Status::Crash),
+            Outcome::OutputLimit => Some(Status::Outputlimit),
         }
     }
 }
 
-#[derive(Debug, Serialize)]
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InstanceResult {
     pub label: String,
     pub status: Status,
@@ -68,15 +94,23 @@ pub struct InstanceResult {
     pub log: Option<String>,
     pub build_key: String,
     pub build_reused: bool,
+    /// Digests the host took of the instance library and the KAT program after the build.
+    pub library_sha256: Option<String>,
+    pub program_sha256: Option<String>,
     pub commands: Vec<Vec<String>>,
     pub run_command: Vec<String>,
-    pub run_outcome: Option<String>,
+    pub run_outcome: Option<Outcome>,
     pub run_seconds: Option<f64>,
+    /// Bytes the program printed (the log keeps at most the output cap).
+    pub output_bytes: Option<u64>,
     pub message: Option<String>,
+    pub finished: String,
+    pub harness_commit: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
+    pub schema: u32,
     pub id: String,
     pub name: String,
     pub system: String,
@@ -91,7 +125,57 @@ pub struct Summary {
     pub kat_manifest_sha256: String,
     pub limits: Limits,
     pub kat_timeout_secs: u64,
+    pub build_timeout_secs: u64,
+    /// In manifest order; entries of earlier runs with the same toolchain, source and
+    /// KAT manifest are kept when a run covers only some instances.
     pub instances: Vec<InstanceResult>,
+}
+
+pub const SUMMARY_SCHEMA: u32 = 2;
+
+impl Summary {
+    /// Read a summary this tool wrote; None when there is none.
+    pub fn load(path: &Utf8Path) -> Result<Option<Summary>> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let s: Summary = project::read_json(path)?;
+        if s.schema != SUMMARY_SCHEMA {
+            bail!("{path} has schema {}, this tool reads {SUMMARY_SCHEMA}", s.schema);
+        }
+        Ok(Some(s))
+    }
+
+    /// Results can be merged only between runs of the same thing.
+    fn same_run(&self, other: &Summary) -> bool {
+        self.id == other.id
+            && self.system == other.system
+            && self.toolchain == other.toolchain
+            && self.source == other.source
+            && self.patches == other.patches
+            && self.kat_manifest_sha256 == other.kat_manifest_sha256
+    }
+
+    fn entry(&self, label: &str) -> Option<&InstanceResult> {
+        self.instances.iter().find(|i| i.label == label)
+    }
+
+    /// Put `r` in place of any earlier entry, keeping the manifest's order.
+    fn put(&mut self, r: InstanceResult, sub: &Submission) {
+        self.instances.retain(|i| i.label != r.label);
+        self.instances.push(r);
+        let pos = |l: &str| sub.instances.iter().position(|i| i.label == l).unwrap_or(usize::MAX);
+        self.instances.sort_by_key(|i| pos(&i.label));
+    }
+}
+
+/// What one submission's verify works with.
+struct Ctx<'a> {
+    verify: &'a Verify,
+    build: BuildCtx<'a>,
+    layout: &'a Layout,
+    manifest: &'a Manifest,
+    harness_commit: String,
 }
 
 impl Verify {
@@ -106,12 +190,17 @@ impl Verify {
         for (sub, src) in &run.work {
             let manifest = Manifest::load(&kat_path(sub))?;
             let summary = self.verify_submission(sh, &run.env, &run.layout, sub, &manifest, src, &run.profile)?;
-            let bad = summary.instances.iter().filter(|i| i.status != Status::Pass).count();
+            let bad = summary
+                .instances
+                .iter()
+                .filter(|i| self.inputs.selects_label(&i.label))
+                .filter(|i| i.status != Status::Pass);
+            let bad = bad.count();
             if bad > 0 {
                 failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
             }
         }
-        crate::evidence::reindex(&self.inputs.out)?;
+        evidence::reindex(&self.inputs.out)?;
         if !failed.is_empty() {
             bail!("instances did not pass ({})", failed.join(", "));
         }
@@ -129,12 +218,11 @@ impl Verify {
         src: &Source,
         profile: &SystemProfile,
     ) -> Result<Summary> {
-        let started = project::now_utc();
         let instances: Vec<&Instance> = sub.instances.iter().filter(|i| self.inputs.selects(i)).collect();
         if instances.is_empty() {
             bail!("{}: no instance matches {:?}", sub.id, self.inputs.instances);
         }
-        let sb = env.sandbox(sh, sub, &src.root, &Limits::default())?;
+        let sb = env.sandbox(self.inputs.limits());
         let tc = env.record(sh, &sb)?;
         println!(
             "{} ({}): {} on {} [{}], source {}{}",
@@ -146,65 +234,114 @@ impl Verify {
             src.provenance,
             sources::patch_note(&src.patches)
         );
-        std::fs::create_dir_all(layout.kat_dir(&sub.id))?;
-        let mut results = Vec::new();
-        for inst in instances {
-            let r = self.verify_instance(sh, env, &tc, &sb, layout, sub, inst, src, manifest)?;
-            println!(
-                "  {:<18} {:<14} {:<10} {}  [{}]{}",
-                r.label,
-                tc.toolchain,
-                r.status,
-                r.actual_sha256.as_deref().map(short).unwrap_or("-"),
-                r.flag_set,
-                if r.build_reused { " (build reused)" } else { "" }
-            );
-            if let Some(m) = &r.message {
-                for line in m.lines() {
-                    println!("      {line}");
-                }
-            }
-            results.push(r);
-        }
-        drop(sb);
-        let summary = Summary {
+        std::fs::create_dir_all(layout.kat_dir(&sub.id))
+            .with_context(|| format!("cannot create {}", layout.kat_dir(&sub.id)))?;
+        let mut summary = Summary {
+            schema: SUMMARY_SCHEMA,
             id: sub.id.clone(),
             name: sub.name.clone(),
             system: self.inputs.system.clone(),
             system_profile: profile.clone(),
             harness_commit: project::harness_commit(sh),
-            started,
+            started: project::now_utc(),
             finished: project::now_utc(),
-            toolchain: tc,
+            toolchain: tc.clone(),
             source: src.provenance.clone(),
             patches: src.patches.clone(),
             kat_manifest: manifest.path.to_string(),
             kat_manifest_sha256: project::sha256_file(&manifest.path)?,
-            limits: Limits::default(),
+            limits: sb.limits.clone(),
             kat_timeout_secs: self.timeout,
-            instances: results,
+            build_timeout_secs: self.inputs.build_timeout,
+            instances: Vec::new(),
         };
-        project::write_json(&layout.kat_summary(&sub.id), &summary)?;
+        self.keep_earlier(layout, sub, &mut summary);
+        let ctx = Ctx {
+            verify: self,
+            build: BuildCtx {
+                sh,
+                env,
+                tc: &tc,
+                sb: &sb,
+                sub,
+                src,
+                rebuild: self.inputs.rebuild,
+                build_timeout: Duration::from_secs(self.inputs.build_timeout),
+            },
+            layout,
+            manifest,
+            harness_commit: summary.harness_commit.clone(),
+        };
+        for inst in instances {
+            if self.resume {
+                if let Some(kept) = ctx.current(&summary, inst)? {
+                    print_row(&kept, &tc, " (kept, --resume)");
+                    continue;
+                }
+            }
+            let r = ctx.verify_instance(inst)?;
+            print_row(&r, &tc, if r.build_reused { " (build reused)" } else { "" });
+            summary.put(r, sub);
+            summary.finished = project::now_utc();
+            project::write_json(&layout.kat_summary(&sub.id), &summary)?;
+            evidence::write_index(&self.inputs.out)?;
+        }
         Ok(summary)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn verify_instance(
-        &self,
-        sh: &Shell,
-        env: &BuildEnv,
-        tc: &ToolchainRecord,
-        sb: &Sandbox,
-        layout: &Layout,
-        sub: &Submission,
-        inst: &Instance,
-        src: &Source,
-        manifest: &Manifest,
-    ) -> Result<InstanceResult> {
-        let entry = manifest.entry(&inst.label);
-        let (plan, key, reused, failed) = match builder::ensure(sh, env, tc, sb, sub, inst, src, self.inputs.rebuild)? {
-            Built::Ok(b) => (b.plan, b.key, b.reused, None),
-            Built::Failed { plan, key, log } => (plan, key, false, Some(log)),
+    /// Keep the entries of an earlier summary made with the same toolchain, source and
+    /// KAT manifest; say so when they are dropped.
+    fn keep_earlier(&self, layout: &Layout, sub: &Submission, summary: &mut Summary) {
+        let path = layout.kat_summary(&sub.id);
+        match Summary::load(&path) {
+            Ok(Some(prev)) if prev.same_run(summary) => {
+                summary.started = prev.started.clone();
+                for r in prev.instances.into_iter().filter(|r| sub.instances.iter().any(|i| i.label == r.label)) {
+                    summary.put(r, sub);
+                }
+            }
+            Ok(Some(prev)) => println!(
+                "  earlier results ({} instances) dropped: made with another toolchain, source or KAT manifest",
+                prev.instances.len()
+            ),
+            Ok(None) => {}
+            Err(e) => println!("  earlier results dropped: {e:#}"),
+        }
+    }
+}
+
+fn print_row(r: &InstanceResult, tc: &ToolchainRecord, note: &str) {
+    println!(
+        "  {:<18} {:<14} {:<11} {}  [{}]{note}",
+        r.label,
+        tc.toolchain,
+        r.status,
+        r.actual_sha256.as_deref().map(short).unwrap_or("-"),
+        r.flag_set,
+    );
+    if let Some(m) = &r.message {
+        for line in m.lines() {
+            println!("      {line}");
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// The earlier entry of `inst` when it is current: same build key (so the same
+    /// compilers, source, patches, drivers and flags) and made by a completed run.
+    fn current(&self, summary: &Summary, inst: &Instance) -> Result<Option<InstanceResult>> {
+        let Some(prev) = summary.entry(&inst.label) else { return Ok(None) };
+        let key = self.build.key_of(inst)?;
+        Ok((prev.build_key == key).then(|| prev.clone()))
+    }
+
+    fn verify_instance(&self, inst: &Instance) -> Result<InstanceResult> {
+        let (sub, layout) = (self.build.sub, self.layout);
+        let entry = self.manifest.entry(&inst.label);
+        let built = self.build.ensure(inst)?;
+        let (plan, key) = match &built {
+            Built::Ok(b) => (b.record.plan.clone(), b.record.key.clone()),
+            Built::Failed { plan, key, .. } => (plan.clone(), key.clone()),
         };
         let mut r = InstanceResult {
             label: inst.label.clone(),
@@ -218,77 +355,147 @@ impl Verify {
             actual_sha256: None,
             log: None,
             build_key: key,
-            build_reused: reused,
+            build_reused: false,
+            library_sha256: None,
+            program_sha256: None,
             commands: plan.steps.iter().map(|s| s.argv.clone()).collect(),
             run_command: plan.run.clone(),
             run_outcome: None,
             run_seconds: None,
+            output_bytes: None,
             message: None,
+            finished: String::new(),
+            harness_commit: self.harness_commit.clone(),
         };
-        if let Some(log) = failed {
-            std::fs::write(layout.build_log(&sub.id, &inst.label), &log)?;
-            r.status = Status::Buildfail;
-            r.message = Some(format!(
-                "build failed with the {} flags; compiler output in {}:\n{}",
-                plan.flag_set,
-                layout.build_log(&sub.id, &inst.label),
-                tail(&log, 12)
-            ));
-            return Ok(r);
+        let build = match built {
+            Built::Ok(b) => b,
+            Built::Failed { log, .. } => {
+                let path = layout.build_log(&sub.id, &inst.label);
+                project::write_atomic(&path, log.as_bytes())?;
+                r.status = Status::Buildfail;
+                r.message = Some(format!(
+                    "build failed with the {} flags; compiler output in {path}:\n{}",
+                    plan.flag_set,
+                    tail(&log, 12)
+                ));
+                return Ok(r.finish());
+            }
+        };
+        r.build_reused = build.reused;
+        r.library_sha256 = build.record.output_sha256(recipe::LIBRARY).map(str::to_owned);
+        r.program_sha256 = build.record.output_sha256(&plan.run[0]).map(str::to_owned);
+        if let Some(why) = &build.rebuilt_because {
+            println!("  {}: rebuilt: {why}", inst.label);
         }
         let Some(entry) = entry else {
             r.status = Status::Nokat;
-            r.message = Some(format!("no line for {} in {}", inst.label, manifest.path));
-            return Ok(r);
+            r.message = Some(format!("no line for {} in {}", inst.label, self.manifest.path));
+            return Ok(r.finish());
         };
-        let exec = sb.exec(sh, Utf8Path::new(&plan.workdir), &plan.run, Duration::from_secs(self.timeout))?;
-        r.run_outcome = Some(exec.outcome.to_string());
-        r.run_seconds = Some(exec.wall.as_secs_f64());
+        let timeout = Duration::from_secs(self.verify.timeout);
+        let job = build.run_job(self.build.env.backend, self.build.src, &plan.run, timeout);
         let log_path = layout.kat_log(&sub.id, &inst.label);
-        std::fs::write(&log_path, &exec.stdout).with_context(|| format!("cannot write {log_path}"))?;
+        let mut tee = Tee {
+            file: std::io::BufWriter::new(tempfile::NamedTempFile::new_in(layout.kat_dir(&sub.id))?),
+            canonical: Canonical::new(entry.mode, entry.records, Sha256::default()),
+        };
+        let f = self.build.sb.run(self.build.sh, &job, &mut tee)?;
+        let tmp = tee.file.into_inner().map_err(|e| e.into_error()).context("cannot write the KAT log")?;
+        project::persist(tmp, &log_path)?;
         r.log = Some(log_path.to_string());
-        if let Some(status) = Status::from_run(exec.outcome) {
+        r.run_outcome = Some(f.outcome);
+        r.run_seconds = Some(f.wall.as_secs_f64());
+        r.output_bytes = Some(f.stdout_bytes);
+        if let Some(status) = Status::from_run(f.outcome) {
             r.status = status;
-            r.message = Some(format!(
-                "KAT program {}; stderr:\n{}",
-                exec.outcome,
-                tail(&String::from_utf8_lossy(&exec.stderr), 12)
-            ));
-            return Ok(r);
+            r.message = Some(self.describe(f.outcome, &f.stderr));
+            return Ok(r.finish());
         }
-        let actual = kat::digest(&exec.stdout, entry);
-        r.actual_sha256 = Some(actual.clone());
-        if actual != entry.sha256 {
-            r.status = Status::Mismatch;
-            r.message = Some(mismatch_message(entry, &actual, &exec.stdout, src, inst, sub));
+        match kat::finish_digest(tee.canonical) {
+            Ok(actual) => {
+                if actual != entry.sha256 {
+                    r.status = Status::Mismatch;
+                    r.message = Some(mismatch_message(entry, &actual, &log_path, self.build.src, inst, sub));
+                }
+                r.actual_sha256 = Some(actual);
+            }
+            Err(why) => {
+                r.status = Status::Mismatch;
+                r.message = Some(format!("expected sha256 {}\nno digest: {why}", entry.sha256));
+            }
         }
-        Ok(r)
+        Ok(r.finish())
+    }
+
+    /// What happened to a KAT program that did not finish cleanly.
+    fn describe(&self, outcome: Outcome, stderr: &str) -> String {
+        let limits = &self.build.sb.limits;
+        let what = match outcome {
+            Outcome::TimedOut => format!("timed out after {} s (the harness's clock)", self.verify.timeout),
+            Outcome::OutOfMemory => format!("was killed: out of memory (limit {})", limits.memory),
+            Outcome::OutputLimit => format!(
+                "printed more than the output cap ({} MiB) and was stopped; the log keeps the first {} MiB \
+                 (raise --output-cap-mib)",
+                limits.output_cap_bytes >> 20,
+                limits.output_cap_bytes >> 20
+            ),
+            other => other.to_string(),
+        };
+        format!("KAT program {what}; stderr:\n{}", tail(stderr, 12))
     }
 }
+
+impl InstanceResult {
+    fn finish(mut self) -> InstanceResult {
+        self.finished = project::now_utc();
+        self
+    }
+}
+
+/// The KAT log and its canonical digest, written as the program prints.
+struct Tee {
+    file: std::io::BufWriter<tempfile::NamedTempFile>,
+    canonical: Canonical<Sha256>,
+}
+
+impl Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write_all(buf)?;
+        self.canonical.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// How much of a KAT text the first-difference report reads.
+const DIFF_READ: u64 = 16 << 20;
 
 fn mismatch_message(
     entry: &kat::Entry,
     actual: &str,
-    text: &[u8],
+    generated: &Utf8Path,
     src: &Source,
     inst: &Instance,
     sub: &Submission,
 ) -> String {
     let mut m = format!("expected sha256 {}\nactual   sha256 {actual}", entry.sha256);
-    let reference: Option<Utf8PathBuf> = sub.kat.reference.as_ref().map(|r| src.root.join(inst.expand(r)));
-    let Some(path) = reference else {
+    let Some(path) = sub.kat.reference.as_ref().map(|r| src.root.join(inst.expand(r))) else {
         m.push_str("\nno reference KAT text ships with this source, so no record can be compared");
         return m;
     };
-    let Ok(reference) = std::fs::read(&path) else {
-        m.push_str(&format!("\nthe reference KAT text {path} is missing, so no record can be compared"));
+    let Ok(reference) = project::read_regular(&path, DIFF_READ) else {
+        m.push_str(&format!("\nthe reference KAT text {path} is missing or too large, so no record is compared"));
         return m;
     };
-    if kat::digest(&reference, entry) != entry.sha256 {
+    if kat::digest(&reference, entry).ok().as_deref() != Some(entry.sha256.as_str()) {
         m.push_str(&format!("\n{path} does not hash to the expected digest either; no record comparison"));
         return m;
     }
-    match kat::first_differing_record(&reference, text, entry.mode) {
+    let text = read_prefix(generated, DIFF_READ);
+    match kat::first_differing_record(&reference, &text, entry.mode) {
         Some((_, want, got)) => m.push_str(&format!(
             "\nfirst differing record (reference {path}):\n--- expected\n{}--- generated\n{}",
             tail(&want, 16),
@@ -297,6 +504,15 @@ fn mismatch_message(
         None => m.push_str("\nthe generated text equals the reference text outside the covered records"),
     }
     m
+}
+
+fn read_prefix(path: &Utf8Path, max: u64) -> Vec<u8> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(max).read_to_end(&mut data);
+    }
+    data
 }
 
 fn short(d: &str) -> &str {
@@ -309,4 +525,21 @@ fn tail(text: &str, n: usize) -> String {
     let mut s = lines[start..].join("\n");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_come_from_what_was_observed() {
+        assert_eq!(Status::from_run(Outcome::Exited(0)), None);
+        assert_eq!(Status::from_run(Outcome::Signalled(9)), Some(Status::Crash));
+        assert_eq!(Status::from_run(Outcome::OutOfMemory), Some(Status::Crash));
+        assert_eq!(Status::from_run(Outcome::TimedOut), Some(Status::Timeout));
+        assert_eq!(Status::from_run(Outcome::Exited(124)), Some(Status::Cryptofail));
+        assert_eq!(Status::from_run(Outcome::OutputLimit), Some(Status::Outputlimit));
+        assert_eq!(serde_json::to_string(&Status::Outputlimit).unwrap(), "\"OUTPUTLIMIT\"");
+        assert_eq!(Status::Buildfail.to_string(), "BUILDFAIL");
+    }
 }

@@ -87,11 +87,8 @@ fn quick_bench_writes_traceable_records() {
         assert_eq!(r["sizes"]["external"]["basis"], "encoded");
         // Memory: the library's PT_LOAD sizes as readelf reads them; peak >= baseline > 0.
         let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem");
-        let driver_cmd = r["commands"]["driver"].as_array().unwrap();
-        let out_arg = driver_cmd.iter().position(|a| a == "-o").unwrap() + 1;
-        let build_dir =
-            std::path::Path::new(driver_cmd[out_arg].as_str().unwrap()).parent().unwrap().file_name().unwrap();
-        let library = lib.join(build_dir).join("libinstance.so");
+        let key = r["build_key"].as_str().unwrap();
+        let library = lib.join(&key[..20]).join("out/libinstance.so");
         assert_eq!(r["memory"]["static_image_bytes"].as_u64().unwrap(), readelf_load_bytes(&library));
         assert_eq!(r["library_sha256"], sha256(&std::fs::read(&library).unwrap()));
         let baseline = r["memory"]["baseline_rss_kib"].as_i64().unwrap();

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+
+pub mod fixture;
 use std::process::{Command, Output};
 
 /// Run `xtask args...` (with `NGCC_CACHE` when given), echoing its output for failures.

@@ -1,0 +1,101 @@
+//! Ctrl-C and SIGTERM. The handler sets a flag and kills what is running (containers
+//! and host process groups); the command notices the flag when a sandboxed command
+//! returns and stops with [`Interrupted`]. A killed command therefore never becomes a
+//! candidate status, and nothing unfinished is recorded. `main` exits 130.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use xshell::Shell;
+
+use crate::engine::Engine;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
+
+/// How long the command may take to stop by itself after the signal.
+const GRACE: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Live {
+    Container(Engine, String),
+    /// A host process group (the unisolated host backend).
+    HostGroup(i32),
+}
+
+/// The error a command stops with after an interruption.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted: no status was recorded for unfinished work")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+pub fn install() {
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: stopping (containers are removed; press Ctrl-C again to quit at once)");
+        std::thread::spawn(|| {
+            kill_all();
+            std::thread::sleep(GRACE);
+            eprintln!("interrupted: the command did not stop within {} s", GRACE.as_secs());
+            std::process::exit(130);
+        });
+    });
+}
+
+pub fn is_set() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// `Err(Interrupted)` once the signal has come.
+pub fn check() -> anyhow::Result<()> {
+    if is_set() {
+        return Err(Interrupted.into());
+    }
+    Ok(())
+}
+
+/// Keeps `live` on the kill list while it exists.
+pub struct Registration(Live);
+
+impl Registration {
+    pub fn new(live: Live) -> Registration {
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(live.clone());
+        Registration(live)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).retain(|l| *l != self.0);
+    }
+}
+
+pub fn kill(live: &Live) {
+    match live {
+        Live::Container(engine, name) => {
+            if let Ok(sh) = Shell::new() {
+                let _ = engine.call(&sh, &engine.remove_args(name));
+            }
+        }
+        // SAFETY: killpg has no memory effects; a stale group id fails with ESRCH.
+        Live::HostGroup(pgid) => unsafe {
+            libc::killpg(*pgid, libc::SIGKILL);
+        },
+    }
+}
+
+fn kill_all() {
+    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for l in &live {
+        kill(l);
+    }
+}

@@ -1,0 +1,585 @@
+//! The sandbox every untrusted command runs in.
+//!
+//! Each command gets a fresh container (`run --init`, removed right after) as user
+//! 65534 with no capabilities, no network, a read-only root, a private `/tmp`, bounded
+//! memory, pids and file size, and only the mounts its [`Job`] names; at most one of
+//! them writable, a fresh folder. When the command ends, the container and every child
+//! it left go with it. Time limits come from the tool's own clock, output is streamed
+//! with a cap, and an engine failure is an error, never an [`Outcome`].
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use xshell::{cmd, Shell};
+
+use crate::engine::{Backend, Engine};
+use crate::interrupt::{self, Live, Registration};
+use crate::project;
+
+/// The user every sandboxed command runs as (nobody), inside and outside the container.
+pub const SANDBOX_UID: u32 = 65534;
+
+/// A host folder made visible to a command.
+#[derive(Debug, Clone)]
+pub struct Mount {
+    pub host: Utf8PathBuf,
+    pub guest: &'static str,
+    pub writable: bool,
+}
+
+/// Resource bounds of every sandboxed command.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Limits {
+    pub memory: String,
+    pub pids: u32,
+    /// Most bytes kept of a command's output; also the largest file it may write.
+    pub output_cap_bytes: u64,
+    /// Let perf_event_open through the engine's seccomp filter (timing only): the
+    /// default profiles allow it only with CAP_SYS_ADMIN, which is not granted instead.
+    pub perf_events: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { memory: "4g".into(), pids: 512, output_cap_bytes: 256 << 20, perf_events: false }
+    }
+}
+
+/// One command and what it may see.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub argv: Vec<String>,
+    /// The working directory as the command sees it.
+    pub workdir: Utf8PathBuf,
+    pub mounts: Vec<Mount>,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Outcome {
+    Exited(i32),
+    /// Killed by this signal (an exit status of 128+N from the container's init).
+    Signalled(i32),
+    /// The tool's own clock ran out and the tool killed the command.
+    TimedOut,
+    /// Killed by the memory limit.
+    OutOfMemory,
+    /// Printed more than the output cap; the tool killed it.
+    OutputLimit,
+}
+
+impl Outcome {
+    pub fn success(self) -> bool {
+        self == Outcome::Exited(0)
+    }
+
+    /// The exit status a container's init reports: 128+N means signal N. A command that
+    /// exits 128+N on purpose is indistinguishable, and gets the same (failing) status.
+    fn from_code(code: i32) -> Outcome {
+        match code {
+            129..=192 => Outcome::Signalled(code - 128),
+            c => Outcome::Exited(c),
+        }
+    }
+
+    fn from_status(status: std::process::ExitStatus) -> Outcome {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(c), _) => Outcome::from_code(c),
+            (None, Some(s)) => Outcome::Signalled(s),
+            (None, None) => Outcome::Signalled(0),
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Exited(c) => write!(f, "exit status {c}"),
+            Outcome::Signalled(s) => write!(f, "killed by signal {s}{}", signal_name(*s)),
+            Outcome::TimedOut => write!(f, "timed out"),
+            Outcome::OutOfMemory => write!(f, "out of memory"),
+            Outcome::OutputLimit => write!(f, "output over the cap"),
+        }
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        4 => " (SIGILL)",
+        6 => " (SIGABRT)",
+        7 => " (SIGBUS)",
+        8 => " (SIGFPE)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        15 => " (SIGTERM)",
+        25 => " (SIGXFSZ: file size limit)",
+        _ => "",
+    }
+}
+
+/// What a finished command left: its outcome, how much it printed, and a bounded
+/// excerpt of its stderr.
+#[derive(Debug)]
+pub struct Finished {
+    pub outcome: Outcome,
+    pub stdout_bytes: u64,
+    pub stderr: String,
+    pub wall: Duration,
+}
+
+/// Why the tool killed a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kill {
+    Clock,
+    Output,
+}
+
+/// Where untrusted commands run: an engine and image (or the host), and the limits.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    pub backend: Backend,
+    pub image: Option<String>,
+    pub limits: Limits,
+}
+
+impl Sandbox {
+    /// Run `job`, streaming its stdout into `stdout` (at most the output cap).
+    pub fn run(&self, sh: &Shell, job: &Job, stdout: &mut (dyn Write + Send)) -> Result<Finished> {
+        interrupt::check()?;
+        for m in &job.mounts {
+            check_mount(m)?;
+        }
+        let scratch = tempfile::tempdir().context("cannot create a scratch folder")?;
+        let scratch = Utf8Path::from_path(scratch.path()).context("non-UTF-8 temp path")?.to_owned();
+        let start = Instant::now();
+        let (outcome, stdout_bytes, stderr) = match self.backend {
+            Backend::Container(engine) => self.run_container(sh, engine, job, &scratch, stdout)?,
+            Backend::Host => run_host(job, self.limits.output_cap_bytes, stdout)?,
+        };
+        std::fs::remove_dir_all(&scratch).ok();
+        interrupt::check()?;
+        Ok(Finished { outcome, stdout_bytes, stderr, wall: start.elapsed() })
+    }
+
+    /// Run `job` and keep its stdout in memory (at most `keep` bytes; more is OutputLimit).
+    pub fn run_captured(&self, sh: &Shell, job: &Job, keep: u64) -> Result<(Finished, Vec<u8>)> {
+        let narrow = Sandbox { limits: Limits { output_cap_bytes: keep, ..self.limits.clone() }, ..self.clone() };
+        let mut out = Vec::new();
+        let f = narrow.run(sh, job, &mut out)?;
+        Ok((f, out))
+    }
+
+    /// First line of `program --version` in the sandbox.
+    pub fn version_line(&self, sh: &Shell, program: &str) -> Result<String> {
+        let job = Job {
+            argv: vec![program.into(), "--version".into()],
+            workdir: "/tmp".into(),
+            mounts: vec![],
+            timeout: Duration::from_secs(60),
+        };
+        let (f, out) = self.run_captured(sh, &job, 1 << 20)?;
+        if !f.outcome.success() {
+            bail!("`{program} --version` {}: {}", f.outcome, f.stderr.trim());
+        }
+        Ok(String::from_utf8_lossy(&out).lines().next().unwrap_or_default().trim().to_owned())
+    }
+
+    fn run_container(
+        &self,
+        sh: &Shell,
+        engine: Engine,
+        job: &Job,
+        scratch: &Utf8Path,
+        stdout: &mut (dyn Write + Send),
+    ) -> Result<(Outcome, u64, String)> {
+        let name = container_name();
+        let args = self.run_args(engine, job, &name)?;
+        let _registered = Registration::new(Live::Container(engine, name.clone()));
+        let _remove = Remove { engine, name: name.clone() };
+        let shell = Shell::new()?;
+        shell.change_dir(scratch);
+        let mut command = engine.command(&shell, &args);
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start `{}`", engine.command_line(&args)))?;
+        let kill = || {
+            let _ = engine.call(sh, &["kill".into(), "--signal".into(), "KILL".into(), name.clone()]);
+        };
+        let watched = watch(child, job.timeout, self.limits.output_cap_bytes, stdout, &kill)?;
+        interrupt::check()?;
+        let state = engine
+            .state(sh, &name)
+            .with_context(|| format!("`{}` failed: {}", engine.command_line(&args), watched.stderr.trim_end()))?;
+        if !state.started() || !state.error.is_empty() {
+            bail!(
+                "the engine could not run the command ({}; `{}`):\n{}",
+                watched.status,
+                engine.command_line(&args),
+                [state.error.as_str(), watched.stderr.trim_end()].join("\n").trim()
+            );
+        }
+        let outcome = match watched.killed {
+            Some(Kill::Clock) => Outcome::TimedOut,
+            Some(Kill::Output) => Outcome::OutputLimit,
+            None if engine.out_of_memory(&state, scratch) => Outcome::OutOfMemory,
+            None => Outcome::from_code(state.exit_code),
+        };
+        Ok((outcome, watched.stdout_bytes, watched.stderr))
+    }
+
+    fn run_args(&self, engine: Engine, job: &Job, name: &str) -> Result<Vec<String>> {
+        let l = &self.limits;
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            "--name".into(),
+            name.into(),
+            "--init".into(),
+            // The engine would keep its own unbounded copy of the output.
+            "--log-driver=none".into(),
+            format!("--user={SANDBOX_UID}:{SANDBOX_UID}"),
+            "--network=none".into(),
+            "--cap-drop=all".into(),
+            "--security-opt=no-new-privileges".into(),
+            "--read-only".into(),
+            "--tmpfs=/tmp:rw,exec,size=1g,mode=1777".into(),
+            format!("--memory={}", l.memory),
+            format!("--memory-swap={}", l.memory),
+            format!("--pids-limit={}", l.pids),
+            "--ulimit=nofile=1024:1024".into(),
+            "--ulimit=nproc=1024:1024".into(),
+            "--ulimit=core=0".into(),
+            format!("--ulimit=fsize={}", l.output_cap_bytes.max(1)),
+            "--env=HOME=/tmp".into(),
+            format!("--workdir={}", job.workdir),
+        ];
+        if l.perf_events && engine == Engine::Podman {
+            match seccomp_with_perf()? {
+                Some(profile) => args.push(format!("--security-opt=seccomp={profile}")),
+                None => eprintln!("warning: no podman seccomp profile found; perf_event_open stays blocked"),
+            }
+        }
+        for m in &job.mounts {
+            let mode = if m.writable { "rw" } else { "ro" };
+            args.push(format!("--volume={}:{}:{mode}", m.host, m.guest));
+        }
+        args.push(self.image.clone().context("a container sandbox needs an image")?);
+        args.extend(job.argv.iter().cloned());
+        Ok(args)
+    }
+}
+
+/// Removes the container when the run is over, whatever happened.
+struct Remove {
+    engine: Engine,
+    name: String,
+}
+
+impl Drop for Remove {
+    fn drop(&mut self) {
+        if let Ok(sh) = Shell::new() {
+            if let Err(e) = self.engine.call(&sh, &self.engine.remove_args(&self.name)) {
+                eprintln!("warning: could not remove container {}: {e:#}", self.name);
+            }
+        }
+    }
+}
+
+fn container_name() -> String {
+    use std::sync::atomic::AtomicU64;
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    format!("ngcc-repro-{}-{}-{nanos}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A mount must be a real folder (not a link) whose path the engine can parse; a
+/// writable one is handed to the sandbox user.
+fn check_mount(m: &Mount) -> Result<()> {
+    if m.host.as_str().contains(':') || m.host.as_str().contains(',') {
+        bail!("cannot mount {}: the path contains ':' or ','", m.host);
+    }
+    let meta = std::fs::symlink_metadata(&m.host).with_context(|| format!("cannot mount {}", m.host))?;
+    if !meta.is_dir() {
+        bail!("cannot mount {}: not a folder", m.host);
+    }
+    if m.writable {
+        give_to_sandbox(&m.host)?;
+    }
+    Ok(())
+}
+
+/// Make a fresh host folder writable for the sandbox user: owned by it when the tool
+/// runs as root (rootful engines map it 1:1), else open to all (rootless engines map
+/// it to a subordinate id) inside the tool's own cache.
+pub fn give_to_sandbox(dir: &Utf8Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(dir, Some(SANDBOX_UID), Some(SANDBOX_UID))
+            .with_context(|| format!("cannot hand {dir} to the sandbox user"))
+    } else {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))
+            .with_context(|| format!("cannot open {dir} to the sandbox user"))
+    }
+}
+
+struct Watched {
+    status: std::process::ExitStatus,
+    killed: Option<Kill>,
+    stdout_bytes: u64,
+    stderr: String,
+}
+
+/// Wait for `child` under the tool's clock while pumping its output; `kill` stops it
+/// when the clock runs out or stdout passes `cap`.
+fn watch(
+    mut child: Child,
+    timeout: Duration,
+    cap: u64,
+    stdout: &mut (dyn Write + Send),
+    kill: &dyn Fn(),
+) -> Result<Watched> {
+    let over = AtomicBool::new(false);
+    let out_pipe = child.stdout.take().context("no stdout pipe")?;
+    let err_pipe = child.stderr.take().context("no stderr pipe")?;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        let out = s.spawn(|| pump(out_pipe, stdout, cap, &over));
+        let err = s.spawn(|| {
+            let mut excerpt = Excerpt::default();
+            let never = AtomicBool::new(false);
+            pump(err_pipe, &mut excerpt, u64::MAX, &never).map(|_| excerpt.text())
+        });
+        let mut killed = None;
+        let mut last_kill: Option<Instant> = None;
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if killed.is_none() {
+                killed = if over.load(Ordering::SeqCst) {
+                    Some(Kill::Output)
+                } else if start.elapsed() > timeout {
+                    Some(Kill::Clock)
+                } else {
+                    None
+                };
+            }
+            // Again every second: a container may not exist yet at the first attempt.
+            let due = last_kill.is_none_or(|t| t.elapsed() > Duration::from_secs(1));
+            if (killed.is_some() || interrupt::is_set()) && due {
+                kill();
+                last_kill = Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stdout_bytes = out.join().map_err(|_| anyhow::anyhow!("stdout reader panicked"))??;
+        let stderr = err.join().map_err(|_| anyhow::anyhow!("stderr reader panicked"))??;
+        Ok(Watched { status, killed, stdout_bytes, stderr })
+    })
+}
+
+/// Copy `from` into `to` until EOF, writing at most `cap` bytes; past the cap the rest
+/// is read and dropped (so the writer never blocks) and `over` is set.
+fn pump(mut from: impl Read, to: &mut (dyn Write + Send), cap: u64, over: &AtomicBool) -> Result<u64> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total: u64 = 0;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("cannot read the command's output"),
+        };
+        let room = cap.saturating_sub(total).min(n as u64) as usize;
+        if room > 0 {
+            to.write_all(&buf[..room]).context("cannot store the command's output")?;
+        }
+        total += n as u64;
+        if total > cap {
+            over.store(true, Ordering::SeqCst);
+        }
+    }
+    Ok(total)
+}
+
+/// The first and last 32 KiB of a stream: compiler errors come first, crashes last.
+#[derive(Default)]
+struct Excerpt {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped: u64,
+}
+
+const EXCERPT: usize = 32 << 10;
+
+impl Write for Excerpt {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let take = (EXCERPT - self.head.len()).min(buf.len());
+        self.head.extend_from_slice(&buf[..take]);
+        for &b in &buf[take..] {
+            if self.tail.len() == EXCERPT {
+                self.tail.pop_front();
+                self.dropped += 1;
+            }
+            self.tail.push_back(b);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Excerpt {
+    fn text(self) -> String {
+        let mut s = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            s.push_str(&format!("\n[... {} bytes left out ...]\n", self.dropped));
+        }
+        let tail: Vec<u8> = self.tail.into_iter().collect();
+        s.push_str(&String::from_utf8_lossy(&tail));
+        s
+    }
+}
+
+/// The unisolated host backend: the command in its own process group, killed as a
+/// group when it ends, so that no child outlives it.
+fn run_host(job: &Job, cap: u64, stdout: &mut (dyn Write + Send)) -> Result<(Outcome, u64, String)> {
+    use std::os::unix::process::CommandExt;
+    let sh = Shell::new()?;
+    sh.change_dir(&job.workdir);
+    let (program, args) = job.argv.split_first().context("empty command")?;
+    let mut command: std::process::Command = cmd!(sh, "{program} {args...}").into();
+    let child = command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run `{}` in {}", job.argv.join(" "), job.workdir))?;
+    let group = Live::HostGroup(child.id() as i32);
+    let _registered = Registration::new(group.clone());
+    let watched = watch(child, job.timeout, cap, stdout, &|| interrupt::kill(&group))?;
+    interrupt::kill(&group);
+    let outcome = match watched.killed {
+        Some(Kill::Clock) => Outcome::TimedOut,
+        Some(Kill::Output) => Outcome::OutputLimit,
+        None => Outcome::from_status(watched.status),
+    };
+    Ok((outcome, watched.stdout_bytes, watched.stderr))
+}
+
+/// The engine's default seccomp profile with `perf_event_open` allowed and nothing else
+/// changed; written to the cache. None when the engine's profile file is not found.
+fn seccomp_with_perf() -> Result<Option<Utf8PathBuf>> {
+    let default = Utf8Path::new("/usr/share/containers/seccomp.json");
+    let Ok(text) = std::fs::read_to_string(default) else { return Ok(None) };
+    let derived =
+        allow_syscall(&text, "perf_event_open").with_context(|| format!("unexpected seccomp profile {default}"))?;
+    let path = project::cache_dir().join("seccomp-perf.json");
+    project::write_atomic(&path, derived.as_bytes())?;
+    Ok(Some(path))
+}
+
+/// Remove `name` from every rule of a seccomp profile and add one rule allowing it.
+pub fn allow_syscall(profile: &str, name: &str) -> Result<String> {
+    let mut p: serde_json::Value = serde_json::from_str(profile)?;
+    let rules = p["syscalls"].as_array_mut().context("no syscalls array")?;
+    for rule in rules.iter_mut() {
+        if let Some(names) = rule["names"].as_array_mut() {
+            names.retain(|n| n != name);
+        }
+    }
+    rules.retain(|r| r["names"].as_array().is_none_or(|n| !n.is_empty()));
+    rules.push(serde_json::json!({ "names": [name], "action": "SCMP_ACT_ALLOW", "args": [] }));
+    Ok(serde_json::to_string_pretty(&p)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_syscall_moves_one_name_into_an_allow_rule() {
+        let profile = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[
+            {"names":["read","write"],"action":"SCMP_ACT_ALLOW","args":[]},
+            {"names":["bpf","perf_event_open"],"action":"SCMP_ACT_ERRNO","args":[]},
+            {"names":["perf_event_open"],"action":"SCMP_ACT_ERRNO","args":[]}]}"#;
+        let out: serde_json::Value = serde_json::from_str(&allow_syscall(profile, "perf_event_open").unwrap()).unwrap();
+        let rules = out["syscalls"].as_array().unwrap();
+        assert_eq!(rules.len(), 3);
+        assert_eq!(rules[1]["names"], serde_json::json!(["bpf"]));
+        assert_eq!(rules[1]["action"], "SCMP_ACT_ERRNO");
+        assert_eq!(rules[2], serde_json::json!({"names": ["perf_event_open"], "action": "SCMP_ACT_ALLOW", "args": []}));
+        assert_eq!(out["defaultAction"], "SCMP_ACT_ERRNO");
+    }
+
+    #[test]
+    fn exit_codes_map_to_outcomes_without_inventing_timeouts() {
+        assert_eq!(Outcome::from_code(0), Outcome::Exited(0));
+        assert_eq!(Outcome::from_code(124), Outcome::Exited(124));
+        assert_eq!(Outcome::from_code(137), Outcome::Signalled(9));
+        assert_eq!(Outcome::from_code(127), Outcome::Exited(127));
+        assert_eq!(Outcome::Signalled(9).to_string(), "killed by signal 9 (SIGKILL)");
+    }
+
+    #[test]
+    fn pump_keeps_at_most_the_cap_and_reads_everything() {
+        let input = vec![7u8; 300_000];
+        let mut out = Vec::new();
+        let over = AtomicBool::new(false);
+        let total = pump(&input[..], &mut out, 100_000, &over).unwrap();
+        assert_eq!((total, out.len()), (300_000, 100_000));
+        assert!(over.load(Ordering::SeqCst));
+        let mut out = Vec::new();
+        let over = AtomicBool::new(false);
+        pump(&input[..1000], &mut out, 1000, &over).unwrap();
+        assert!(!over.load(Ordering::SeqCst), "exactly the cap is not over it");
+    }
+
+    #[test]
+    fn excerpt_keeps_head_and_tail() {
+        let mut e = Excerpt::default();
+        e.write_all(b"first error\n").unwrap();
+        e.write_all(&vec![b'x'; 3 * EXCERPT]).unwrap();
+        e.write_all(b"\nlast line\n").unwrap();
+        let t = e.text();
+        assert!(t.starts_with("first error\n"));
+        assert!(t.ends_with("last line\n"));
+        assert!(t.contains("bytes left out"));
+        assert!(t.len() < 3 * EXCERPT);
+    }
+
+    #[test]
+    fn host_commands_stop_on_the_tools_clock_and_at_the_output_cap() {
+        let sb = Sandbox { backend: Backend::Host, image: None, limits: Limits::default() };
+        let sh = Shell::new().unwrap();
+        let job = |argv: &[&str], secs| Job {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            workdir: "/".into(),
+            mounts: vec![],
+            timeout: Duration::from_secs(secs),
+        };
+        let (f, _) = sb.run_captured(&sh, &job(&["sleep", "30"], 1), 1024).unwrap();
+        assert_eq!(f.outcome, Outcome::TimedOut);
+        assert!(f.wall < Duration::from_secs(10));
+        let (f, out) = sb.run_captured(&sh, &job(&["yes"], 30), 4096).unwrap();
+        assert_eq!(f.outcome, Outcome::OutputLimit);
+        assert_eq!(out.len(), 4096);
+        let (f, _) = sb.run_captured(&sh, &job(&["sh", "-c", "kill -KILL $$"], 30), 1024).unwrap();
+        assert_eq!(f.outcome, Outcome::Signalled(9));
+    }
+}

@@ -1,0 +1,320 @@
+//! A hostile submitter against the harness: fixture instances whose `kem_keygen`
+//! attacks once (tests/fixture/hostile.h), run in the Debian 13 container. Each gets
+//! the status the attack deserves, the host canary is byte-identical afterwards, no
+//! connection reaches the host, no container is left, and no build folder changes
+//! except by its own build. Then: a poisoned build cache, a FIFO header, and Ctrl-C.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::fixture::*;
+
+/// The attacks of hostile.h, with the status each must get.
+const ATTACKS: &[(&str, u32, &str)] = &[
+    ("hx-plant", 1, "PASS"),
+    ("hx-writes", 2, "PASS"),
+    ("hx-sigkill", 3, "CRASH"),
+    ("hx-oom", 4, "CRASH"),
+    ("hx-flood", 5, "OUTPUTLIMIT"),
+    ("hx-forkbomb", 6, "PASS"),
+    ("hx-net", 7, "PASS"),
+    ("hx-background", 8, "PASS"),
+    // The control: its allowed write counts as a hit, so the attack code demonstrably
+    // runs and a hit demonstrably changes the verdict.
+    ("hx-control", 9, "CRYPTOFAIL"),
+];
+
+fn instances(canary: &Path, port: u16) -> Vec<Inst> {
+    let common = format!(
+        "#define _DEFAULT_SOURCE 1\n#define HOSTILE_CANARY \"{}\"\n#define HOSTILE_PORT {port}\n\
+         #define HOSTILE_FLOOD_MIB 8\n",
+        canary.display()
+    );
+    let mut v: Vec<Inst> =
+        ATTACKS.iter().map(|&(label, n, _)| (label, 16, format!("{common}#define FIX_HOSTILE {n}\n"))).collect();
+    v.push(("fix-16", 16, String::new()));
+    v.push(("fix-crash", 16, "#define FIX_CRASH 1\n".into()));
+    v
+}
+
+struct Env {
+    tmp: tempfile::TempDir,
+    cache: PathBuf,
+    out: PathBuf,
+    manifest: PathBuf,
+    zip: PathBuf,
+}
+
+impl Env {
+    fn new(insts: &[Inst], tree_hook: impl Fn(&Path)) -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let tree = tmp.path().join("tree");
+        write_tree(&tree, insts);
+        tree_hook(&tree);
+        let zip = tmp.path().join("Fixture KEM v1.zip");
+        zip_tree(&tree, &zip);
+        let manifest = manifest_dir(&tmp.path().join("m"), &zip, false, insts);
+        Env { cache: tmp.path().join("cache"), out: tmp.path().join("out"), manifest, zip, tmp }
+    }
+
+    /// `xtask verify <fixture> --archive ... <extra>` in a container, in its own
+    /// process group; returns its pid and output.
+    fn verify(&self, extra: &[&str]) -> (u32, Output) {
+        let child = self.spawn_verify(extra);
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (pid, out)
+    }
+
+    fn spawn_verify(&self, extra: &[&str]) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        let mut args: Vec<&str> = vec!["verify", self.manifest.to_str().unwrap(), "--engine", "podman"];
+        args.extend(["--out", self.out.to_str().unwrap(), "--archive", self.zip.to_str().unwrap()]);
+        args.extend(extra);
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(&args)
+            .env("NGCC_CACHE", &self.cache)
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        common::summary(&self.out, "fixture-kem")
+    }
+
+    fn evidence_ok(&self) -> bool {
+        common::xtask(&["evidence", "check", self.out.to_str().unwrap()], None).status.success()
+    }
+}
+
+fn entry<'a>(s: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
+    s["instances"].as_array().unwrap().iter().find(|i| i["label"] == label).unwrap_or_else(|| panic!("{label}"))
+}
+
+/// Containers this xtask process left behind.
+fn leftover_containers(pid: u32) -> Vec<String> {
+    let out = Command::new("podman").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
+    let prefix = format!("ngcc-repro-{pid}-");
+    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(&prefix)).map(str::to_owned).collect()
+}
+
+#[test]
+fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox() {
+    let canary_dir = tempfile::tempdir().unwrap();
+    let canary = canary_dir.path().join("canary.txt");
+    let canary_text = format!("canary {:?}\n", Instant::now());
+    std::fs::write(&canary, &canary_text).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let insts = instances(&canary, port);
+    let env = Env::new(&insts, |_| {});
+    let limits = ["--timeout", "30", "--memory", "512m", "--output-cap-mib", "4"];
+
+    let (pid, run) = env.verify(&limits);
+    assert!(!run.status.success(), "crashing instances fail the run");
+    let s = env.summary();
+    for &(label, _, want) in ATTACKS {
+        assert_eq!(entry(&s, label)["status"], want, "{label}: {}", entry(&s, label)["message"]);
+    }
+    assert_eq!(entry(&s, "fix-16")["status"], "PASS");
+    let msg = |l: &str| entry(&s, l)["message"].as_str().unwrap_or_default().to_owned();
+    assert!(msg("hx-sigkill").contains("killed by signal 9 (SIGKILL)"), "{}", msg("hx-sigkill"));
+    assert!(msg("hx-oom").contains("out of memory (limit 512m)"), "{}", msg("hx-oom"));
+    assert!(msg("hx-flood").contains("output cap (4 MiB)"), "{}", msg("hx-flood"));
+    assert!(entry(&s, "hx-flood")["output_bytes"].as_u64().unwrap() > 4 << 20);
+    assert_eq!(std::fs::metadata(env.out.join("local/kat/fixture-kem/hx-flood.log")).unwrap().len(), 4 << 20);
+    // Children that outlive the program die with its container: no wait for them.
+    for label in ["hx-background", "hx-forkbomb", "hx-plant"] {
+        let secs = entry(&s, label)["run_seconds"].as_f64().unwrap();
+        assert!(secs < 20.0, "{label} ran {secs} s");
+    }
+    // Every KAT run and build step of the host's record names its digests.
+    assert_eq!(entry(&s, "fix-16")["library_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(entry(&s, "fix-16")["program_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), canary_text, "the host canary changed");
+    assert!(listener.accept().is_err(), "a sandboxed program reached the host's loopback");
+    assert!(leftover_containers(pid).is_empty(), "{:?}", leftover_containers(pid));
+    assert!(env.evidence_ok());
+
+    // Nothing changed any build but its own: every build is reused as it is, which the
+    // tool does only when every file still has the digest it took after the build.
+    let (_, again) = env.verify(&limits);
+    let s2 = env.summary();
+    for i in s2["instances"].as_array().unwrap() {
+        assert_eq!(i["build_reused"], true, "{}", i["label"]);
+        assert_eq!(i["status"], entry(&s, i["label"].as_str().unwrap())["status"]);
+    }
+    assert!(!String::from_utf8_lossy(&again.stdout).contains("rebuilt"));
+
+    // A poisoned cache: the crashing instance's build gets a passing instance's files.
+    let build_dir = |label: &str| {
+        let key = entry(&s, label)["build_key"].as_str().unwrap().to_owned();
+        env.cache.join("builds/fixture-kem").join(&key[..20]).join("out")
+    };
+    for f in ["libinstance.so", "kat"] {
+        let target = build_dir("fix-crash").join(f);
+        std::fs::remove_file(&target).unwrap();
+        std::fs::copy(build_dir("fix-16").join(f), &target).unwrap();
+    }
+    let (_, poisoned) = env.verify(&[&limits[..], &["--instance", "fix-crash"]].concat());
+    let text = String::from_utf8_lossy(&poisoned.stdout);
+    assert!(text.contains("fix-crash: rebuilt: the earlier build's files changed"), "{text}");
+    let s3 = env.summary();
+    assert_eq!(entry(&s3, "fix-crash")["status"], "CRASH");
+    assert_eq!(entry(&s3, "fix-crash")["build_reused"], false);
+    // A partial run keeps every other instance's result.
+    assert_eq!(s3["instances"].as_array().unwrap().len(), insts.len());
+    assert_eq!(entry(&s3, "hx-oom")["finished"], entry(&s2, "hx-oom")["finished"]);
+    assert!(env.evidence_ok());
+
+    // An engine that cannot run the command is a tool error, never a status, and
+    // nothing recorded changes.
+    let before = std::fs::read(env.out.join("local/kat/fixture-kem/summary.json")).unwrap();
+    let index = std::fs::read(env.out.join("EVIDENCE.sha256")).unwrap();
+    let (pid, broken) = env.verify(&["--memory", "lots", "--rebuild"]);
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&broken.stderr).contains("podman"), "the engine's message is shown");
+    assert_eq!(std::fs::read(env.out.join("local/kat/fixture-kem/summary.json")).unwrap(), before);
+    assert_eq!(std::fs::read(env.out.join("EVIDENCE.sha256")).unwrap(), index);
+    assert!(leftover_containers(pid).is_empty());
+}
+
+#[test]
+fn a_fifo_in_the_source_tree_is_a_build_failure_within_the_build_timeout() {
+    let insts: Vec<Inst> = vec![("hx-fifo", 16, "#include \"fifo.h\"\n".into())];
+    let env = Env::new(&insts, |_| {});
+    let tree = env.tmp.path().join("tree-with-fifo");
+    let root = write_tree(&tree, &insts);
+    let fifo = std::ffi::CString::new(root.join("hx-fifo/fifo.h").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let t = Instant::now();
+    let run = common::xtask(
+        &[
+            "verify",
+            env.manifest.to_str().unwrap(),
+            "--engine",
+            "podman",
+            "--out",
+            env.out.to_str().unwrap(),
+            "--source-dir",
+            tree.to_str().unwrap(),
+            "--build-timeout",
+            "5",
+        ],
+        Some(&env.cache),
+    );
+    assert!(!run.status.success());
+    let s = env.summary();
+    assert_eq!(entry(&s, "hx-fifo")["status"], "BUILDFAIL");
+    let m = entry(&s, "hx-fifo")["message"].as_str().unwrap().to_owned();
+    assert!(m.contains("timed out after 5 s"), "{m}");
+    assert!(t.elapsed() < Duration::from_secs(90));
+}
+
+/// Statuses and digests: what a resumed run must reproduce.
+fn verdicts(s: &serde_json::Value) -> Vec<(String, String, String)> {
+    let f = |v: &serde_json::Value| v.as_str().unwrap_or("-").to_owned();
+    s["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (f(&i["label"]), f(&i["status"]), f(&i["actual_sha256"])))
+        .collect()
+}
+
+#[test]
+fn ctrl_c_records_nothing_unfinished_and_resume_finishes_the_job() {
+    let insts: Vec<Inst> = [("fix-a", 16), ("fix-b", 20), ("fix-c", 24), ("fix-d", 28), ("fix-e", 12), ("fix-f", 40)]
+        .into_iter()
+        .map(|(l, n)| (l, n, String::new()))
+        .collect();
+    let reference = Env::new(&insts, |_| {});
+    let t = Instant::now();
+    let (_, run) = reference.verify(&[]);
+    assert!(run.status.success());
+    let full = t.elapsed();
+    let want = verdicts(&reference.summary());
+
+    let env = Env::new(&insts, |_| {});
+    // Each round interrupts a fresh rebuild at another point of the run.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    for round in 0..3u32 {
+        let fraction = 0.15 + 0.25 * round as f64 + (nanos % 100) as f64 / 1000.0;
+        let child = env.spawn_verify(&["--rebuild"]);
+        let pid = child.id();
+        std::thread::sleep(full.mul_f64(fraction));
+        // SAFETY: signals the process group the test made for the child.
+        unsafe { libc::killpg(pid as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        eprintln!(
+            "round {round} at {fraction:.2} of {full:?}: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(matches!(out.status.code(), Some(130) | Some(0)), "{:?}", out.status);
+        assert!(leftover_containers(pid).is_empty(), "{:?}", leftover_containers(pid));
+        if env.out.join("EVIDENCE.sha256").exists() {
+            assert!(env.evidence_ok(), "an interrupted run left evidence that does not match its index");
+        }
+        if env.out.join("local/kat/fixture-kem/summary.json").exists() {
+            let got = verdicts(&env.summary());
+            for v in &got {
+                assert!(want.contains(v), "interrupted run recorded {v:?}");
+            }
+        }
+    }
+    let (_, resumed) = env.verify(&["--resume"]);
+    assert!(resumed.status.success());
+    assert_eq!(verdicts(&env.summary()), want);
+    assert!(env.evidence_ok());
+}
+
+/// Peak RSS of xtask, in KiB, from `/usr/bin/time -v`.
+fn max_rss_kib(stderr: &str) -> u64 {
+    let line = stderr.lines().find(|l| l.contains("Maximum resident set size")).expect("time -v output");
+    line.rsplit(':').next().unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn two_gib_of_output_leave_xtask_memory_bounded() {
+    let header = "#define _DEFAULT_SOURCE 1\n#define HOSTILE_CANARY \"/nonexistent\"\n#define HOSTILE_PORT 9\n\
+                  #define HOSTILE_FLOOD_MIB 2048\n#define FIX_HOSTILE 5\n";
+    let insts: Vec<Inst> = vec![("hx-flood", 16, header.into())];
+    let env = Env::new(&insts, |_| {});
+    // Killed at the default cap (256 MiB), then with the cap above 2 GiB so that all of
+    // it streams through xtask into the log.
+    for (cap, status) in [(None, "OUTPUTLIMIT"), (Some("3072"), "MISMATCH")] {
+        let t = Instant::now();
+        let mut args = vec!["verify", env.manifest.to_str().unwrap(), "--engine", "podman"];
+        args.extend(["--out", env.out.to_str().unwrap(), "--archive", env.zip.to_str().unwrap()]);
+        args.extend(cap.map(|c| ["--output-cap-mib", c]).iter().flatten());
+        let out = Command::new("/usr/bin/time")
+            .arg("-v")
+            .arg(env!("CARGO_BIN_EXE_xtask"))
+            .args(&args)
+            .env("NGCC_CACHE", &env.cache)
+            .output()
+            .expect("/usr/bin/time (package time) runs xtask");
+        let rss = max_rss_kib(&String::from_utf8_lossy(&out.stderr));
+        let s = env.summary();
+        let bytes = entry(&s, "hx-flood")["output_bytes"].as_u64().unwrap();
+        let log = std::fs::metadata(env.out.join("local/kat/fixture-kem/hx-flood.log")).unwrap().len();
+        eprintln!("flood, cap {cap:?} MiB: peak RSS {rss} KiB, {bytes} bytes read, log {log} bytes, {:?}", t.elapsed());
+        assert_eq!(entry(&s, "hx-flood")["status"], status);
+        match cap {
+            None => assert!(bytes > 256 << 20 && log == 256 << 20),
+            Some(_) => assert!(bytes > 2 << 30 && log == bytes),
+        }
+        assert!(rss < 200 * 1024, "peak RSS {rss} KiB");
+    }
+}
