@@ -284,16 +284,7 @@ impl Bench {
     ) -> Result<Vec<String>> {
         let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
         let tc = env.record(sh, &sb)?;
-        let bctx = BuildCtx {
-            sh,
-            env,
-            tc: &tc,
-            sb: &sb,
-            sub,
-            src,
-            rebuild: self.inputs.rebuild,
-            build_timeout: Duration::from_secs(self.inputs.build_timeout),
-        };
+        let bctx = BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs };
         let mut environment = env::collect(sh, profile, self.cpu, env.arch, Some(&tc));
         println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
         println!(

@@ -185,8 +185,8 @@ pub struct BuildCtx<'a> {
     pub sb: &'a Sandbox,
     pub sub: &'a Submission,
     pub src: &'a Source,
-    pub rebuild: bool,
-    pub build_timeout: Duration,
+    /// `--rebuild` and `--build-timeout`.
+    pub inputs: &'a Inputs,
 }
 
 /// Host folder of a submission's builds; never mounted itself.
@@ -212,7 +212,7 @@ impl BuildCtx<'_> {
         let dir = work_dir(self.sub).join(&key[..20]);
         let (record_path, out) = (dir.join("build.json"), dir.join("out"));
         let mut rebuilt_because = None;
-        if !self.rebuild {
+        if !self.inputs.rebuild {
             match reusable(&record_path, &out, &key) {
                 Ok(Some(record)) => return Ok(Built::Ok(Build { record, reused: true, rebuilt_because, out })),
                 Ok(None) => {}
@@ -261,7 +261,7 @@ impl BuildCtx<'_> {
             ),
             Backend::Host => (out.to_owned(), vec![]),
         };
-        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout: self.build_timeout };
+        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout: self.build_timeout() };
         let (f, stdout) = self.sb.run_captured(self.sh, &job, 1 << 20)?;
         let start = log.len();
         log.push_str(&format!("$ {}\n", step.argv.join(" ")));
@@ -271,11 +271,15 @@ impl BuildCtx<'_> {
             return Ok(Ok(()));
         }
         let why = match f.outcome {
-            crate::sandbox::Outcome::TimedOut => format!("timed out after {} s", self.build_timeout.as_secs()),
+            crate::sandbox::Outcome::TimedOut => format!("timed out after {} s", self.inputs.build_timeout),
             other => other.to_string(),
         };
         log.push_str(&format!("{} failed: {why}\n", step.what));
         Ok(Err(log[start..].to_owned()))
+    }
+
+    fn build_timeout(&self) -> Duration {
+        Duration::from_secs(self.inputs.build_timeout)
     }
 
     /// Inputs that decide a build; equal keys mean the earlier build can be reused.

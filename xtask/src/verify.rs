@@ -258,16 +258,7 @@ impl Verify {
         self.keep_earlier(layout, sub, &mut summary);
         let ctx = Ctx {
             verify: self,
-            build: BuildCtx {
-                sh,
-                env,
-                tc: &tc,
-                sb: &sb,
-                sub,
-                src,
-                rebuild: self.inputs.rebuild,
-                build_timeout: Duration::from_secs(self.inputs.build_timeout),
-            },
+            build: BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs },
             layout,
             manifest,
             harness_commit: summary.harness_commit.clone(),
