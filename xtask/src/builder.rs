@@ -384,13 +384,14 @@ impl Inputs {
     /// Load the submissions, run `check` on each, and obtain their sources before any
     /// image work (a missing archive fails at once); then select the engine and image.
     pub fn prepare(&self, sh: &Shell, check: impl Fn(&Submission) -> Result<()>) -> Result<Prepared> {
-        if (self.archive.is_some() || self.source_dir.is_some()) && self.ids.len() != 1 {
-            bail!("--archive and --source-dir apply to one submission at a time");
-        }
         let profile = SystemProfile::load(&self.system)?;
+        let ids = profile.ids(&self.ids);
+        if (self.archive.is_some() || self.source_dir.is_some()) && ids.len() != 1 {
+            bail!("--archive and --source-dir apply to one submission at a time (given: {})", ids.join(" "));
+        }
         let overrides = sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone() };
         let mut work = Vec::new();
-        for id in &self.ids {
+        for id in &ids {
             let sub = Submission::load(id)?;
             check(&sub)?;
             let src = sources::obtain(sh, &sub, &overrides)

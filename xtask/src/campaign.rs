@@ -18,9 +18,6 @@ use crate::toolchain::Toolchain;
 use crate::verify::{Status, Summary};
 use crate::{image, project};
 
-/// What `cargo xtask campaign` runs with no arguments.
-pub const DEFAULT_SUBMISSION: &str = "pqclean-ml-kem";
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
     Image,
@@ -75,9 +72,8 @@ impl Campaign {
     }
 
     pub fn run(self, sh: &Shell) -> Result<()> {
-        let ids = if self.ids.is_empty() { vec![DEFAULT_SUBMISSION.to_owned()] } else { self.ids.clone() };
-        let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         let profile = SystemProfile::load(&self.system)?;
+        let subs = profile.ids(&self.ids).iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         let layout = Layout::new(&self.out, &self.system);
         let mut steps = vec![Step::Image];
         for sub in &subs {

@@ -54,7 +54,8 @@ impl Backend {
                         eprintln!(
                             "WARNING: no working container engine ({}); falling back to the HOST \
                              toolchain. Results are marked `toolchain: host (unpinned)` and are not \
-                             comparable with pinned runs.",
+                             comparable with pinned runs. `cargo xtask doctor` says what to install for \
+                             the pinned toolchain.",
                             reasons.join("; ")
                         );
                         Backend::Host

@@ -1,6 +1,6 @@
 //! Command-line interface, declared in one place.
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Reproducible build-and-verify harness for post-quantum KEM candidates.
@@ -39,6 +39,21 @@ pub enum Cmd {
     /// Print the environment manifest of this host (processor, clock, memory, OS, compilers)
     /// and the host gate's checks.
     Env(Env),
+    /// Check every prerequisite of the container path (engine, runtime, init, mmdebstrap,
+    /// keyrings, emulation, cgroups, disk) and print the command that fixes each missing one.
+    Doctor(Doctor),
+}
+
+#[derive(Debug, Args)]
+pub struct Doctor {
+    #[command(flatten)]
+    pub target: Target,
+    /// Toolchain whose image would be built (default: the system profile's).
+    #[arg(long)]
+    pub toolchain: Option<String>,
+    /// System profile (systems/<name>.toml): decides toolchain and architecture.
+    #[arg(long, default_value = "local")]
+    pub system: String,
 }
 
 #[derive(Debug, Args)]
@@ -81,8 +96,9 @@ pub struct ImageCheck {
 /// What a verify or bench run works on, and where its evidence goes.
 #[derive(Debug, Args, Clone)]
 pub struct Inputs {
-    /// Submission ids (files under submissions/, without .toml), or paths to manifest files.
-    #[arg(required = true)]
+    /// Submission ids (files under submissions/, without .toml), or paths to manifest
+    /// files; default: the system profile's campaign set (local: pqclean-ml-kem; x86_1 and
+    /// arm_1: kem-03 kem-04 kem-07).
     pub ids: Vec<String>,
     /// The submission's archive, a path or an http(s) URL (checked against the SHA-256
     /// its manifest pins before anything is extracted); default: archives/<file name>.
@@ -208,7 +224,7 @@ impl Op {
 
 #[derive(Debug, Args)]
 pub struct Campaign {
-    /// Submission ids; default: the embedded default, pqclean-ml-kem.
+    /// Submission ids; default: the system profile's campaign set (local: pqclean-ml-kem).
     pub ids: Vec<String>,
     #[command(flatten)]
     pub target: Target,
@@ -351,5 +367,95 @@ impl Arch {
 impl Target {
     pub fn arch(&self) -> Arch {
         self.arch.unwrap_or_else(Arch::host)
+    }
+}
+
+/// Make a relative path absolute against the caller's working directory.
+fn absolute(p: &mut Utf8PathBuf, cwd: &Utf8Path) {
+    if p.is_relative() {
+        *p = cwd.join(&*p);
+    }
+}
+
+fn absolute_ids(ids: &mut [String], cwd: &Utf8Path) {
+    for id in ids.iter_mut().filter(|i| i.ends_with(".toml") && Utf8Path::new(i.as_str()).is_relative()) {
+        *id = cwd.join(id.as_str()).to_string();
+    }
+}
+
+impl Inputs {
+    fn resolve(&mut self, cwd: &Utf8Path) {
+        absolute_ids(&mut self.ids, cwd);
+        if let Some(a) = self.archive.as_mut().filter(|a| !a.as_str().contains("://")) {
+            absolute(a, cwd);
+        }
+        if let Some(d) = self.source_dir.as_mut() {
+            absolute(d, cwd);
+        }
+        absolute(&mut self.out, cwd);
+    }
+}
+
+impl Xtask {
+    /// Resolve every path argument against the caller's working directory, once, so
+    /// that the commands can work from the project root.
+    pub fn resolve_paths(&mut self, cwd: &Utf8Path) {
+        match &mut self.cmd {
+            Cmd::Verify(v) => {
+                v.inputs.resolve(cwd);
+                if let Some(k) = v.kat_manifest.as_mut() {
+                    absolute(k, cwd);
+                }
+            }
+            Cmd::Bench(b) => b.inputs.resolve(cwd),
+            Cmd::Campaign(c) => {
+                absolute_ids(&mut c.ids, cwd);
+                absolute(&mut c.out, cwd);
+            }
+            Cmd::Report(r) => absolute(&mut r.out, cwd),
+            Cmd::Evidence(EvidenceCmd::Check(e)) => absolute(&mut e.dir, cwd),
+            Cmd::Evidence(EvidenceCmd::Index(e)) => absolute(&mut e.dir, cwd),
+            Cmd::Merge(m) => {
+                m.shards.iter_mut().for_each(|s| absolute(s, cwd));
+                absolute(&mut m.out, cwd);
+            }
+            Cmd::List(_) | Cmd::Image(_) | Cmd::Env(_) | Cmd::Doctor(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_arguments_are_resolved_against_the_callers_directory_once() {
+        let mut x = Xtask::parse_from([
+            "xtask",
+            "verify",
+            "my/sub.toml",
+            "kem-07",
+            "--archive",
+            "a/BRQC.zip",
+            "--out",
+            "o",
+            "--kat-manifest",
+            "k",
+        ]);
+        x.resolve_paths(Utf8Path::new("/home/u"));
+        let Cmd::Verify(v) = x.cmd else { panic!() };
+        assert_eq!(v.inputs.ids, ["/home/u/my/sub.toml", "kem-07"]);
+        assert_eq!(v.inputs.archive.unwrap(), "/home/u/a/BRQC.zip");
+        assert_eq!(v.inputs.out, "/home/u/o");
+        assert_eq!(v.kat_manifest.unwrap(), "/home/u/k");
+        let mut x = Xtask::parse_from(["xtask", "verify", "--archive", "https://example.invalid/x.zip"]);
+        x.resolve_paths(Utf8Path::new("/w"));
+        let Cmd::Verify(v) = x.cmd else { panic!() };
+        assert_eq!(v.inputs.archive.unwrap(), "https://example.invalid/x.zip");
+        assert!(v.inputs.ids.is_empty(), "no ids: the system profile's campaign set");
+        let mut x = Xtask::parse_from(["xtask", "evidence", "check"]);
+        x.resolve_paths(Utf8Path::new("/tmp"));
+        let Cmd::Evidence(EvidenceCmd::Check(e)) = x.cmd else { panic!() };
+        assert_eq!(e.dir, "/tmp/out");
     }
 }

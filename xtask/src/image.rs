@@ -108,7 +108,10 @@ pub fn ensure(
 
 fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) -> Result<camino::Utf8PathBuf> {
     if !which("mmdebstrap") {
-        bail!("mmdebstrap is not installed (Debian package `mmdebstrap`); it builds the root filesystem");
+        bail!(
+            "mmdebstrap is not installed (Debian package `mmdebstrap`); it builds the root filesystem \
+             (`cargo xtask doctor` lists every prerequisite)"
+        );
     }
     if tc.distro == Distro::Ubuntu && mirror.is_none() {
         bail!(
@@ -123,6 +126,13 @@ fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) ->
         );
     }
     if arch != Arch::host() {
+        if !which("arch-test") {
+            bail!(
+                "mmdebstrap needs `arch-test` to build a foreign ({}) root filesystem: install the \
+                 package arch-test (see `cargo xtask doctor`)",
+                arch.debian()
+            );
+        }
         crate::emulation::ensure_binfmt(arch)?;
     }
     let dir = project::cache_dir().join("images");
@@ -136,19 +146,39 @@ fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) ->
     eprintln!("building the {} root filesystem for {} with mmdebstrap (a few minutes)...", tc.name, arch.debian());
     let t = Instant::now();
     // SOURCE_DATE_EPOCH makes the tarball reproducible for the same package set.
-    cmd!(sh, "mmdebstrap --quiet --variant=apt {arch_flag} {include_flag} {suite} {tar} {mirror...}")
+    let out = cmd!(sh, "mmdebstrap --quiet --variant=apt {arch_flag} {include_flag} {suite} {tar} {mirror...}")
         .env("SOURCE_DATE_EPOCH", "1700000000")
-        .run()
-        .with_context(|| {
-            format!(
-                "mmdebstrap failed for toolchain {} ({}): a pinned version may have left the \
-                 archive; pass --mirror with an archive that still has it",
-                tc.name,
-                tc.include_list().join(" ")
-            )
-        })?;
+        .ignore_status()
+        .output()
+        .context("cannot run mmdebstrap")?;
+    if !out.status.success() {
+        bail!(
+            "mmdebstrap failed for toolchain {} ({}, {}):\n{}",
+            tc.name,
+            arch.debian(),
+            out.status,
+            explain_mmdebstrap(&String::from_utf8_lossy(&out.stderr))
+        );
+    }
     eprintln!("root filesystem built in {:.0} s", t.elapsed().as_secs_f64());
     Ok(tar)
+}
+
+/// mmdebstrap's own error lines (or the end of its output), and a hint only where the
+/// error is about a package version.
+fn explain_mmdebstrap(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let errors: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("E:")).collect();
+    let mut text =
+        if errors.is_empty() { lines[lines.len().saturating_sub(20)..].join("\n") } else { errors.join("\n") };
+    let version_problem = ["Version '", "has no installation candidate", "Unable to locate package"];
+    if version_problem.iter().any(|p| stderr.contains(p)) {
+        text.push_str(
+            "\nA pinned package version is not in the archive: it may have left it; pass --mirror with an \
+             archive (a snapshot) that still has it.",
+        );
+    }
+    text
 }
 
 /// Run the compilers and dpkg inside the image; fail on any difference from the pins.
@@ -216,4 +246,20 @@ pub fn check(
     };
     project::write_json(&ImageLock::path(&tag), &lock)?;
     Ok(lock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mmdebstrap_errors_are_quoted_and_the_version_hint_only_fits_version_errors() {
+        let arch =
+            "I: chroot architecture arm64 is not supported\nE: install arch-test for foreign architecture support\n";
+        let text = explain_mmdebstrap(arch);
+        assert_eq!(text, "E: install arch-test for foreign architecture support");
+        let pin = "E: Version '14.2.0-19' for 'gcc-14' was not found\nE: mmdebstrap failed\n";
+        let text = explain_mmdebstrap(pin);
+        assert!(text.starts_with("E: Version '14.2.0-19'") && text.contains("--mirror"), "{text}");
+    }
 }

@@ -4,6 +4,7 @@
 mod bench;
 mod builder;
 mod campaign;
+mod doctor;
 mod emulation;
 mod engine;
 mod env;
@@ -27,7 +28,7 @@ mod systems;
 mod toolchain;
 mod verify;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 use xshell::Shell;
 
@@ -45,10 +46,17 @@ fn main() {
 }
 
 fn run() -> Result<()> {
-    let flags = flags::Xtask::parse();
+    let mut flags = flags::Xtask::parse();
+    let root = project::locate_root()?;
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let cwd = camino::Utf8PathBuf::from_path_buf(cwd)
+        .map_err(|p| anyhow::anyhow!("non-UTF-8 working directory {}", p.display()))?;
+    flags.resolve_paths(&cwd);
+    // std::fs and xshell then agree: every path is absolute or relative to the root.
+    std::env::set_current_dir(&root).with_context(|| format!("cannot enter {root}"))?;
     interrupt::install();
     let sh = Shell::new()?;
-    sh.change_dir(project::root());
+    sh.change_dir(&root);
     match flags.cmd {
         Cmd::List(cmd) => cmd.run(&sh),
         Cmd::Image(ImageCmd::Build(cmd)) => cmd.run(&sh),
@@ -56,6 +64,7 @@ fn run() -> Result<()> {
         Cmd::Verify(cmd) => cmd.run(&sh),
         Cmd::Bench(cmd) => cmd.run(&sh),
         Cmd::Env(cmd) => cmd.run(&sh),
+        Cmd::Doctor(cmd) => cmd.run(&sh),
         Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(&sh),
         Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(&sh),
         Cmd::Merge(cmd) => cmd.run(&sh),

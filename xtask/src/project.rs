@@ -7,12 +7,33 @@ use camino::{Utf8Path, Utf8PathBuf};
 use sha2::{Digest, Sha256};
 use xshell::{cmd, Shell};
 
-/// The repository root (the parent of `xtask/`).
+/// The checkout this run works on, found at run time: the `CARGO_MANIFEST_DIR` that
+/// `cargo run` (and `cargo test`) set, else the nearest folder above the binary that
+/// holds the manifests. A binary moved away from its checkout refuses to run instead of
+/// reading another checkout's manifests and digests.
+pub fn locate_root() -> Result<Utf8PathBuf> {
+    let is_root =
+        |d: &Utf8Path| d.join("xtask/Cargo.toml").is_file() && d.join("submissions").is_dir() && d.join("kat").is_dir();
+    if let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") {
+        if let Some(root) = Utf8Path::new(&dir).parent().filter(|r| is_root(r)) {
+            return Ok(root.to_owned());
+        }
+    }
+    let exe = std::env::current_exe().context("cannot find the running binary")?;
+    let exe = Utf8PathBuf::from_path_buf(exe).map_err(|p| anyhow::anyhow!("non-UTF-8 binary path {}", p.display()))?;
+    match exe.ancestors().find(|d| is_root(d)) {
+        Some(root) => Ok(root.to_owned()),
+        None => bail!(
+            "cannot find the ngcc-repro checkout ({exe} is not inside one, and CARGO_MANIFEST_DIR is not set): \
+             run it as `cargo xtask ...` in the repository"
+        ),
+    }
+}
+
+/// The repository root (see [`locate_root`]); `main` has checked that there is one.
 pub fn root() -> Utf8PathBuf {
-    Utf8Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives one level below the workspace root")
-        .to_owned()
+    static ROOT: std::sync::OnceLock<Utf8PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| locate_root().expect("the project root")).clone()
 }
 
 /// Cache for root filesystems, extracted archives and builds. Safe to delete.

@@ -223,7 +223,7 @@ impl Sandbox {
             .with_context(|| format!("`{}` failed: {}", engine.command_line(&args), watched.stderr.trim_end()))?;
         if !state.started() || !state.error.is_empty() {
             bail!(
-                "the engine could not run the command ({}; `{}`):\n{}",
+                "the engine could not run the command ({}; `{}`; `cargo xtask doctor` checks the setup):\n{}",
                 watched.status,
                 engine.command_line(&args),
                 [state.error.as_str(), watched.stderr.trim_end()].join("\n").trim()

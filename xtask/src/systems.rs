@@ -19,6 +19,8 @@ pub struct SystemProfile {
     pub arch: Option<Arch>,
     #[serde(default)]
     pub cpu: Option<usize>,
+    /// The submissions verify, bench and campaign take when given none.
+    pub campaign: Vec<String>,
     pub trial_target_s: f64,
     pub expected_host: String,
 }
@@ -43,6 +45,15 @@ impl SystemProfile {
     /// The architecture to use: the command line's, else the profile's, else the host's.
     pub fn arch(&self, given: Option<Arch>) -> Arch {
         given.or(self.arch).unwrap_or_else(Arch::host)
+    }
+
+    /// The ids given, else the profile's campaign set.
+    pub fn ids(&self, given: &[String]) -> Vec<String> {
+        if given.is_empty() {
+            self.campaign.clone()
+        } else {
+            given.to_vec()
+        }
     }
 
     pub fn toolchain(&self, given: &Option<String>) -> String {

@@ -180,12 +180,12 @@ struct Ctx<'a> {
 
 impl Verify {
     pub fn run(self, sh: &Shell) -> Result<()> {
-        if self.kat_manifest.is_some() && self.inputs.ids.len() != 1 {
-            bail!("--kat-manifest applies to one submission at a time");
-        }
         // KAT manifests are read with the sources, before any image work.
         let kat_path = |sub: &Submission| self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path());
         let run = self.inputs.prepare(sh, |sub| Manifest::load(&kat_path(sub)).map(drop))?;
+        if self.kat_manifest.is_some() && run.work.len() != 1 {
+            bail!("--kat-manifest applies to one submission at a time");
+        }
         let mut failed = Vec::new();
         for (sub, src) in &run.work {
             let manifest = Manifest::load(&kat_path(sub))?;

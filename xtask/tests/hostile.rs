@@ -50,11 +50,11 @@ struct Env {
 }
 
 impl Env {
-    fn new(insts: &[Inst], tree_hook: impl Fn(&Path)) -> Env {
+    fn new(insts: &[Inst]) -> Env {
+        common::require_podman();
         let tmp = tempfile::tempdir().unwrap();
         let tree = tmp.path().join("tree");
         write_tree(&tree, insts);
-        tree_hook(&tree);
         let zip = tmp.path().join("Fixture KEM v1.zip");
         zip_tree(&tree, &zip);
         let manifest = manifest_dir(&tmp.path().join("m"), &zip, false, insts);
@@ -116,7 +116,7 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let insts = instances(&canary, port);
-    let env = Env::new(&insts, |_| {});
+    let env = Env::new(&insts);
     let limits = ["--timeout", "30", "--memory", "512m", "--output-cap-mib", "4"];
 
     let (pid, run) = env.verify(&limits);
@@ -191,7 +191,7 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
 #[test]
 fn a_fifo_in_the_source_tree_is_a_build_failure_within_the_build_timeout() {
     let insts: Vec<Inst> = vec![("hx-fifo", 16, "#include \"fifo.h\"\n".into())];
-    let env = Env::new(&insts, |_| {});
+    let env = Env::new(&insts);
     let tree = env.tmp.path().join("tree-with-fifo");
     let root = write_tree(&tree, &insts);
     let fifo = std::ffi::CString::new(root.join("hx-fifo/fifo.h").to_str().unwrap()).unwrap();
@@ -238,14 +238,14 @@ fn ctrl_c_records_nothing_unfinished_and_resume_finishes_the_job() {
         .into_iter()
         .map(|(l, n)| (l, n, String::new()))
         .collect();
-    let reference = Env::new(&insts, |_| {});
+    let reference = Env::new(&insts);
     let t = Instant::now();
     let (_, run) = reference.verify(&[]);
     assert!(run.status.success());
     let full = t.elapsed();
     let want = verdicts(&reference.summary());
 
-    let env = Env::new(&insts, |_| {});
+    let env = Env::new(&insts);
     // Each round interrupts a fresh rebuild at another point of the run.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     for round in 0..3u32 {
@@ -290,7 +290,7 @@ fn two_gib_of_output_leave_xtask_memory_bounded() {
     let header = "#define _DEFAULT_SOURCE 1\n#define HOSTILE_CANARY \"/nonexistent\"\n#define HOSTILE_PORT 9\n\
                   #define HOSTILE_FLOOD_MIB 2048\n#define FIX_HOSTILE 5\n";
     let insts: Vec<Inst> = vec![("hx-flood", 16, header.into())];
-    let env = Env::new(&insts, |_| {});
+    let env = Env::new(&insts);
     // Killed at the default cap (256 MiB), then with the cap above 2 GiB so that all of
     // it streams through xtask into the log.
     for (cap, status) in [(None, "OUTPUTLIMIT"), (Some("3072"), "MISMATCH")] {

@@ -7,7 +7,11 @@ pub mod fixture;
 use std::process::{Command, Output};
 
 /// Run `xtask args...` (with `NGCC_CACHE` when given), echoing its output for failures.
+/// Commands that use the container engine need podman (see [`require_podman`]).
 pub fn xtask(args: &[&str], cache: Option<&Path>) -> Output {
+    if args.contains(&"podman") {
+        require_podman();
+    }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
     cmd.args(args);
     if let Some(c) = cache {
@@ -16,6 +20,12 @@ pub fn xtask(args: &[&str], cache: Option<&Path>) -> Output {
     let out = cmd.output().expect("run xtask");
     eprintln!("$ xtask {}\n{}{}", args.join(" "), stdout(&out), String::from_utf8_lossy(&out.stderr));
     out
+}
+
+/// End-to-end tests need a working podman: say so in one line, naming the doctor.
+pub fn require_podman() {
+    let ok = Command::new("podman").args(["--runtime", "runc", "info"]).output().is_ok_and(|o| o.status.success());
+    assert!(ok, "podman does not work here: `cargo xtask doctor` lists what to install");
 }
 
 pub fn stdout(out: &Output) -> String {

@@ -1,0 +1,277 @@
+//! `cargo xtask doctor`: every prerequisite of the container path for this system
+//! profile, checked, with the one command that fixes each missing item here.
+
+use anyhow::{bail, Result};
+use camino::Utf8Path;
+use xshell::Shell;
+
+use crate::engine::{which, Engine};
+use crate::flags::{Arch, Doctor, EngineChoice};
+use crate::systems::SystemProfile;
+use crate::toolchain::{Distro, Toolchain};
+use crate::{project, sandbox};
+
+/// One checked prerequisite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub what: &'static str,
+    pub ok: bool,
+    /// Missing required items fail the doctor; the rest only lose a feature.
+    pub required: bool,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+/// How to install packages on this machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Installer {
+    Apt { root: bool },
+    Unknown,
+}
+
+impl Installer {
+    pub fn detect() -> Installer {
+        let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+        let debian_like = os.lines().any(|l| {
+            (l.starts_with("ID=") || l.starts_with("ID_LIKE=")) && (l.contains("debian") || l.contains("ubuntu"))
+        });
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if debian_like {
+            Installer::Apt { root }
+        } else {
+            Installer::Unknown
+        }
+    }
+
+    pub fn install(self, packages: &str) -> String {
+        match self {
+            Installer::Apt { root: true } => format!("apt-get install --no-install-recommends {packages}"),
+            Installer::Apt { root: false } => format!("sudo apt-get install --no-install-recommends {packages}"),
+            Installer::Unknown => {
+                format!("install the Debian/Ubuntu package(s) {packages} or your distribution's equivalent")
+            }
+        }
+    }
+}
+
+/// What the checks look at.
+struct Facts<'a> {
+    sh: &'a Shell,
+    engine: Option<Engine>,
+    arch: Arch,
+    toolchain: Toolchain,
+    installer: Installer,
+}
+
+impl Doctor {
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let profile = SystemProfile::load(&self.system)?;
+        let facts = Facts {
+            sh,
+            engine: match self.target.engine {
+                EngineChoice::Host => None,
+                EngineChoice::Docker => Some(Engine::Docker),
+                EngineChoice::Podman | EngineChoice::Auto => Some(Engine::Podman),
+            },
+            arch: profile.arch(self.target.arch),
+            toolchain: Toolchain::load(&profile.toolchain(&self.toolchain))?,
+            installer: Installer::detect(),
+        };
+        let findings = facts.all();
+        for f in &findings {
+            let mark = match (f.ok, f.required) {
+                (true, _) => "ok  ",
+                (false, true) => "MISS",
+                (false, false) => "warn",
+            };
+            println!("{mark} {:<22} {}", f.what, f.detail);
+            if let (false, Some(fix)) = (f.ok, &f.fix) {
+                println!("     {:<22} fix: {fix}", "");
+            }
+        }
+        let missing = findings.iter().filter(|f| f.required && !f.ok).count();
+        if missing > 0 {
+            bail!(
+                "{missing} prerequisite(s) missing for {} on {}; run the fixes above",
+                facts.toolchain.name,
+                self.system
+            );
+        }
+        println!("ready: {} images for {} can be built and used", facts.toolchain.name, facts.arch.uname());
+        Ok(())
+    }
+}
+
+impl Facts<'_> {
+    fn all(&self) -> Vec<Finding> {
+        let mut v = Vec::new();
+        if let Some(engine) = self.engine {
+            v.extend(self.engine_checks(engine));
+            v.push(self.program("mmdebstrap", "mmdebstrap", true, "builds the toolchain root filesystem"));
+            v.push(self.keyring());
+            if self.arch != Arch::host() {
+                v.extend(self.foreign());
+            }
+            v.push(self.memory_controller());
+            v.push(self.disk());
+        }
+        v.push(self.program("patch", "patch", true, "applies submissions' patches"));
+        v.push(self.perf());
+        v
+    }
+
+    fn finding(&self, what: &'static str, ok: bool, required: bool, detail: String, fix: String) -> Finding {
+        Finding { what, ok, required, detail, fix: (!ok).then_some(fix) }
+    }
+
+    fn program(&self, program: &'static str, package: &str, required: bool, why: &str) -> Finding {
+        let ok = which(program);
+        let detail = if ok { format!("{program} found ({why})") } else { format!("{program} not found: {why}") };
+        self.finding(program, ok, required, detail, self.installer.install(package))
+    }
+
+    fn engine_checks(&self, engine: Engine) -> Vec<Finding> {
+        let program = engine.program();
+        let mut v = Vec::new();
+        let (packages, init) = match engine {
+            Engine::Podman => ("podman runc catatonit uidmap", "/usr/libexec/podman/catatonit"),
+            Engine::Docker => ("docker.io", "/usr/sbin/docker-init"),
+        };
+        if !which(program) {
+            v.push(self.finding(
+                "engine",
+                false,
+                true,
+                format!("{program} not found"),
+                self.installer.install(packages),
+            ));
+            return v;
+        }
+        let info = engine.call(self.sh, &["info".into()]);
+        let start = match engine {
+            Engine::Podman => self.installer.install(packages),
+            Engine::Docker if Utf8Path::new("/run/systemd/system").exists() => "systemctl start docker".into(),
+            Engine::Docker => "dockerd --iptables=false --bridge=none > /var/log/dockerd.log 2>&1 &".into(),
+        };
+        let detail = match &info {
+            Ok(_) => format!("`{program} info` answers"),
+            Err(e) => format!("`{program} info` fails: {}", first_line(&format!("{e:#}"))),
+        };
+        v.push(self.finding("engine", info.is_ok(), true, detail, start));
+        if engine == Engine::Podman {
+            v.push(self.program("runc", "runc", true, "the OCI runtime (crun fails on hybrid cgroups)"));
+        }
+        let has_init = Utf8Path::new(init).exists() || which(init.rsplit('/').next().unwrap_or(init));
+        let detail = format!("{init}: the init of every sandbox (`run --init`) so no child outlives its command");
+        let init_package = if engine == Engine::Podman { "catatonit" } else { "tini" };
+        v.push(self.finding("sandbox init", has_init, true, detail, self.installer.install(init_package)));
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if !root && engine == Engine::Podman {
+            let ok = which("newuidmap");
+            let detail =
+                format!("rootless podman (uid {}) needs newuidmap and /etc/subuid", unsafe { libc::geteuid() });
+            v.push(self.finding("rootless", ok, true, detail, self.installer.install("uidmap")));
+        } else {
+            v.push(self.finding(
+                "user",
+                true,
+                false,
+                format!("running as root; sandboxes run as uid {}", sandbox::SANDBOX_UID),
+                String::new(),
+            ));
+        }
+        v
+    }
+
+    fn keyring(&self) -> Finding {
+        let (path, package) = match self.toolchain.distro {
+            Distro::Debian => ("/usr/share/keyrings/debian-archive-keyring.gpg", "debian-archive-keyring"),
+            Distro::Ubuntu => ("/usr/share/keyrings/ubuntu-archive-keyring.gpg", "ubuntu-keyring"),
+        };
+        let ok = Utf8Path::new(path).exists();
+        let detail = format!("{path} (signs the {} archive)", self.toolchain.suite);
+        self.finding("archive keyring", ok, true, detail, self.installer.install(package))
+    }
+
+    fn foreign(&self) -> Vec<Finding> {
+        let name = format!("qemu-{}", self.arch.uname());
+        let qemu = format!("/usr/bin/{name}-static");
+        let binfmt = std::fs::read_to_string(format!("/proc/sys/fs/binfmt_misc/{name}")).unwrap_or_default();
+        let registered = binfmt.lines().next() == Some("enabled");
+        vec![
+            self.program("arch-test", "arch-test", true, "mmdebstrap refuses a foreign architecture without it"),
+            self.finding(
+                "qemu-user",
+                Utf8Path::new(&qemu).exists(),
+                true,
+                format!("{qemu} runs {} code here", self.arch.uname()),
+                self.installer.install("qemu-user-static"),
+            ),
+            self.finding(
+                "binfmt",
+                registered,
+                true,
+                format!("/proc/sys/fs/binfmt_misc/{name} {}", if registered { "enabled" } else { "not registered" }),
+                format!(
+                    "cargo xtask image build {} --arch {} (registers it when run as root)",
+                    self.toolchain.name,
+                    self.arch.uname()
+                ),
+            ),
+        ]
+    }
+
+    fn memory_controller(&self) -> Finding {
+        let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").unwrap_or_default();
+        let ok = v2.split_whitespace().any(|c| c == "memory") || Utf8Path::new("/sys/fs/cgroup/memory").is_dir();
+        let detail = "cgroup memory controller (bounds every sandbox's memory)".to_owned();
+        self.finding("memory cgroup", ok, true, detail, "boot the kernel with cgroup_enable=memory".into())
+    }
+
+    fn disk(&self) -> Finding {
+        let cache = project::cache_dir();
+        let probe = cache.ancestors().find(|p| p.exists()).unwrap_or(Utf8Path::new("/"));
+        let free = free_bytes(probe).unwrap_or(0);
+        let need: u64 = 4 << 30;
+        let detail = format!("{} GiB free at {probe} (images and builds need about 4)", free >> 30);
+        self.finding("disk", free >= need, true, detail, "free space there, or set NGCC_CACHE to a larger disk".into())
+    }
+
+    fn perf(&self) -> Finding {
+        let p = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok());
+        let ok = p.is_some_and(|p| p <= 2);
+        let detail =
+            format!("perf_event_paranoid = {} (bench reads cycles at <= 2)", p.map_or("?".into(), |p| p.to_string()));
+        self.finding("perf events", ok, false, detail, "sysctl -w kernel.perf_event_paranoid=2".into())
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s)
+}
+
+fn free_bytes(path: &Utf8Path) -> Option<u64> {
+    let c = std::ffi::CString::new(path.as_str()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid NUL-terminated path and a zeroed struct to fill.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixes_are_install_commands_for_this_distribution() {
+        assert_eq!(
+            Installer::Apt { root: true }.install("arch-test"),
+            "apt-get install --no-install-recommends arch-test"
+        );
+        assert!(Installer::Apt { root: false }.install("x").starts_with("sudo apt-get"));
+        assert!(Installer::Unknown.install("x").contains("equivalent"));
+    }
+}

@@ -1,0 +1,59 @@
+//! The command line as a user meets it: where the project is found, what relative paths
+//! mean, and what runs when no submission is named. No container needed.
+
+use std::process::Command;
+
+mod common;
+
+fn xtask_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).current_dir(dir).output().unwrap();
+    eprintln!("{}{}", common::stdout(&out), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+fn a_binary_outside_its_checkout_refuses_to_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let moved = tmp.path().join("xtask");
+    std::fs::copy(env!("CARGO_BIN_EXE_xtask"), &moved).unwrap();
+    let out = Command::new(&moved).arg("list").env_remove("CARGO_MANIFEST_DIR").output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot find the ngcc-repro checkout"), "{err}");
+    // In place (a target folder inside the checkout), the binary finds its checkout by
+    // its own location.
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    if std::path::Path::new(env!("CARGO_BIN_EXE_xtask")).starts_with(checkout) {
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_xtask")).arg("list").env_remove("CARGO_MANIFEST_DIR").output().unwrap();
+        assert!(out.status.success());
+    }
+}
+
+#[test]
+fn relative_paths_are_the_callers() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("out/local")).unwrap();
+    std::fs::write(tmp.path().join("out/local/a.json"), "{}").unwrap();
+    assert!(xtask_in(tmp.path(), &["evidence", "index"]).status.success());
+    assert!(tmp.path().join("out/EVIDENCE.sha256").is_file(), "the default `out` is the caller's");
+    assert!(xtask_in(tmp.path(), &["evidence", "check", "out"]).status.success());
+    std::fs::write(tmp.path().join("out/local/a.json"), "{\"x\":1}").unwrap();
+    let changed = xtask_in(tmp.path(), &["evidence", "check", "out"]);
+    assert!(!changed.status.success());
+    assert!(common::stdout(&changed).contains("changed  local/a.json"));
+}
+
+#[test]
+fn without_ids_the_system_profiles_campaign_set_is_taken() {
+    let tmp = tempfile::tempdir().unwrap();
+    // x86_1's set is the three NGCC candidates; their archives are not here, and the
+    // first missing one is named before any container work.
+    let out = xtask_in(tmp.path(), &["verify", "--system", "x86_1"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kem-03") && err.contains("BAG-Loong.zip"), "{err}");
+    let out = xtask_in(tmp.path(), &["bench", "--arch", "aarch64", "--system", "arm_1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("required"), "the design-card form is accepted as typed: {err}");
+}
