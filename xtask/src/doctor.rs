@@ -136,7 +136,7 @@ impl Facts<'_> {
         let mut v = Vec::new();
         let (packages, init) = match engine {
             Engine::Podman => ("podman runc catatonit uidmap", "/usr/libexec/podman/catatonit"),
-            Engine::Docker => ("docker.io", "/usr/sbin/docker-init"),
+            Engine::Docker => ("docker.io tini", "/usr/bin/docker-init"),
         };
         if !which(program) {
             v.push(self.finding(

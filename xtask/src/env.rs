@@ -148,9 +148,7 @@ impl Env {
             Backend::Container(engine) => {
                 let tag = Toolchain::load(&profile.toolchain(&self.toolchain))?.tag(arch);
                 match engine.image_id(sh, &tag)? {
-                    Some(_) => std::fs::read_to_string(ImageLock::path(&tag))
-                        .ok()
-                        .and_then(|t| serde_json::from_str::<ImageLock>(&t).ok()),
+                    Some(_) => ImageLock::load(engine, &tag),
                     None => None,
                 }
             }

@@ -18,7 +18,7 @@ impl ImageBuild {
         let engine = container_engine(sh, &self.target)?;
         let tc = Toolchain::load(&self.toolchain)?;
         let lock = ensure(sh, engine, &tc, self.target.arch(), self.mirror.as_deref(), self.force)?;
-        print_lock(&lock);
+        print_lock(engine, &lock);
         Ok(())
     }
 }
@@ -32,7 +32,7 @@ impl ImageCheck {
             bail!("no image {tag}; run `cargo xtask image build {}` first", tc.name);
         }
         let lock = check(sh, engine, &tc, self.target.arch(), None)?;
-        print_lock(&lock);
+        print_lock(engine, &lock);
         println!("OK: {} matches its pins", tc.name);
         Ok(())
     }
@@ -47,7 +47,7 @@ fn container_engine(sh: &Shell, target: &crate::flags::Target) -> Result<Engine>
     }
 }
 
-fn print_lock(lock: &ImageLock) {
+fn print_lock(engine: Engine, lock: &ImageLock) {
     println!("image    {}", lock.tag);
     println!("id       {}", lock.image_id);
     println!("arch     {} (uname -m: {})", lock.arch.debian(), lock.uname_m);
@@ -56,7 +56,7 @@ fn print_lock(lock: &ImageLock) {
     if let Some(r) = &lock.rootfs_sha256 {
         println!("rootfs   sha256 {r}");
     }
-    println!("packages {} recorded in {}", lock.packages.len(), ImageLock::path(&lock.tag));
+    println!("packages {} recorded in {}", lock.packages.len(), ImageLock::path(engine, &lock.tag));
 }
 
 /// The checked image of a toolchain, built when missing. An unchanged spec reuses
@@ -73,13 +73,9 @@ pub fn ensure(
     let tag = tc.tag(arch);
     if !force {
         if let Some(id) = engine.image_id(sh, &tag)? {
-            if let Ok(text) = std::fs::read_to_string(ImageLock::path(&tag)) {
-                if let Ok(lock) = serde_json::from_str::<ImageLock>(&text) {
-                    if lock.image_id == id {
-                        eprintln!("image {tag} reused ({})", &id[..12.min(id.len())]);
-                        return Ok(lock);
-                    }
-                }
+            if let Some(lock) = ImageLock::load(engine, &tag).filter(|l| l.image_id == id) {
+                eprintln!("image {tag} reused ({})", &id[..12.min(id.len())]);
+                return Ok(lock);
             }
             eprintln!("image {tag} exists; checking it");
             return check(sh, engine, tc, arch, None);
@@ -228,8 +224,7 @@ pub fn check(
     if !problems.is_empty() {
         bail!("image {tag} does not match toolchain {}:\n  {}", tc.name, problems.join("\n  "));
     }
-    let old =
-        std::fs::read_to_string(ImageLock::path(&tag)).ok().and_then(|t| serde_json::from_str::<ImageLock>(&t).ok());
+    let old = ImageLock::load(engine, &tag);
     let rootfs_sha256 = rootfs_sha256.or_else(|| old.filter(|o| o.image_id == image_id).and_then(|o| o.rootfs_sha256));
     let lock = ImageLock {
         toolchain: tc.name.clone(),
@@ -244,7 +239,7 @@ pub fn check(
         packages,
         checked_at: project::now_utc(),
     };
-    project::write_json(&ImageLock::path(&tag), &lock)?;
+    project::write_json(&ImageLock::path(engine, &tag), &lock)?;
     Ok(lock)
 }
 

@@ -6,6 +6,7 @@ use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::Engine;
 use crate::flags::Arch;
 use crate::project;
 
@@ -125,9 +126,14 @@ pub struct ImageLock {
 }
 
 impl ImageLock {
-    pub fn path(tag: &str) -> Utf8PathBuf {
+    /// One lock per engine: the same root filesystem has another image ID in each.
+    pub fn path(engine: Engine, tag: &str) -> Utf8PathBuf {
         let file = tag.rsplit('/').next().unwrap_or(tag).replace(':', "-");
-        project::cache_dir().join("images").join(format!("{file}.lock.json"))
+        project::cache_dir().join("images").join(format!("{file}.{}.lock.json", engine.program()))
+    }
+
+    pub fn load(engine: Engine, tag: &str) -> Option<ImageLock> {
+        project::read_json(&Self::path(engine, tag)).ok()
     }
 }
 

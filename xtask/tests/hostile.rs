@@ -42,6 +42,7 @@ fn instances(canary: &Path, port: u16) -> Vec<Inst> {
 }
 
 struct Env {
+    engine: &'static str,
     tmp: tempfile::TempDir,
     cache: PathBuf,
     out: PathBuf,
@@ -51,6 +52,10 @@ struct Env {
 
 impl Env {
     fn new(insts: &[Inst]) -> Env {
+        Env::with_engine(insts, "podman")
+    }
+
+    fn with_engine(insts: &[Inst], engine: &'static str) -> Env {
         common::require_podman();
         let tmp = tempfile::tempdir().unwrap();
         let tree = tmp.path().join("tree");
@@ -58,7 +63,7 @@ impl Env {
         let zip = tmp.path().join("Fixture KEM v1.zip");
         zip_tree(&tree, &zip);
         let manifest = manifest_dir(&tmp.path().join("m"), &zip, false, insts);
-        Env { cache: tmp.path().join("cache"), out: tmp.path().join("out"), manifest, zip, tmp }
+        Env { engine, cache: tmp.path().join("cache"), out: tmp.path().join("out"), manifest, zip, tmp }
     }
 
     /// `xtask verify <fixture> --archive ... <extra>` in a container, in its own
@@ -73,7 +78,7 @@ impl Env {
 
     fn spawn_verify(&self, extra: &[&str]) -> std::process::Child {
         use std::os::unix::process::CommandExt;
-        let mut args: Vec<&str> = vec!["verify", self.manifest.to_str().unwrap(), "--engine", "podman"];
+        let mut args: Vec<&str> = vec!["verify", self.manifest.to_str().unwrap(), "--engine", self.engine];
         args.extend(["--out", self.out.to_str().unwrap(), "--archive", self.zip.to_str().unwrap()]);
         args.extend(extra);
         Command::new(env!("CARGO_BIN_EXE_xtask"))
@@ -186,6 +191,32 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
     assert_eq!(std::fs::read(env.out.join("local/kat/fixture-kem/summary.json")).unwrap(), before);
     assert_eq!(std::fs::read(env.out.join("EVIDENCE.sha256")).unwrap(), index);
     assert!(leftover_containers(pid).is_empty());
+}
+
+#[test]
+fn the_docker_sandbox_names_faults_the_same_way() {
+    let ok = Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success());
+    assert!(ok, "docker does not answer here: `cargo xtask doctor --engine docker` lists what to do");
+    let canary_dir = tempfile::tempdir().unwrap();
+    let canary = canary_dir.path().join("canary.txt");
+    std::fs::write(&canary, "canary\n").unwrap();
+    let keep = ["hx-writes", "hx-sigkill", "hx-oom", "hx-flood", "hx-background", "hx-control", "fix-16"];
+    let insts: Vec<Inst> = instances(&canary, 9).into_iter().filter(|i| keep.contains(&i.0)).collect();
+    let env = Env::with_engine(&insts, "docker");
+    let (_, run) = env.verify(&["--timeout", "30", "--memory", "512m", "--output-cap-mib", "4"]);
+    assert!(!run.status.success());
+    let s = env.summary();
+    assert_eq!(s["toolchain"]["engine"], "docker");
+    for &(label, _, want) in ATTACKS.iter().filter(|a| keep.contains(&a.0)) {
+        assert_eq!(entry(&s, label)["status"], want, "{label}: {}", entry(&s, label)["message"]);
+    }
+    assert_eq!(entry(&s, "fix-16")["status"], "PASS");
+    let oom = entry(&s, "hx-oom")["message"].as_str().unwrap().to_owned();
+    assert!(oom.contains("out of memory (limit 512m)"), "{oom}");
+    assert!(entry(&s, "hx-background")["run_seconds"].as_f64().unwrap() < 20.0);
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), "canary\n");
+    let left = Command::new("docker").args(["ps", "-aq", "--filter", "name=ngcc-repro-"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "containers left behind");
 }
 
 #[test]

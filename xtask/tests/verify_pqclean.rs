@@ -102,3 +102,20 @@ fn host_engine_passes_and_says_unpinned() {
     assert_eq!(s["toolchain"]["pinned"], false);
     assert_eq!(s["toolchain"]["image_id"], serde_json::Value::Null);
 }
+
+#[test]
+fn docker_engine_verifies_against_the_published_digests() {
+    let ok = std::process::Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success());
+    assert!(ok, "docker does not answer here: `cargo xtask doctor --engine docker` lists what to do");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let run = xtask(&["verify", "pqclean-ml-kem", "--engine", "docker", "--out", out.to_str().unwrap()]);
+    assert!(run.status.success());
+    let s = summary(&out, "pqclean-ml-kem");
+    assert_all_pass(&s);
+    assert_eq!(s["toolchain"]["engine"], "docker");
+    assert_eq!(s["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
+    let check = xtask(&["image", "check", "debian-13", "--engine", "docker"]);
+    assert!(check.status.success());
+    assert!(stdout(&check).contains(".docker.lock.json"));
+}
