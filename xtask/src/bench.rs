@@ -208,7 +208,7 @@ impl Bench {
     fn plan_spec(&self) -> PlanSpec {
         let mut spec = if self.quick { PlanSpec::quick() } else { PlanSpec::reference(1.0) };
         if let Some(t) = self.trials {
-            spec.trials = t.max(1);
+            spec.trials = t;
         }
         if let Some(t) = self.trial_target {
             spec.trial_target_s = t;
@@ -220,6 +220,12 @@ impl Bench {
         let profile = SystemProfile::load(&self.inputs.system)?;
         let arch = profile.arch(self.inputs.target.arch);
         self.cpu = self.cpu.or(profile.cpu);
+        if let Some(cpu) = self.cpu {
+            let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            if !Utf8Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}")).exists() {
+                bail!("--cpu {cpu}: this machine has no CPU {cpu} ({n} available to this process)");
+            }
+        }
         if !self.quick {
             self.trial_target = self.trial_target.or(Some(profile.trial_target_s));
         }

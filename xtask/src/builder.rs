@@ -389,18 +389,40 @@ impl Inputs {
         if (self.archive.is_some() || self.source_dir.is_some()) && ids.len() != 1 {
             bail!("--archive and --source-dir apply to one submission at a time (given: {})", ids.join(" "));
         }
-        let overrides = sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone() };
+        self.check_paths()?;
+        let limits = sources::ExtractLimits {
+            max_bytes: self.max_extract_mib << 20,
+            max_entries: self.max_entries,
+            max_ratio: self.max_ratio,
+        };
+        let overrides =
+            sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone(), limits };
         let mut work = Vec::new();
         for id in &ids {
             let sub = Submission::load(id)?;
             check(&sub)?;
             let src = sources::obtain(sh, &sub, &overrides)
                 .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
+            for inst in sub.instances.iter().filter(|i| self.selects(i)) {
+                recipe::check(&sub, inst, &src)?;
+            }
             work.push((sub, src));
         }
         let backend = Backend::select(sh, self.target.engine)?;
         let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), profile.arch(self.target.arch))?;
         Ok(Prepared { layout: Layout::new(&self.out, &self.system), profile, work, env })
+    }
+
+    /// `--source-dir` is a folder and `--out` can be written, before any work starts.
+    fn check_paths(&self) -> Result<()> {
+        if let Some(dir) = &self.source_dir {
+            if !dir.is_dir() {
+                bail!("--source-dir {dir} is not a folder");
+            }
+        }
+        std::fs::create_dir_all(&self.out).with_context(|| format!("--out {}: cannot create it", self.out))?;
+        tempfile::tempfile_in(&self.out).with_context(|| format!("--out {}: cannot write there", self.out))?;
+        Ok(())
     }
 
     pub fn selects(&self, inst: &Instance) -> bool {

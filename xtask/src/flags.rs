@@ -135,6 +135,15 @@ pub struct Inputs {
     /// the largest file a build may write.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub output_cap_mib: u64,
+    /// Most bytes an archive may expand to, in MiB.
+    #[arg(long, default_value_t = 4096, value_name = "MIB")]
+    pub max_extract_mib: u64,
+    /// Most entries an archive may hold.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_entries: u64,
+    /// Most expanded bytes per archive byte (a zip bomb expands far more).
+    #[arg(long, default_value_t = 200)]
+    pub max_ratio: u64,
 }
 
 impl Inputs {
@@ -153,6 +162,9 @@ impl Inputs {
             build_timeout: 1800,
             memory: "4g".into(),
             output_cap_mib: 256,
+            max_extract_mib: 4096,
+            max_entries: 100_000,
+            max_ratio: 200,
         }
     }
 }
@@ -181,14 +193,14 @@ pub struct Bench {
     #[arg(long = "op", value_enum, default_values_t = [Op::Keygen, Op::Enc, Op::Dec])]
     pub ops: Vec<Op>,
     /// Trials per operation, each in its own process (reference: 5).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: Option<u32>,
     /// Target duration of one trial in seconds (default: the system profile's; 1.0 on
     /// x86_1, 0.5 on arm_1).
     #[arg(long)]
     pub trial_target: Option<f64>,
     /// Fixed iterations per trial instead of calibrating (the same count on every system).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub iterations: Option<u64>,
     /// Pin the measurement to this CPU (default: the system profile's).
     #[arg(long)]

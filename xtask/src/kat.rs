@@ -9,6 +9,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::project;
+use crate::sha::{Sha256Hex, EMPTY};
+use crate::submission::Submission;
+
+fn labels(sub: &Submission) -> String {
+    sub.instances.iter().map(|i| i.label.as_str()).collect::<Vec<_>>().join(", ")
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -23,12 +29,15 @@ pub enum Mode {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
-    pub sha256: String,
+    pub sha256: Sha256Hex,
     pub mode: Mode,
     /// Only the first N records are covered.
     pub records: Option<usize>,
     pub label: String,
     pub file: String,
+    /// Line in the manifest file, for messages.
+    #[serde(skip)]
+    pub line: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -52,6 +61,21 @@ impl Manifest {
     pub fn entry(&self, label: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.label == label)
     }
+
+    /// Every line names an instance of `sub` and the KAT file its manifest names.
+    pub fn check_against(&self, sub: &Submission) -> Result<()> {
+        for e in &self.entries {
+            let at = || format!("{}:{}", self.path, e.line);
+            let inst = sub.instances.iter().find(|i| i.label == e.label).with_context(|| {
+                format!("{}: {} has no instance {:?} (it has {})", at(), sub.id, e.label, labels(sub))
+            })?;
+            let want = inst.expand(&sub.kat.file);
+            if e.file != want {
+                bail!("{}: the KAT file of {} is {want:?} ([kat] file of {}), not {:?}", at(), e.label, sub.id, e.file);
+            }
+        }
+        Ok(())
+    }
 }
 
 pub fn parse(text: &str) -> Result<Vec<Entry>> {
@@ -66,13 +90,17 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
         let [sha, mode, path] = fields[..] else {
             bail!("{}: expected `<sha256> <mode>[:<records>] <label>/<file>`", ctx());
         };
-        if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-            bail!("{}: not a SHA-256", ctx());
+        let sha: Sha256Hex = sha.parse().map_err(|e| anyhow::anyhow!("{}: {e}", ctx()))?;
+        if sha == *EMPTY {
+            bail!("{}: that is the SHA-256 of empty text, which any program that prints nothing matches", ctx());
         }
         let (mode, records) = match mode.split_once(':') {
             Some((m, r)) => (m, Some(r.parse::<usize>().with_context(ctx)?)),
             None => (mode, None),
         };
+        if records == Some(0) {
+            bail!("{}: `:0` covers no record, so any output would match", ctx());
+        }
         let mode = match mode {
             "raw" => Mode::Raw,
             "strict" => Mode::Strict,
@@ -80,16 +108,13 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
             other => bail!("{}: unknown mode {other:?} (raw, strict, nolen)", ctx()),
         };
         let (label, file) = path.split_once('/').with_context(|| format!("{}: expected <label>/<file>", ctx()))?;
+        if label.is_empty() || file.is_empty() || file.contains('/') {
+            bail!("{}: expected <label>/<file>", ctx());
+        }
         if entries.iter().any(|e| e.label == label) {
             bail!("{}: label {label} appears twice", ctx());
         }
-        entries.push(Entry {
-            sha256: sha.to_ascii_lowercase(),
-            mode,
-            records,
-            label: label.to_owned(),
-            file: file.to_owned(),
-        });
+        entries.push(Entry { sha256: sha, mode, records, label: label.to_owned(), file: file.to_owned(), line: n + 1 });
     }
     Ok(entries)
 }
@@ -289,6 +314,12 @@ mod tests {
         assert!(format!("{err:#}").contains("line 1"), "{err:#}");
         assert!(parse("abc strict A/b\n").is_err());
         assert!(parse(&format!("{sha} strict A/b\n{sha} raw A/c\n")).is_err());
+        // Lines that would let any output pass.
+        let empty = format!("{EMPTY} strict A/b\n");
+        assert!(format!("{:#}", parse(&empty).unwrap_err()).contains("empty text"));
+        assert!(format!("{:#}", parse(&format!("{sha} nolen:0 A/b\n")).unwrap_err()).contains(":0"));
+        assert!(parse(&format!("{sha} strict A/\n")).is_err());
+        assert_eq!(parse(&text).unwrap()[1].line, 3);
     }
 
     #[test]

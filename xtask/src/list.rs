@@ -21,7 +21,7 @@ impl List {
             let source = match &s.source {
                 SourceSpec::Crate { name, version, .. } => format!("crate {name} {version}"),
                 SourceSpec::Archive { file, sha256, .. } => {
-                    format!("archive {file} (sha256 {}…)", &sha256[..16])
+                    format!("archive {file} (sha256 {}…)", sha256.short())
                 }
             };
             println!("  {:<16} {} — {source}", s.id, s.name);

@@ -20,6 +20,7 @@ mod project;
 mod recipe;
 mod report;
 mod sandbox;
+mod sha;
 mod sizes;
 mod sources;
 mod stats;

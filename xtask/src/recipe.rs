@@ -69,6 +69,13 @@ impl Places {
     }
 }
 
+/// Check that `inst` can be planned from this tree (sources, headers, never_compile),
+/// before any engine or image work.
+pub fn check(sub: &Submission, inst: &Instance, src: &Source) -> Result<()> {
+    let places = Places { src: SRC.into(), drivers: DRIVERS.into() };
+    plan(sub, inst, src, &places).map(drop)
+}
+
 /// Plan for building `inst`: pure, from the manifest, the host tree (to expand
 /// patterns) and where the build will see things.
 pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
@@ -79,14 +86,13 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     }
     let src_path = |rel: &str| places.src(rel);
 
-    let never: Vec<String> = sub.build.never_compile.iter().map(|p| inst.expand(p)).collect();
+    let never = never_compile(sub, inst, src)?;
     let mut lib_sources = Vec::new();
     for pattern in &sub.build.sources {
         for rel in resolve(&src.root, &inst.expand(pattern))? {
-            if never.iter().any(|n| *n == rel || rel.rsplit('/').next() == Some(n.as_str())) {
-                continue;
+            if !never.contains(&rel) {
+                lib_sources.push(src_path(&rel));
             }
-            lib_sources.push(src_path(&rel));
         }
     }
     if lib_sources.is_empty() {
@@ -129,6 +135,25 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
         steps.push(bench_step(sub, inst, src, places, &flags)?);
     }
     Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run: vec![KAT_PROGRAM.into()] })
+}
+
+/// The files `inst` must never compile. Each entry must name a file of the tree: an
+/// entry that matches nothing protects nothing (a moved demo would be compiled).
+fn never_compile(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<String>> {
+    let mut never = Vec::new();
+    for entry in &sub.build.never_compile {
+        let rel = inst.expand(entry);
+        if !src.root.join(&rel).is_file() {
+            bail!(
+                "{}: never_compile entry {entry:?} of instance {} matches no file ({rel} is not in {})",
+                sub.locate(entry),
+                inst.label,
+                src.root
+            );
+        }
+        never.push(rel);
+    }
+    Ok(never)
 }
 
 /// `-include <header>` for a header of the source tree, which must exist.

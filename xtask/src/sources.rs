@@ -11,24 +11,25 @@ use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
 use crate::project;
+use crate::sha::Sha256Hex;
 use crate::submission::{SourceSpec, Submission};
 
 /// Where a source tree came from; copied into every record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Provenance {
-    Crate { name: String, version: String, checksum: String },
-    Archive { file: String, sha256: String },
-    Directory { path: String, tree_sha256: String, note: String },
+    Crate { name: String, version: String, checksum: Sha256Hex },
+    Archive { file: String, sha256: Sha256Hex },
+    Directory { path: String, tree_sha256: Sha256Hex, note: String },
 }
 
 impl Provenance {
     /// A short digest that changes whenever the tree may have changed.
     pub fn digest(&self) -> &str {
         match self {
-            Provenance::Crate { checksum, .. } => checksum,
-            Provenance::Archive { sha256, .. } => sha256,
-            Provenance::Directory { tree_sha256, .. } => tree_sha256,
+            Provenance::Crate { checksum, .. } => checksum.as_str(),
+            Provenance::Archive { sha256, .. } => sha256.as_str(),
+            Provenance::Directory { tree_sha256, .. } => tree_sha256.as_str(),
         }
     }
 }
@@ -37,11 +38,11 @@ impl std::fmt::Display for Provenance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Provenance::Crate { name, version, checksum } => {
-                write!(f, "crate {name} {version} (sha256 {})", &checksum[..16])
+                write!(f, "crate {name} {version} (sha256 {})", checksum.short())
             }
-            Provenance::Archive { file, sha256 } => write!(f, "archive {file} (sha256 {})", &sha256[..16]),
+            Provenance::Archive { file, sha256 } => write!(f, "archive {file} (sha256 {})", sha256.short()),
             Provenance::Directory { path, tree_sha256, note } => {
-                write!(f, "{note} {path} (tree sha256 {})", &tree_sha256[..16])
+                write!(f, "{note} {path} (tree sha256 {})", tree_sha256.short())
             }
         }
     }
@@ -60,7 +61,7 @@ pub struct Source {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PatchRecord {
     pub file: String,
-    pub sha256: String,
+    pub sha256: Sha256Hex,
     pub reason: String,
 }
 
@@ -68,7 +69,7 @@ pub fn patch_note(patches: &[PatchRecord]) -> String {
     if patches.is_empty() {
         return String::new();
     }
-    let list: Vec<String> = patches.iter().map(|p| format!("{} sha256 {}", p.file, &p.sha256[..16])).collect();
+    let list: Vec<String> = patches.iter().map(|p| format!("{} sha256 {}", p.file, p.sha256.short())).collect();
     format!(", patched ({})", list.join("; "))
 }
 
@@ -77,13 +78,29 @@ pub fn patch_note(patches: &[PatchRecord]) -> String {
 pub struct Overrides {
     pub archive: Option<Utf8PathBuf>,
     pub source_dir: Option<Utf8PathBuf>,
+    pub limits: ExtractLimits,
+}
+
+/// Bounds on what one archive may expand to: a submission is hostile input too.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtractLimits {
+    pub max_bytes: u64,
+    pub max_entries: u64,
+    /// Expanded bytes per archive byte.
+    pub max_ratio: u64,
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        ExtractLimits { max_bytes: 4 << 30, max_entries: 100_000, max_ratio: 200 }
+    }
 }
 
 pub fn obtain(sh: &Shell, sub: &Submission, overrides: &Overrides) -> Result<Source> {
     let src = match (&overrides.source_dir, &sub.source) {
         (Some(dir), _) => from_directory(sub, dir)?,
         (None, SourceSpec::Crate { name, version, subdir }) => from_crate(name, version, subdir)?,
-        (None, SourceSpec::Archive { .. }) => from_archive(sh, sub, overrides.archive.as_deref())?,
+        (None, SourceSpec::Archive { .. }) => from_archive(sh, sub, overrides.archive.as_deref(), overrides.limits)?,
     };
     apply_patches(sh, sub, src)
 }
@@ -115,7 +132,7 @@ fn apply_patches(sh: &Shell, sub: &Submission, src: Source) -> Result<Source> {
             .filter(|r| !r.is_empty())
             .with_context(|| format!("patch {f} must start with a one-line `Reason: ...`"))?;
         let file = f.file_name().unwrap_or_default().to_owned();
-        patches.push(PatchRecord { file, sha256: project::sha256_file(f)?, reason });
+        patches.push(PatchRecord { file, sha256: Sha256Hex::computed(project::sha256_file(f)?), reason });
     }
     let key_input: Vec<&str> =
         std::iter::once(src.provenance.digest()).chain(patches.iter().map(|p| p.sha256.as_str())).collect();
@@ -151,7 +168,10 @@ fn copy_tree(from: &Utf8Path, to: &Utf8Path) -> Result<()> {
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(to.join(rel))?;
         } else if entry.file_type().is_file() {
-            write_file(to, rel, std::fs::File::open(path)?)?;
+            // A copy of a tree already in the cache: its size was bounded there.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::copy(path, to.join(rel)).with_context(|| format!("cannot copy {path}"))?;
+            std::fs::set_permissions(to.join(rel), std::fs::Permissions::from_mode(0o644))?;
         }
     }
     Ok(())
@@ -163,7 +183,7 @@ fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
         SourceSpec::Archive { root, .. } => find_root(&dir, root).unwrap_or(dir.clone()),
         SourceSpec::Crate { .. } => dir.clone(),
     };
-    let tree_sha256 = project::tree_digest(&root)?;
+    let tree_sha256 = Sha256Hex::computed(project::tree_digest(&root)?);
     Ok(Source {
         root: root.clone(),
         provenance: Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory".into() },
@@ -191,10 +211,10 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
     let crate_file = registry.join("cache").join(index_dir).join(format!("{name}-{version}.crate"));
     let actual = project::sha256_file(&crate_file)
         .with_context(|| format!("cannot check the downloaded crate file {crate_file}"))?;
-    if actual != checksum {
+    if checksum != *actual {
         bail!("{crate_file} has SHA-256 {actual}, but Cargo.lock pins {checksum}");
     }
-    let tree = extract(&crate_file, &checksum)?;
+    let tree = extract(&crate_file, checksum.as_str(), ExtractLimits::default())?;
     let root = tree.join(format!("{name}-{version}")).join(subdir);
     if !root.is_dir() {
         bail!("crate {name} {version} has no folder {subdir:?}");
@@ -206,7 +226,7 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
     })
 }
 
-fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<String> {
+fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<Sha256Hex> {
     #[derive(serde::Deserialize)]
     struct Lock {
         package: Vec<LockPackage>,
@@ -215,7 +235,7 @@ fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<String> {
     struct LockPackage {
         name: String,
         version: String,
-        checksum: Option<String>,
+        checksum: Option<Sha256Hex>,
     }
     let lock: Lock = project::read_toml(lock)?;
     lock.package
@@ -225,7 +245,7 @@ fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<String> {
         .with_context(|| format!("no checksum for {name} {version} in the lock file"))
 }
 
-fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>) -> Result<Source> {
+fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>, limits: ExtractLimits) -> Result<Source> {
     let SourceSpec::Archive { file, bytes, sha256, page, root } = &sub.source else { unreachable!() };
     let default = project::root().join("archives").join(file);
     let path = match given {
@@ -245,7 +265,7 @@ fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>) -> Resul
         );
     }
     let actual = project::sha256_file(&path)?;
-    if &actual != sha256 {
+    if *sha256 != *actual {
         let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         bail!(
             "refusing {path}: SHA-256 {actual} ({size} bytes), but {} pins {file} as {sha256} ({bytes} bytes). \
@@ -253,7 +273,7 @@ fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>) -> Resul
             sub.id
         );
     }
-    let tree = extract(&path, sha256)?;
+    let tree = extract(&path, sha256.as_str(), limits)?;
     let root = find_root(&tree, root).with_context(|| format!("{file} has no folder {root:?}"))?;
     Ok(Source { root, provenance: Provenance::Archive { file: file.clone(), sha256: sha256.clone() }, patches: vec![] })
 }
@@ -300,25 +320,50 @@ fn find_root(tree: &Utf8Path, rel: &str) -> Option<Utf8PathBuf> {
     None
 }
 
-/// Extract a verified archive (zip, tar, tar.gz/.crate) once into the cache.
-pub fn extract(archive: &Utf8Path, sha256: &str) -> Result<Utf8PathBuf> {
+/// What an archive is, by its first bytes (never by its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Zip,
+    Gzip,
+    Tar,
+}
+
+fn kind(head: &[u8]) -> Option<Kind> {
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        Some(Kind::Zip)
+    } else if head.starts_with(&[0x1f, 0x8b]) {
+        Some(Kind::Gzip)
+    } else if head.get(257..262) == Some(b"ustar".as_slice()) {
+        Some(Kind::Tar)
+    } else {
+        None
+    }
+}
+
+/// Extract a verified archive (zip, tar, tar.gz/.crate) once into the cache, within
+/// `limits`.
+pub fn extract(archive: &Utf8Path, sha256: &str, limits: ExtractLimits) -> Result<Utf8PathBuf> {
     let base = project::cache_dir().join("sources");
     let dest = base.join(sha256);
     if dest.join(".complete").exists() {
         return Ok(dest);
     }
+    let mut head = Vec::new();
+    std::fs::File::open(archive)?.take(512).read_to_end(&mut head)?;
+    let kind = kind(&head).with_context(|| {
+        let first: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        format!("{archive} is neither a zip nor a tar archive (it begins {})", first.join(" "))
+    })?;
     std::fs::create_dir_all(&base)?;
     let tmp = tempfile::Builder::new().prefix(".extract-").tempdir_in(&base)?;
     let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
-    let mut magic = [0u8; 4];
-    std::fs::File::open(archive)?.read_exact(&mut magic).ok();
-    let result = if magic == *b"PK\x03\x04" {
-        extract_zip(archive, &tmp_path)
-    } else if magic[..2] == [0x1f, 0x8b] {
-        let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive)?);
-        extract_tar(gz, &tmp_path)
-    } else {
-        extract_tar(std::fs::File::open(archive)?, &tmp_path)
+    let size = std::fs::metadata(archive)?.len();
+    let mut budget =
+        Budget { limits, bytes_left: limits.max_bytes.min(size.saturating_mul(limits.max_ratio)), entries: 0 };
+    let result = match kind {
+        Kind::Zip => extract_zip(archive, &tmp_path, &mut budget),
+        Kind::Gzip => extract_tar(flate2::read::GzDecoder::new(std::fs::File::open(archive)?), &tmp_path, &mut budget),
+        Kind::Tar => extract_tar(std::fs::File::open(archive)?, &tmp_path, &mut budget),
     };
     result.with_context(|| format!("cannot extract {archive}"))?;
     std::fs::write(tmp_path.join(".complete"), sha256)?;
@@ -327,6 +372,23 @@ pub fn extract(archive: &Utf8Path, sha256: &str) -> Result<Utf8PathBuf> {
         bail!("cannot move the extracted tree to {dest}");
     }
     Ok(dest)
+}
+
+/// What an extraction may still write.
+struct Budget {
+    limits: ExtractLimits,
+    bytes_left: u64,
+    entries: u64,
+}
+
+impl Budget {
+    fn entry(&mut self) -> Result<()> {
+        self.entries += 1;
+        if self.entries > self.limits.max_entries {
+            bail!("more than {} entries (raise --max-entries)", self.limits.max_entries);
+        }
+        Ok(())
+    }
 }
 
 /// A relative path without `..`, or an error.
@@ -338,43 +400,56 @@ fn safe_path(name: &str) -> Result<Utf8PathBuf> {
     Ok(p)
 }
 
-fn write_file(dest: &Utf8Path, rel: &Utf8Path, mut reader: impl Read) -> Result<()> {
+fn write_file(dest: &Utf8Path, rel: &Utf8Path, reader: impl Read, budget: &mut Budget) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let path = dest.join(rel);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
     let mut out = std::fs::File::create(&path).with_context(|| format!("cannot create {path}"))?;
-    std::io::copy(&mut reader, &mut out)?;
+    let written = std::io::copy(&mut reader.take(budget.bytes_left + 1), &mut out)?;
+    if written > budget.bytes_left {
+        let l = budget.limits;
+        bail!(
+            "the archive expands to more than {} MiB (at most {} MiB, or {} times its size; raise --max-extract-mib \
+             or --max-ratio)",
+            budget.bytes_left >> 20,
+            l.max_bytes >> 20,
+            l.max_ratio
+        );
+    }
+    budget.bytes_left -= written;
     // Shipped binaries lose their execute bits.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
     Ok(())
 }
 
-fn extract_zip(archive: &Utf8Path, dest: &Utf8Path) -> Result<()> {
+fn extract_zip(archive: &Utf8Path, dest: &Utf8Path, budget: &mut Budget) -> Result<()> {
     let mut zip = zip::ZipArchive::new(std::fs::File::open(archive)?)?;
     for i in 0..zip.len() {
+        budget.entry()?;
         let entry = zip.by_index(i)?;
         let rel = safe_path(&entry.name()?)?;
         if entry.is_dir() {
             std::fs::create_dir_all(dest.join(&rel))?;
         } else if entry.is_file() {
-            write_file(dest, &rel, entry)?;
+            write_file(dest, &rel, entry, budget)?;
         }
         // Symlinks and other entries are skipped: sources are regular files.
     }
     Ok(())
 }
 
-fn extract_tar(reader: impl Read, dest: &Utf8Path) -> Result<()> {
+fn extract_tar(reader: impl Read, dest: &Utf8Path, budget: &mut Budget) -> Result<()> {
     let mut tar = tar::Archive::new(reader);
     for entry in tar.entries()? {
+        budget.entry()?;
         let entry = entry?;
         let name = entry.path()?.to_string_lossy().into_owned();
         let rel = safe_path(&name)?;
         match entry.header().entry_type() {
             tar::EntryType::Directory => std::fs::create_dir_all(dest.join(&rel))?,
-            tar::EntryType::Regular | tar::EntryType::Continuous => write_file(dest, &rel, entry)?,
+            tar::EntryType::Regular | tar::EntryType::Continuous => write_file(dest, &rel, entry, budget)?,
             _ => {}
         }
     }
@@ -391,5 +466,16 @@ mod tests {
         assert!(safe_path("/etc/passwd").is_err());
         assert!(safe_path("a/../../b").is_err());
         assert_eq!(safe_path("a\\b c.c").unwrap(), Utf8PathBuf::from("a/b c.c"));
+    }
+
+    #[test]
+    fn archives_are_told_by_their_first_bytes() {
+        assert_eq!(kind(b"PK\x03\x04rest"), Some(Kind::Zip));
+        assert_eq!(kind(&[0x1f, 0x8b, 8, 0]), Some(Kind::Gzip));
+        let mut tar = vec![0u8; 512];
+        tar[257..262].copy_from_slice(b"ustar");
+        assert_eq!(kind(&tar), Some(Kind::Tar));
+        assert_eq!(kind(b"\x7fELF\x02\x01\x01"), None);
+        assert_eq!(kind(&[0u8; 100]), None);
     }
 }

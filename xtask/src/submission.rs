@@ -29,6 +29,9 @@ pub struct Submission {
     /// Folder of the manifest file; `<base>/<id>/patches/` holds its patches.
     #[serde(skip)]
     pub base_dir: Utf8PathBuf,
+    /// The manifest file, for messages.
+    #[serde(skip)]
+    pub path: Utf8PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -46,7 +49,7 @@ pub enum SourceSpec {
     Archive {
         file: String,
         bytes: u64,
-        sha256: String,
+        sha256: crate::sha::Sha256Hex,
         /// Human page where the archive is published.
         #[serde(default)]
         page: Option<String>,
@@ -171,12 +174,14 @@ impl Submission {
         if !path.is_file() {
             bail!("unknown submission `{id}`: no {path} (known: {})", Self::ids()?.join(", "));
         }
-        let mut sub: Submission = project::read_toml(&path)?;
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+        let mut sub: Submission = toml::from_str(&text).with_context(|| format!("invalid manifest {path}"))?;
         if Some(sub.id.as_str()) != path.file_stem() {
-            bail!("{path}: id = {:?} does not match the file name", sub.id);
+            bail!("{}: id = {:?} does not match the file name", locate(&path, &text, &sub.id), sub.id);
         }
         sub.base_dir = path.parent().map(Utf8PathBuf::from).unwrap_or_default();
-        sub.validate().with_context(|| format!("invalid manifest {path}"))?;
+        sub.path = path.clone();
+        sub.validate(&text)?;
         Ok(sub)
     }
 
@@ -197,9 +202,16 @@ impl Submission {
         self.base_dir.join(&self.id).join("patches")
     }
 
-    fn validate(&self) -> Result<()> {
+    /// `path:line:col` of the first quoted `needle` in the manifest, for messages.
+    pub fn locate(&self, needle: &str) -> String {
+        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
+        locate(&self.path, &text, needle)
+    }
+
+    fn validate(&self, text: &str) -> Result<()> {
+        let invalid = |needle: &str, what: String| anyhow::anyhow!("{}: {what}", locate(&self.path, text, needle));
         if self.instances.is_empty() {
-            bail!("no [[instance]]");
+            bail!("{}: no [[instance]]", self.path);
         }
         match (&self.build.cmake, self.build.sources.is_empty()) {
             (Some(_), false) => bail!("[build] has both `sources` and `cmake`: pick one recipe"),
@@ -213,11 +225,43 @@ impl Submission {
             if !seen.insert(&inst.label) {
                 bail!("instance label {} appears twice", inst.label);
             }
-            if inst.label.contains('/') || inst.label.starts_with('.') {
-                bail!("instance label {:?} cannot be a file name", inst.label);
+            if inst.label.is_empty() || inst.label.contains(['/', '\\']) || inst.label.starts_with('.') {
+                return Err(invalid(&inst.label, format!("instance label {:?} cannot be a file name", inst.label)));
+            }
+            for (field, pattern) in self.paths(inst) {
+                let expanded = inst.expand(pattern);
+                let checked = match expanded.strip_prefix("driver:") {
+                    Some(d) => check_driver(d),
+                    // The instance folder may be the source root itself.
+                    None if field == "dir" && expanded == "." => Ok(()),
+                    None => check_rel_path(expanded.strip_suffix("/*.c").unwrap_or(&expanded)),
+                };
+                if let Err(why) = checked {
+                    let what = format!("{field} {pattern:?} (instance {}: {expanded:?}) {why}", inst.label);
+                    return Err(invalid(pattern, what));
+                }
             }
         }
+        let (SourceSpec::Archive { root, .. } | SourceSpec::Crate { subdir: root, .. }) = &self.source;
+        if !root.is_empty() {
+            check_rel_path(root).map_err(|why| invalid(root, format!("source folder {root:?} {why}")))?;
+        }
         Ok(())
+    }
+
+    /// Every path the manifest names for `inst`, with its field, unexpanded.
+    fn paths<'a>(&'a self, inst: &'a Instance) -> Vec<(&'static str, &'a str)> {
+        let mut v: Vec<(&'static str, &'a str)> = vec![("dir", inst.dir.as_str())];
+        let b = &self.build;
+        v.extend(b.sources.iter().map(|p| ("build.sources", p.as_str())));
+        v.extend(b.include.iter().map(|p| ("build.include", p.as_str())));
+        v.extend(b.never_compile.iter().map(|p| ("build.never_compile", p.as_str())));
+        v.extend(self.kat.program.iter().map(|p| ("kat.program", p.as_str())));
+        v.extend(self.kat.include.iter().map(|p| ("kat.include", p.as_str())));
+        v.extend(self.kat.api_header.iter().map(|p| ("kat.api_header", p.as_str())));
+        v.extend(self.kat.reference.iter().map(|p| ("kat.reference", p.as_str())));
+        v.extend(self.bench.iter().map(|b| ("bench.header", b.header.as_str())));
+        v
     }
 
     pub fn flags(&self) -> Vec<String> {
@@ -236,6 +280,47 @@ impl Submission {
             format!("{base} + {}", inst.extra_flags.join(" "))
         }
     }
+}
+
+/// A manifest path after expansion: relative, inside the source root, and plain (no
+/// `.` or `..` component), so that one file has one name.
+pub fn check_rel_path(p: &str) -> std::result::Result<(), String> {
+    if p.is_empty() {
+        return Err("is empty".into());
+    }
+    if p.starts_with('/') {
+        return Err("is absolute: paths are relative to the source root".into());
+    }
+    // Segment by segment: camino and std normalize an inner `.` away.
+    for segment in p.split('/') {
+        match segment {
+            "." => return Err("has a `.` component: write the plain path".into()),
+            ".." => return Err("has `..`: it would leave the source root".into()),
+            "" => return Err("has an empty component: write the plain path".into()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `driver:<file>`: one of the harness's own drivers.
+fn check_driver(file: &str) -> std::result::Result<(), String> {
+    if file.contains('/') || !project::root().join("drivers").join(file).is_file() {
+        return Err(format!("names no file of drivers/ (driver:{file})"));
+    }
+    Ok(())
+}
+
+/// `path:line:col` of the first quoted `needle` in `text` (else of the bare text, else
+/// the path alone).
+fn locate(path: &camino::Utf8Path, text: &str, needle: &str) -> String {
+    let quoted = format!("\"{needle}\"");
+    let Some(at) = text.find(&quoted).map(|i| i + 1).or_else(|| text.find(needle)) else {
+        return path.to_string();
+    };
+    let line = text[..at].matches('\n').count() + 1;
+    let col = text[..at].rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("{path}:{line}:{col}")
 }
 
 impl Instance {
@@ -259,6 +344,43 @@ mod tests {
             let sub = Submission::load(&id).unwrap();
             assert!(!sub.instances.is_empty(), "{id}");
         }
+    }
+
+    fn load_text(dir: &camino::Utf8Path, text: &str) -> anyhow::Error {
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, text).unwrap();
+        Submission::load(path.as_str()).unwrap_err()
+    }
+
+    const GOOD: &str = "id = \"bad\"\nname = \"x\"\n[source]\nkind = \"archive\"\nfile = \"a.zip\"\nbytes = 1\n\
+        sha256 = \"SHA\"\n[build]\nsources = [\"SRC\"]\n[kat]\nprogram = [\"driver:iccs_kem_kat.c\"]\n\
+        file = \"k.txt\"\n[[instance]]\nlabel = \"L\"\ndir = \"d\"\n";
+
+    #[test]
+    fn manifest_errors_name_file_line_and_column() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let good = GOOD.replace("SHA", &"a".repeat(64));
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, good.replace("SRC", "{dir}/x.c")).unwrap();
+        Submission::load(path.as_str()).unwrap();
+        let e = format!("{:#}", load_text(dir, &GOOD.replace("SHA", "abc").replace("SRC", "x.c")));
+        // The source table is read whole, so its line is named, with the bad value.
+        assert!(e.contains("line 3, column 1") && e.contains("\"abc\" is not a SHA-256"), "{e}");
+        for (src, why) in [
+            ("../x.c", "has `..`"),
+            ("/etc/x.c", "is absolute"),
+            ("{dir}/./KAT_KEM.c", "has a `.` component"),
+            ("{dir}/../../*.c", "has `..`"),
+        ] {
+            let e = format!("{:#}", load_text(dir, &good.replace("SRC", src)));
+            assert!(e.contains(&format!("{path}:9:13")) && e.contains(why), "{src}: {e}");
+        }
+        let e = format!(
+            "{:#}",
+            load_text(dir, &good.replace("SRC", "x.c").replace("driver:iccs_kem_kat.c", "driver:nope.c"))
+        );
+        assert!(e.contains(&format!("{path}:11:13")) && e.contains("drivers/"), "{e}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use crate::kat::{self, Canonical, Manifest};
 use crate::project;
 use crate::recipe;
 use crate::sandbox::{Limits, Outcome};
+use crate::sha::Sha256Hex;
 use crate::sources::{self, Provenance, Source};
 use crate::submission::{Instance, Submission};
 use crate::systems::SystemProfile;
@@ -89,8 +90,8 @@ pub struct InstanceResult {
     pub kat_file: Option<String>,
     pub mode: Option<kat::Mode>,
     pub records: Option<usize>,
-    pub expected_sha256: Option<String>,
-    pub actual_sha256: Option<String>,
+    pub expected_sha256: Option<Sha256Hex>,
+    pub actual_sha256: Option<Sha256Hex>,
     pub log: Option<String>,
     pub build_key: String,
     pub build_reused: bool,
@@ -182,7 +183,7 @@ impl Verify {
     pub fn run(self, sh: &Shell) -> Result<()> {
         // KAT manifests are read with the sources, before any image work.
         let kat_path = |sub: &Submission| self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path());
-        let run = self.inputs.prepare(sh, |sub| Manifest::load(&kat_path(sub)).map(drop))?;
+        let run = self.inputs.prepare(sh, |sub| Manifest::load(&kat_path(sub))?.check_against(sub))?;
         if self.kat_manifest.is_some() && run.work.len() != 1 {
             bail!("--kat-manifest applies to one submission at a time");
         }
@@ -307,7 +308,7 @@ fn print_row(r: &InstanceResult, tc: &ToolchainRecord, note: &str) {
         r.label,
         tc.toolchain,
         r.status,
-        r.actual_sha256.as_deref().map(short).unwrap_or("-"),
+        r.actual_sha256.as_ref().map(Sha256Hex::short).unwrap_or("-"),
         r.flag_set,
     );
     if let Some(m) = &r.message {
@@ -404,11 +405,11 @@ impl Ctx<'_> {
         }
         match kat::finish_digest(tee.canonical) {
             Ok(actual) => {
-                if actual != entry.sha256 {
+                if entry.sha256 != *actual {
                     r.status = Status::Mismatch;
                     r.message = Some(mismatch_message(entry, &actual, &log_path, self.build.src, inst, sub));
                 }
-                r.actual_sha256 = Some(actual);
+                r.actual_sha256 = Some(Sha256Hex::computed(actual));
             }
             Err(why) => {
                 r.status = Status::Mismatch;
@@ -504,10 +505,6 @@ fn read_prefix(path: &Utf8Path, max: u64) -> Vec<u8> {
         let _ = f.take(max).read_to_end(&mut data);
     }
     data
-}
-
-fn short(d: &str) -> &str {
-    &d[..16.min(d.len())]
 }
 
 fn tail(text: &str, n: usize) -> String {
