@@ -395,8 +395,9 @@ impl Inputs {
             max_entries: self.max_entries,
             max_ratio: self.max_ratio,
         };
-        let overrides =
-            sources::Overrides { archive: self.archive.clone(), source_dir: self.source_dir.clone(), limits };
+        let arch = profile.arch(self.target.arch);
+        let (archive, source_dir) = (self.archive.clone(), self.source_dir.clone());
+        let overrides = sources::Overrides { archive, source_dir, limits, arch };
         let mut work = Vec::new();
         for id in &ids {
             let sub = Submission::load(id)?;
@@ -409,7 +410,7 @@ impl Inputs {
             work.push((sub, src));
         }
         let backend = Backend::select(sh, self.target.engine)?;
-        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), profile.arch(self.target.arch))?;
+        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), arch)?;
         Ok(Prepared { layout: Layout::new(&self.out, &self.system), profile, work, env })
     }
 

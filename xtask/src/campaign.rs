@@ -68,12 +68,23 @@ impl Campaign {
     }
 
     fn inputs(&self, id: &str) -> Inputs {
-        Inputs::for_ids(vec![id.to_owned()], self.target.clone(), self.out.clone(), self.system.clone())
+        let mut inputs =
+            Inputs::for_ids(vec![id.to_owned()], self.target.clone(), self.out.clone(), self.system.clone());
+        let given =
+            |pairs: &[(String, camino::Utf8PathBuf)]| pairs.iter().find(|(i, _)| i == id).map(|(_, p)| p.clone());
+        inputs.archive = given(&self.archives);
+        inputs.source_dir = given(&self.source_dirs);
+        inputs
     }
 
     pub fn run(self, sh: &Shell) -> Result<()> {
         let profile = SystemProfile::load(&self.system)?;
         let subs = profile.ids(&self.ids).iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        for (id, _) in self.archives.iter().chain(&self.source_dirs) {
+            if !subs.iter().any(|s| &s.id == id) {
+                bail!("--archive/--source-dir name {id}, which is not in this campaign");
+            }
+        }
         let layout = Layout::new(&self.out, &self.system);
         let mut steps = vec![Step::Image];
         for sub in &subs {

@@ -258,6 +258,20 @@ pub struct Campaign {
     /// Verify only; no timing.
     #[arg(long)]
     pub no_bench: bool,
+    /// The archive of one submission, as verify's --archive (repeatable).
+    #[arg(long = "archive", value_name = "ID=PATH|URL", value_parser = id_path)]
+    pub archives: Vec<(String, Utf8PathBuf)>,
+    /// An extracted tree for one submission, as verify's --source-dir (repeatable).
+    #[arg(long = "source-dir", value_name = "ID=DIR", value_parser = id_path)]
+    pub source_dirs: Vec<(String, Utf8PathBuf)>,
+}
+
+/// `ID=PATH`.
+fn id_path(s: &str) -> Result<(String, Utf8PathBuf), String> {
+    match s.split_once('=') {
+        Some((id, path)) if !id.is_empty() && !path.is_empty() => Ok((id.to_owned(), path.into())),
+        _ => Err(format!("expected ID=PATH, e.g. kem-07=archives/BRQC.zip, not {s:?}")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -423,6 +437,8 @@ impl Xtask {
             Cmd::Campaign(c) => {
                 absolute_ids(&mut c.ids, cwd);
                 absolute(&mut c.out, cwd);
+                c.archives.iter_mut().filter(|(_, p)| !p.as_str().contains("://")).for_each(|(_, p)| absolute(p, cwd));
+                c.source_dirs.iter_mut().for_each(|(_, p)| absolute(p, cwd));
             }
             Cmd::Report(r) => absolute(&mut r.out, cwd),
             Cmd::Evidence(EvidenceCmd::Check(e)) => absolute(&mut e.dir, cwd),

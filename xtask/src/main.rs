@@ -10,6 +10,8 @@ mod engine;
 mod env;
 mod evidence;
 mod flags;
+#[cfg(test)]
+mod fuzz;
 mod hostgate;
 mod image;
 mod interrupt;

@@ -10,6 +10,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
+use crate::flags::Arch;
 use crate::project;
 use crate::sha::Sha256Hex;
 use crate::submission::{SourceSpec, Submission};
@@ -63,6 +64,9 @@ pub struct PatchRecord {
     pub file: String,
     pub sha256: Sha256Hex,
     pub reason: String,
+    /// The architectures it applies to (`Arch:` line); empty: all.
+    #[serde(default)]
+    pub arches: Vec<Arch>,
 }
 
 pub fn patch_note(patches: &[PatchRecord]) -> String {
@@ -74,11 +78,13 @@ pub fn patch_note(patches: &[PatchRecord]) -> String {
 }
 
 /// How the user pointed at the sources (command-line overrides).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Overrides {
     pub archive: Option<Utf8PathBuf>,
     pub source_dir: Option<Utf8PathBuf>,
     pub limits: ExtractLimits,
+    /// The architecture being built: patches scoped to others are left out.
+    pub arch: Arch,
 }
 
 /// Bounds on what one archive may expand to: a submission is hostile input too.
@@ -102,12 +108,37 @@ pub fn obtain(sh: &Shell, sub: &Submission, overrides: &Overrides) -> Result<Sou
         (None, SourceSpec::Crate { name, version, subdir }) => from_crate(name, version, subdir)?,
         (None, SourceSpec::Archive { .. }) => from_archive(sh, sub, overrides.archive.as_deref(), overrides.limits)?,
     };
-    apply_patches(sh, sub, src)
+    apply_patches(sh, sub, src, overrides.arch)
 }
 
-/// Apply `<base>/<id>/patches/*.patch` (sorted) to a copy of the tree; the original
-/// is never touched. Each patch starts with a one-line `Reason: ...`.
-fn apply_patches(sh: &Shell, sub: &Submission, src: Source) -> Result<Source> {
+/// The header of a patch: a first line `Reason: ...`, then optionally `Arch: aarch64`
+/// (names separated by spaces) before the diff; a scoped patch applies only there.
+fn patch_header(f: &Utf8Path, text: &str) -> Result<(String, Vec<Arch>)> {
+    let reason = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("Reason:"))
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty())
+        .with_context(|| format!("patch {f} must start with a one-line `Reason: ...`"))?;
+    let mut arches = Vec::new();
+    for (n, line) in
+        text.lines().enumerate().skip(1).take_while(|(_, l)| !l.starts_with("--- ") && !l.starts_with("diff "))
+    {
+        if let Some(list) = line.strip_prefix("Arch:") {
+            for name in list.split_whitespace() {
+                let arch = <Arch as clap::ValueEnum>::from_str(name, true)
+                    .map_err(|_| anyhow::anyhow!("{f}:{}: unknown architecture {name:?} (x86_64, aarch64)", n + 1))?;
+                arches.push(arch);
+            }
+        }
+    }
+    Ok((reason, arches))
+}
+
+/// Apply `<base>/<id>/patches/*.patch` (sorted) that apply to `arch` to a copy of the
+/// tree; the original is never touched.
+fn apply_patches(sh: &Shell, sub: &Submission, src: Source, arch: Arch) -> Result<Source> {
     let dir = sub.patches_dir();
     let mut files: Vec<Utf8PathBuf> = match dir.read_dir_utf8() {
         Ok(entries) => entries
@@ -122,17 +153,21 @@ fn apply_patches(sh: &Shell, sub: &Submission, src: Source) -> Result<Source> {
     }
     files.sort();
     let mut patches = Vec::new();
+    files.retain(|f| {
+        let applies = std::fs::read_to_string(f)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| patch_header(f, &text))
+            .map(|(_, arches)| arches.is_empty() || arches.contains(&arch));
+        applies.unwrap_or(true) // unreadable or bad headers fail below, with the reason
+    });
+    if files.is_empty() {
+        return Ok(src);
+    }
     for f in &files {
         let text = std::fs::read_to_string(f).with_context(|| format!("cannot read patch {f}"))?;
-        let reason = text
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("Reason:"))
-            .map(|r| r.trim().to_owned())
-            .filter(|r| !r.is_empty())
-            .with_context(|| format!("patch {f} must start with a one-line `Reason: ...`"))?;
+        let (reason, arches) = patch_header(f, &text)?;
         let file = f.file_name().unwrap_or_default().to_owned();
-        patches.push(PatchRecord { file, sha256: Sha256Hex::computed(project::sha256_file(f)?), reason });
+        patches.push(PatchRecord { file, sha256: Sha256Hex::computed(project::sha256_file(f)?), reason, arches });
     }
     let key_input: Vec<&str> =
         std::iter::once(src.provenance.digest()).chain(patches.iter().map(|p| p.sha256.as_str())).collect();
@@ -348,30 +383,35 @@ pub fn extract(archive: &Utf8Path, sha256: &str, limits: ExtractLimits) -> Resul
     if dest.join(".complete").exists() {
         return Ok(dest);
     }
-    let mut head = Vec::new();
-    std::fs::File::open(archive)?.take(512).read_to_end(&mut head)?;
-    let kind = kind(&head).with_context(|| {
-        let first: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        format!("{archive} is neither a zip nor a tar archive (it begins {})", first.join(" "))
-    })?;
     std::fs::create_dir_all(&base)?;
     let tmp = tempfile::Builder::new().prefix(".extract-").tempdir_in(&base)?;
     let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
-    let size = std::fs::metadata(archive)?.len();
-    let mut budget =
-        Budget { limits, bytes_left: limits.max_bytes.min(size.saturating_mul(limits.max_ratio)), entries: 0 };
-    let result = match kind {
-        Kind::Zip => extract_zip(archive, &tmp_path, &mut budget),
-        Kind::Gzip => extract_tar(flate2::read::GzDecoder::new(std::fs::File::open(archive)?), &tmp_path, &mut budget),
-        Kind::Tar => extract_tar(std::fs::File::open(archive)?, &tmp_path, &mut budget),
-    };
-    result.with_context(|| format!("cannot extract {archive}"))?;
+    unpack(archive, &tmp_path, limits)?;
     std::fs::write(tmp_path.join(".complete"), sha256)?;
     let kept = tmp.keep();
     if std::fs::rename(&kept, &dest).is_err() && !dest.join(".complete").exists() {
         bail!("cannot move the extracted tree to {dest}");
     }
     Ok(dest)
+}
+
+/// Unpack `archive` into the empty folder `dest`, within `limits`.
+pub fn unpack(archive: &Utf8Path, dest: &Utf8Path, limits: ExtractLimits) -> Result<()> {
+    let mut head = Vec::new();
+    std::fs::File::open(archive)?.take(512).read_to_end(&mut head)?;
+    let kind = kind(&head).with_context(|| {
+        let first: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        format!("{archive} is neither a zip nor a tar archive (it begins {})", first.join(" "))
+    })?;
+    let size = std::fs::metadata(archive)?.len();
+    let mut budget =
+        Budget { limits, bytes_left: limits.max_bytes.min(size.saturating_mul(limits.max_ratio)), entries: 0 };
+    let result = match kind {
+        Kind::Zip => extract_zip(archive, dest, &mut budget),
+        Kind::Gzip => extract_tar(flate2::read::GzDecoder::new(std::fs::File::open(archive)?), dest, &mut budget),
+        Kind::Tar => extract_tar(std::fs::File::open(archive)?, dest, &mut budget),
+    };
+    result.with_context(|| format!("cannot extract {archive}"))
 }
 
 /// What an extraction may still write.
@@ -466,6 +506,16 @@ mod tests {
         assert!(safe_path("/etc/passwd").is_err());
         assert!(safe_path("a/../../b").is_err());
         assert_eq!(safe_path("a\\b c.c").unwrap(), Utf8PathBuf::from("a/b c.c"));
+    }
+
+    #[test]
+    fn patch_headers_give_reason_and_architectures() {
+        let f = Utf8Path::new("p.patch");
+        let (reason, arches) = patch_header(f, "Reason: x86 intrinsics\nArch: aarch64 arm64\n--- a/x\n").unwrap();
+        assert_eq!((reason.as_str(), arches), ("x86 intrinsics", vec![Arch::Aarch64, Arch::Aarch64]));
+        assert!(patch_header(f, "Reason: r\n--- a/x\nArch: mips\n").unwrap().1.is_empty(), "only the header counts");
+        assert!(format!("{:#}", patch_header(f, "Reason: r\nArch: mips\n").unwrap_err()).contains("p.patch:2"));
+        assert!(patch_header(f, "--- a/x\n").is_err());
     }
 
     #[test]

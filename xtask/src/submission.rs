@@ -175,13 +175,19 @@ impl Submission {
             bail!("unknown submission `{id}`: no {path} (known: {})", Self::ids()?.join(", "));
         }
         let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-        let mut sub: Submission = toml::from_str(&text).with_context(|| format!("invalid manifest {path}"))?;
+        Submission::from_text(&path, &text)
+    }
+
+    /// A manifest's text, parsed and checked (`path` names it in messages).
+    pub fn from_text(path: &Utf8PathBuf, text: &str) -> Result<Submission> {
+        let path = path.clone();
+        let mut sub: Submission = toml::from_str(text).with_context(|| format!("invalid manifest {path}"))?;
         if Some(sub.id.as_str()) != path.file_stem() {
-            bail!("{}: id = {:?} does not match the file name", locate(&path, &text, &sub.id), sub.id);
+            bail!("{}: id = {:?} does not match the file name", locate(&path, text, &sub.id), sub.id);
         }
         sub.base_dir = path.parent().map(Utf8PathBuf::from).unwrap_or_default();
         sub.path = path.clone();
-        sub.validate(&text)?;
+        sub.validate(text)?;
         Ok(sub)
     }
 

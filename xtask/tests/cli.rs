@@ -57,3 +57,17 @@ fn without_ids_the_system_profiles_campaign_set_is_taken() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("required"), "the design-card form is accepted as typed: {err}");
 }
+
+#[test]
+fn campaign_takes_sources_per_submission() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["campaign", "kem-07", "--system", "x86_1", "--engine", "host", "--no-bench"];
+    let out = xtask_in(tmp.path(), &[&args[..], &["--archive", "kem-07=mine/BRQC.zip"]].concat());
+    assert!(!out.status.success());
+    let text = format!("{}{}", common::stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("not found at {}/mine/BRQC.zip", tmp.path().display())), "{text}");
+    let out = xtask_in(tmp.path(), &[&args[..], &["--archive", "kem-03=x.zip"]].concat());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kem-03, which is not in this campaign"));
+    let out = xtask_in(tmp.path(), &[&args[..], &["--archive", "BRQC.zip"]].concat());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected ID=PATH"));
+}

@@ -190,3 +190,50 @@ fn fixture_archive_in_container_gives_every_status() {
     assert_eq!(status_of(&s, "fix-patch")["status"], "BUILDFAIL");
     assert!(String::from_utf8_lossy(&no_patch.stdout).contains("only compiles once the patch removes it"));
 }
+
+const X86_PATCH: &str = concat!(
+    "Reason: x86intrin.h exists only on x86-64 and nothing here uses it\n",
+    "Arch: aarch64\n",
+    "--- a/fix-x86only/KEM_fix-x86only.c\n",
+    "+++ b/fix-x86only/KEM_fix-x86only.c\n",
+    "@@ -1,3 +1,2 @@\n",
+    " #include \"KEM_fix-x86only.h\"\n",
+    "-#include <x86intrin.h>\n",
+    " /* Fixture KEM body; the test prepends `#include \"KEM_<label>.h\"`, which sets FIX_N and\n",
+);
+
+#[test]
+fn an_aarch64_patch_leaves_the_x86_64_build_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let instances: Vec<Inst> = vec![("fix-x86only", 16, String::new())];
+    write_tree(&tmp.path().join("tree"), &instances);
+    let zip = tmp.path().join("Fixture KEM v1.zip");
+    zip_tree(&tmp.path().join("tree"), &zip);
+    let m = manifest_dir(&tmp.path().join("m"), &zip, false, &instances);
+    let verify = |out: &str, arch: &str| {
+        let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--archive", zip.to_str().unwrap()];
+        let out = tmp.path().join(out);
+        let run = xtask(&[&args[..], &["--arch", arch, "--out", out.to_str().unwrap()]].concat(), None);
+        (run.status.success(), statuses(&out))
+    };
+    let (ok, before) = verify("x86-no-patch", "x86_64");
+    assert!(ok, "x86-64 builds the shipped code as it is");
+    let entry = |s: &serde_json::Value| status_of(s, "fix-x86only").clone();
+    let patches = m.parent().unwrap().join("fixture-kem/patches");
+    std::fs::write(patches.join("0001-aarch64-no-x86intrin.patch"), X86_PATCH).unwrap();
+    let (ok, with_patch) = verify("x86-patch-present", "x86_64");
+    assert!(ok);
+    assert_eq!(entry(&with_patch)["build_key"], entry(&before)["build_key"], "the x86-64 build is the same build");
+    assert_eq!(entry(&with_patch)["library_sha256"], entry(&before)["library_sha256"]);
+    assert_eq!(with_patch["patches"], serde_json::json!([]), "a patch for AArch64 is not listed on x86-64");
+    let (ok, arm) = verify("arm", "aarch64");
+    assert!(ok, "AArch64 builds with the patch");
+    assert_eq!(entry(&arm)["status"], "PASS");
+    assert_eq!(entry(&arm)["actual_sha256"], entry(&before)["actual_sha256"]);
+    assert_eq!(arm["patches"][0]["file"], "0001-aarch64-no-x86intrin.patch");
+    assert_eq!(arm["patches"][0]["arches"], serde_json::json!(["aarch64"]));
+    std::fs::remove_file(patches.join("0001-aarch64-no-x86intrin.patch")).unwrap();
+    let (ok, unpatched) = verify("arm-no-patch", "aarch64");
+    assert!(!ok);
+    assert_eq!(entry(&unpatched)["status"], "BUILDFAIL", "without the patch AArch64 cannot build it");
+}

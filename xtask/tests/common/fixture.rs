@@ -159,6 +159,10 @@ pub fn write_tree(dir: &Path, instances: &[Inst]) -> PathBuf {
         if label == "fix-patch" {
             c.push_str("#error fixture: this line only compiles once the patch removes it\n");
         }
+        if label == "fix-x86only" {
+            // As BRQC: an x86-64 header that AArch64 compilers do not have.
+            c.push_str("#include <x86intrin.h>\n");
+        }
         c.push_str(&body);
         std::fs::write(d.join(format!("KEM_{label}.c")), c).unwrap();
         // Files a manifest must keep out of the build.
