@@ -66,16 +66,16 @@ struct Facts<'a> {
 
 impl Doctor {
     pub fn run(self, sh: &Shell) -> Result<()> {
-        let profile = SystemProfile::load(&self.system)?;
+        let profile = SystemProfile::load(&self.on.system)?;
         let facts = Facts {
             sh,
-            engine: match self.target.engine {
+            engine: match self.on.target.engine {
                 EngineChoice::Host => None,
                 EngineChoice::Docker => Some(Engine::Docker),
                 EngineChoice::Podman | EngineChoice::Auto => Some(Engine::Podman),
             },
-            arch: profile.arch(self.target.arch),
-            toolchain: Toolchain::load(&profile.toolchain(&self.toolchain))?,
+            arch: profile.arch(self.on.target.arch),
+            toolchain: Toolchain::load(&profile.toolchain(&self.on.toolchain))?,
             installer: Installer::detect(),
         };
         let findings = facts.all();
@@ -95,7 +95,7 @@ impl Doctor {
             bail!(
                 "{missing} prerequisite(s) missing for {} on {}; run the fixes above",
                 facts.toolchain.name,
-                self.system
+                self.on.system
             );
         }
         println!("ready: {} images for {} can be built and used", facts.toolchain.name, facts.arch.uname());

@@ -139,14 +139,14 @@ pub fn collect(
 
 impl Env {
     pub fn run(self, sh: &Shell) -> Result<()> {
-        let profile = SystemProfile::load(&self.system)?;
-        let arch = profile.arch(self.target.arch);
+        let profile = SystemProfile::load(&self.on.system)?;
+        let arch = profile.arch(self.on.target.arch);
         let cpu = self.cpu.or(profile.cpu);
         // The compilers of the pinned image when it exists; the host's otherwise.
-        let backend = Backend::select(sh, self.target.engine)?;
+        let backend = Backend::select(sh, self.on.target.engine)?;
         let lock = match backend {
             Backend::Container(engine) => {
-                let tag = Toolchain::load(&profile.toolchain(&self.toolchain))?.tag(arch);
+                let tag = Toolchain::load(&profile.toolchain(&self.on.toolchain))?.tag(arch);
                 match engine.image_id(sh, &tag)? {
                     Some(_) => ImageLock::load(engine, &tag),
                     None => None,

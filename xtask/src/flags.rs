@@ -47,8 +47,15 @@ pub enum Cmd {
 #[derive(Debug, Args)]
 pub struct Doctor {
     #[command(flatten)]
+    pub on: OnSystem,
+}
+
+/// Which system, toolchain and engine a command looks at.
+#[derive(Debug, Args)]
+pub struct OnSystem {
+    #[command(flatten)]
     pub target: Target,
-    /// Toolchain whose image would be built (default: the system profile's).
+    /// Toolchain of the image (default: the system profile's).
     #[arg(long)]
     pub toolchain: Option<String>,
     /// System profile (systems/<name>.toml): decides toolchain and architecture.
@@ -321,15 +328,9 @@ pub struct Merge {
 
 #[derive(Debug, Args)]
 pub struct Env {
+    /// The image supplies the compiler and build tool lines.
     #[command(flatten)]
-    pub target: Target,
-    /// Toolchain whose image supplies the compiler and build tool lines (default: the
-    /// system profile's).
-    #[arg(long)]
-    pub toolchain: Option<String>,
-    /// System profile (systems/<name>.toml).
-    #[arg(long, default_value = "local")]
-    pub system: String,
+    pub on: OnSystem,
     /// The CPU the measurement would be pinned to.
     #[arg(long)]
     pub cpu: Option<usize>,
