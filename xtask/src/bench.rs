@@ -9,13 +9,13 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::builder::{Build, BuildCtx, BuildEnv, Built, ToolchainRecord};
+use crate::builder::{Build, BuildCtx, Built, Prepared, ToolchainRecord};
 use crate::engine::Backend;
 use crate::env::{self, Environment};
 use crate::evidence::Layout;
 use crate::flags::{Bench, Op};
 use crate::hostgate::{self, Gate};
-use crate::recipe::{self, Plan as BuildPlan};
+use crate::recipe;
 use crate::sandbox::{Limits, Sandbox};
 use crate::sizes::{self, CatalogRow, Disagreement, Sizes};
 use crate::sources::{PatchRecord, Provenance, Source};
@@ -258,16 +258,7 @@ impl Bench {
         let catalog = sizes::load()?;
         let mut failures = Vec::new();
         for (sub, src) in &run.work {
-            failures.extend(self.bench_submission(
-                sh,
-                &run.env,
-                &run.layout,
-                sub,
-                src,
-                &gate,
-                &catalog,
-                &run.profile,
-            )?);
+            failures.extend(self.bench_submission(sh, &run, (sub, src), &gate, &catalog)?);
         }
         crate::evidence::reindex(&self.inputs.out)?;
         if !failures.is_empty() {
@@ -276,27 +267,33 @@ impl Bench {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn bench_submission(
         &self,
         sh: &Shell,
-        env: &BuildEnv,
-        layout: &Layout,
-        sub: &Submission,
-        src: &Source,
+        run: &Prepared,
+        (sub, src): (&Submission, &Source),
         gate: &Gate,
         catalog: &[CatalogRow],
-        profile: &SystemProfile,
     ) -> Result<Vec<String>> {
+        let env = &run.env;
         let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
         let tc = env.record(sh, &sb)?;
         let bctx = BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs };
-        let mut environment = env::collect(sh, profile, self.cpu, env.arch, Some(&tc));
+        let mut environment = env::collect(sh, &run.profile, self.cpu, env.arch, Some(&tc));
         println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
         println!(
             "  {:<18} {:<6} {:>14} {:>10} {:>9} {:>12} {:>18}",
             "instance", "op", "mean ticks", "mean time", "ops/s", "median trial", "n (trials × iters)"
         );
+        let facts = RunFacts {
+            sub,
+            src,
+            tc: &tc,
+            environment: &environment,
+            gate,
+            catalog,
+            harness_commit: project::harness_commit(sh),
+        };
         let mut failures = Vec::new();
         let mut audit: Vec<Disagreement> = Vec::new();
         for inst in sub.instances.iter().filter(|i| self.inputs.selects(i)) {
@@ -307,82 +304,61 @@ impl Bench {
                     continue;
                 }
             };
-            let Some(driver_sha256) = build.record.output_sha256(recipe::BENCH_PROGRAM).map(str::to_owned) else {
-                let logs: Vec<&str> = build.record.optional_failures.iter().map(|f| f.log.as_str()).collect();
-                failures.push(format!(
-                    "{} {}: the timing driver does not build:\n{}",
-                    sub.id,
-                    inst.label,
-                    logs.join("\n")
-                ));
-                continue;
-            };
             let ctx = Ctx { sh, sb: &sb, build: &build, src, cpu: self.cpu, timeout: Duration::from_secs(3600) };
-            let static_image = static_image_bytes(&build.out.join(recipe::LIBRARY))?;
-            let library_sha256 =
-                build.record.output_sha256(recipe::LIBRARY).context("the build record lists no library")?.to_owned();
-            let driver_source_sha256 =
-                project::sha256_file(&project::root().join("drivers").join(recipe::BENCH_DRIVER))?;
-            let mut api_sizes = None;
-            for &op in &self.ops {
-                let started = project::now_utc();
-                let timed = match self.time_op(&ctx, op) {
-                    Ok(t) => t,
-                    Err(e) if e.is::<ProgramFailed>() => {
-                        failures.push(format!("{} {} {}: {e:#}", sub.id, inst.label, op.name()));
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                let record = self.record(
-                    sub,
-                    inst,
-                    op,
-                    timed,
-                    &tc,
-                    &environment,
-                    gate,
-                    src,
-                    &build.record.plan,
-                    &ctx,
-                    static_image,
-                    &library_sha256,
-                    &driver_source_sha256,
-                    &driver_sha256,
-                    catalog,
-                    started,
-                    sh,
-                );
-                print_row(&record);
-                api_sizes = Some(record.sizes.api);
-                project::write_json(&layout.record(&sub.id, &inst.label, op.name()), &record)?;
-            }
-            if let Some(api) = api_sizes {
-                audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api));
+            match self.bench_instance(&ctx, &facts, inst, &run.layout, &mut failures)? {
+                Some(api) => audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api)),
+                None => continue,
             }
         }
         // Records carry the environment as it was at the start; the manifest of the
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
-        project::write_json(&layout.environment(&sub.id), &environment)?;
-        project::write_json(&layout.size_audit(&sub.id), &audit)?;
-        if audit.is_empty() {
-            println!("  size audit: API sizes agree with {}", sizes::catalog_path());
-        } else {
-            println!("  size audit ({} disagreements):", audit.len());
-            for d in &audit {
-                match (d.api, d.catalog) {
-                    (Some(a), Some(c)) => println!(
-                        "    {} {}: API {a}, catalog {c} ({})",
-                        d.instance,
-                        d.field,
-                        d.basis.as_deref().unwrap_or("-")
-                    ),
-                    _ => println!("    {}: no row in the size catalog", d.instance),
-                }
-            }
-        }
+        project::write_json(&run.layout.environment(&sub.id), &environment)?;
+        project::write_json(&run.layout.size_audit(&sub.id), &audit)?;
+        print_audit(&audit);
         Ok(failures)
+    }
+
+    /// Time every operation of one built instance and write its records; the API
+    /// sizes it reported, when any operation was timed.
+    fn bench_instance(
+        &self,
+        ctx: &Ctx,
+        facts: &RunFacts,
+        inst: &Instance,
+        layout: &Layout,
+        failures: &mut Vec<String>,
+    ) -> Result<Option<Sizes>> {
+        let (record, id) = (&ctx.build.record, &facts.sub.id);
+        let Some(driver_sha256) = record.output_sha256(recipe::BENCH_PROGRAM).map(str::to_owned) else {
+            let logs: Vec<&str> = record.optional_failures.iter().map(|f| f.log.as_str()).collect();
+            failures.push(format!("{id} {}: the timing driver does not build:\n{}", inst.label, logs.join("\n")));
+            return Ok(None);
+        };
+        let built = BuiltFacts {
+            inst,
+            static_image: static_image_bytes(&ctx.build.out.join(recipe::LIBRARY))?,
+            library_sha256: record.output_sha256(recipe::LIBRARY).context("the build record lists no library")?.into(),
+            driver_source_sha256: project::sha256_file(&project::root().join("drivers").join(recipe::BENCH_DRIVER))?,
+            driver_sha256,
+        };
+        let mut api_sizes = None;
+        for &op in &self.ops {
+            let started = project::now_utc();
+            let timed = match self.time_op(ctx, op) {
+                Ok(t) => t,
+                Err(e) if e.is::<ProgramFailed>() => {
+                    failures.push(format!("{id} {} {}: {e:#}", inst.label, op.name()));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let record = self.record(ctx, facts, &built, (op, timed), started);
+            print_row(&record);
+            api_sizes = Some(record.sizes.api);
+            project::write_json(&layout.record(id, &inst.label, op.name()), &record)?;
+        }
+        Ok(api_sizes)
     }
 
     /// Calibrate (unless iterations are fixed), plan, run the trials and re-run
@@ -451,27 +427,16 @@ impl Bench {
         Ok((t, r))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
-        sub: &Submission,
-        inst: &Instance,
-        op: Op,
-        timed: Timed,
-        tc: &ToolchainRecord,
-        environment: &Environment,
-        gate: &Gate,
-        src: &Source,
-        build: &BuildPlan,
         ctx: &Ctx,
-        static_image: u64,
-        library_sha256: &str,
-        driver_source_sha256: &str,
-        driver_sha256: &str,
-        catalog: &[CatalogRow],
+        facts: &RunFacts,
+        built: &BuiltFacts,
+        (op, timed): (Op, Timed),
         started: String,
-        sh: &Shell,
     ) -> Record {
+        let (sub, inst, tc, src, catalog) = (facts.sub, built.inst, facts.tc, facts.src, facts.catalog);
+        let build = &ctx.build.record.plan;
         let trials: Vec<SlotTrial> = timed
             .slots
             .iter()
@@ -491,7 +456,7 @@ impl Bench {
         let mut baselines: Vec<i64> = kept().map(|t| t.baseline_rss_kib).collect();
         baselines.sort();
         let memory = Memory {
-            static_image_bytes: static_image,
+            static_image_bytes: built.static_image,
             baseline_rss_kib: baselines.get(baselines.len() / 2).copied().unwrap_or(-1),
             peak_rss_kib: kept().map(|t| t.peak_rss_kib).max().unwrap_or(-1),
         };
@@ -536,17 +501,17 @@ impl Bench {
                 external: sizes::row(catalog, &sub.id, &inst.label).cloned(),
             },
             memory,
-            environment: environment.clone(),
+            environment: facts.environment.clone(),
             toolchain: tc.clone(),
             sandbox: ctx.sb.limits.clone(),
-            host_gate: gate.clone(),
+            host_gate: facts.gate.clone(),
             source: src.provenance.clone(),
             patches: src.patches.clone(),
             build_key: ctx.build.record.key.clone(),
-            library_sha256: library_sha256.into(),
-            driver_source_sha256: driver_source_sha256.into(),
-            driver_sha256: driver_sha256.into(),
-            harness_commit: project::harness_commit(sh),
+            library_sha256: built.library_sha256.clone(),
+            driver_source_sha256: built.driver_source_sha256.clone(),
+            driver_sha256: built.driver_sha256.clone(),
+            harness_commit: facts.harness_commit.clone(),
             commands: Commands {
                 engine: tc.engine,
                 image: tc.image.clone(),
@@ -570,6 +535,26 @@ impl Bench {
     }
 }
 
+/// What every record of one submission's run shares.
+struct RunFacts<'a> {
+    sub: &'a Submission,
+    src: &'a Source,
+    tc: &'a ToolchainRecord,
+    environment: &'a Environment,
+    gate: &'a Gate,
+    catalog: &'a [CatalogRow],
+    harness_commit: String,
+}
+
+/// What every record of one built instance shares.
+struct BuiltFacts<'a> {
+    inst: &'a Instance,
+    static_image: u64,
+    library_sha256: String,
+    driver_source_sha256: String,
+    driver_sha256: String,
+}
+
 struct Timed {
     spec: PlanSpec,
     plan: stats::Plan,
@@ -577,6 +562,22 @@ struct Timed {
     calibration: Vec<Calibration>,
     slots: Vec<Vec<(Trial, DriverReport)>>,
     disturbed_total: usize,
+}
+
+fn print_audit(audit: &[Disagreement]) {
+    if audit.is_empty() {
+        println!("  size audit: API sizes agree with {}", sizes::catalog_path());
+        return;
+    }
+    println!("  size audit ({} disagreements):", audit.len());
+    for d in audit {
+        match (d.api, d.catalog) {
+            (Some(a), Some(c)) => {
+                println!("    {} {}: API {a}, catalog {c} ({})", d.instance, d.field, d.basis.as_deref().unwrap_or("-"))
+            }
+            _ => println!("    {}: no row in the size catalog", d.instance),
+        }
+    }
 }
 
 fn print_row(r: &Record) {

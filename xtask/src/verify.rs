@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use xshell::Shell;
 
-use crate::builder::{BuildCtx, BuildEnv, Built, ToolchainRecord};
+use crate::builder::{Build, BuildCtx, Built, Prepared, ToolchainRecord};
 use crate::evidence::{self, Layout};
 use crate::flags::Verify;
 use crate::kat::{self, Canonical, Manifest};
@@ -190,7 +190,7 @@ impl Verify {
         let mut failed = Vec::new();
         for (sub, src) in &run.work {
             let manifest = Manifest::load(&kat_path(sub))?;
-            let summary = self.verify_submission(sh, &run.env, &run.layout, sub, &manifest, src, &run.profile)?;
+            let summary = self.verify_submission(sh, &run, (sub, src), &manifest)?;
             let bad = summary
                 .instances
                 .iter()
@@ -208,17 +208,14 @@ impl Verify {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub fn verify_submission(
         &self,
         sh: &Shell,
-        env: &BuildEnv,
-        layout: &Layout,
-        sub: &Submission,
+        run: &Prepared,
+        (sub, src): (&Submission, &Source),
         manifest: &Manifest,
-        src: &Source,
-        profile: &SystemProfile,
     ) -> Result<Summary> {
+        let (env, layout, profile) = (&run.env, &run.layout, &run.profile);
         let instances: Vec<&Instance> = sub.instances.iter().filter(|i| self.inputs.selects(i)).collect();
         if instances.is_empty() {
             bail!("{}: no instance matches {:?}", sub.id, self.inputs.instances);
@@ -384,6 +381,19 @@ impl Ctx<'_> {
             r.message = Some(format!("no line for {} in {}", inst.label, self.manifest.path));
             return Ok(r.finish());
         };
+        self.run_kat(inst, &build, entry, r)
+    }
+
+    /// Run the KAT program of a finished build, streaming its text into the log and
+    /// the canonical digest, and judge it.
+    fn run_kat(
+        &self,
+        inst: &Instance,
+        build: &Build,
+        entry: &kat::Entry,
+        mut r: InstanceResult,
+    ) -> Result<InstanceResult> {
+        let (sub, layout, plan) = (self.build.sub, self.layout, &build.record.plan);
         let timeout = Duration::from_secs(self.verify.timeout);
         let job = build.run_job(self.build.env.backend, self.build.src, &plan.run, timeout);
         let log_path = layout.kat_log(&sub.id, &inst.label);
