@@ -284,23 +284,29 @@ impl BuildCtx<'_> {
 
     /// Inputs that decide a build; equal keys mean the earlier build can be reused.
     fn build_key(&self, plan: &Plan) -> Result<String> {
-        #[derive(Serialize)]
-        struct Key<'a> {
-            compilers: String,
-            source: &'a str,
-            patches: &'a [sources::PatchRecord],
-            drivers: String,
-            plan: &'a Plan,
-        }
-        let key = Key {
+        Ok(build_key(&KeyInputs {
             compilers: self.env.identity(self.tc),
             source: self.src.provenance.digest(),
             patches: &self.src.patches,
             drivers: recipe::drivers_digest()?,
             plan,
-        };
-        Ok(project::sha256_hex(serde_json::to_string(&key)?.as_bytes()))
+        }))
     }
+}
+
+/// Everything that decides a build. The plan names no output folder (steps run in
+/// the build's own folder), so a key never depends on where the build lands.
+#[derive(Debug, Serialize)]
+pub struct KeyInputs<'a> {
+    pub compilers: String,
+    pub source: &'a str,
+    pub patches: &'a [sources::PatchRecord],
+    pub drivers: String,
+    pub plan: &'a Plan,
+}
+
+pub fn build_key(inputs: &KeyInputs) -> String {
+    project::sha256_hex(serde_json::to_string(inputs).expect("plain data serialises").as_bytes())
 }
 
 /// The record of an earlier build with `key` whose files are all unchanged; `Ok(None)`

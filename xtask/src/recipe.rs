@@ -254,3 +254,119 @@ fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
 pub fn drivers_digest() -> Result<String> {
     project::tree_digest(&project::root().join("drivers"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::{build_key, KeyInputs};
+    use crate::sha::Sha256Hex;
+    use crate::sources::{PatchRecord, Provenance};
+    use camino::Utf8PathBuf;
+
+    const MANIFEST: &str = r#"id = "plan-test"
+name = "plan test"
+[source]
+kind = "archive"
+file = "a.zip"
+bytes = 1
+sha256 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+[build]
+sources = ["{dir}/*.c", "common/c.c"]
+include = ["{dir}", "common"]
+never_compile = ["{dir}/demo.c"]
+[kat]
+program = ["driver:iccs_kem_kat.c"]
+api_header = "{dir}/api.h"
+file = "k_{label}.txt"
+[bench]
+api = "iccs"
+header = "{dir}/api.h"
+[[instance]]
+label = "L1"
+dir = "i1"
+extra_flags = ["-DX=1"]
+"#;
+
+    /// A manifest, a source tree and its Source, all made here.
+    fn fixture() -> (tempfile::TempDir, Submission, Source) {
+        let t = tempfile::tempdir().unwrap();
+        let root = Utf8PathBuf::from_path_buf(t.path().to_owned()).unwrap();
+        for f in ["i1/a.c", "i1/b.c", "i1/demo.c", "i1/api.h", "common/c.c", "i1/notes.txt"] {
+            std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            std::fs::write(root.join(f), "").unwrap();
+        }
+        let sub = Submission::from_text(&root.join("plan-test.toml"), MANIFEST).unwrap();
+        let src = Source {
+            root: root.clone(),
+            provenance: Provenance::Directory {
+                path: root.to_string(),
+                tree_sha256: Sha256Hex::computed("b".repeat(64)),
+                note: "test".into(),
+            },
+            patches: vec![],
+        };
+        (t, sub, src)
+    }
+
+    fn container() -> Places {
+        Places { src: SRC.into(), drivers: DRIVERS.into() }
+    }
+
+    #[test]
+    fn a_plan_is_the_manifest_expanded_against_the_tree() {
+        let (_t, sub, src) = fixture();
+        let p = plan(&sub, &sub.instances[0], &src, &container()).unwrap();
+        let lib = &p.steps[0].argv;
+        assert_eq!(p.flags, ["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2", "-DX=1"]);
+        assert_eq!(p.flag_set, "guide + -DX=1");
+        // Sorted folder expansion, explicit files, never_compile left out.
+        let srcs: Vec<&String> = lib.iter().filter(|a| a.ends_with(".c")).collect();
+        assert_eq!(srcs, ["/src/i1/a.c", "/src/i1/b.c", "/src/common/c.c"]);
+        assert!(lib.ends_with(&["-o".to_owned(), LIBRARY.to_owned()]));
+        assert!(lib.contains(&"-I/src/i1".to_owned()) && lib.contains(&"-fPIC".to_owned()));
+        let kat = &p.steps[1].argv;
+        assert!(kat.contains(&"/drivers/iccs_kem_kat.c".to_owned()));
+        assert!(kat.windows(2).any(|w| w == ["-include", "/src/i1/api.h"]));
+        assert_eq!(p.steps[2].output.as_deref(), Some(BENCH_PROGRAM));
+        assert!(p.steps[2].optional && !p.steps[0].optional);
+        assert_eq!(p.run, [KAT_PROGRAM]);
+    }
+
+    #[test]
+    fn plans_name_no_output_folder_and_keys_follow_every_input() {
+        let (_t, sub, src) = fixture();
+        let p = plan(&sub, &sub.instances[0], &src, &container()).unwrap();
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(!text.contains("/build") && !text.contains("ngcc-repro"), "{text}");
+        let key = |plan: &Plan, compilers: &str, patches: &[PatchRecord]| {
+            build_key(&KeyInputs { compilers: compilers.into(), source: "s", patches, drivers: "d".into(), plan })
+        };
+        let k = key(&p, "image 1", &[]);
+        assert_eq!(k, key(&p.clone(), "image 1", &[]));
+        assert_ne!(k, key(&p, "image 2", &[]));
+        let patch = PatchRecord {
+            file: "p".into(),
+            sha256: Sha256Hex::computed("c".repeat(64)),
+            reason: "r".into(),
+            arches: vec![],
+        };
+        assert_ne!(k, key(&p, "image 1", &[patch]));
+        let mut flags = p.clone();
+        flags.steps[0].argv.push("-O3".into());
+        assert_ne!(k, key(&flags, "image 1", &[]));
+        // The host sees the same plan with host paths.
+        let host = plan(&sub, &sub.instances[0], &src, &Places::new(Backend::Host, &src.root)).unwrap();
+        assert!(host.steps[0].argv.contains(&format!("{}/i1/a.c", src.root)));
+    }
+
+    #[test]
+    fn plans_refuse_what_the_tree_does_not_have() {
+        let (_t, sub, src) = fixture();
+        std::fs::remove_file(src.root.join("i1/demo.c")).unwrap();
+        let e = format!("{:#}", check(&sub, &sub.instances[0], &src).unwrap_err());
+        assert!(e.contains("never_compile entry \"{dir}/demo.c\"") && e.contains("matches no file"), "{e}");
+        std::fs::write(src.root.join("i1/demo.c"), "").unwrap();
+        std::fs::remove_file(src.root.join("i1/api.h")).unwrap();
+        assert!(format!("{:#}", check(&sub, &sub.instances[0], &src).unwrap_err()).contains("API header"));
+    }
+}
