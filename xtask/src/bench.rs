@@ -30,7 +30,7 @@ struct DriverReport {
     iterations: u64,
     ns: u64,
     ticks: u64,
-    counter: String,
+    counter: CounterKind,
     counter_nominal_hz: u64,
     /// errno of perf_event_open when hardware cycles are unavailable (0 otherwise).
     perf_errno: i32,
@@ -79,8 +79,7 @@ pub struct Record {
 
 #[derive(Debug, Serialize)]
 pub struct Counter {
-    /// `perf-cycles`, `tsc`, `cntvct_el0`.
-    pub name: String,
+    pub name: CounterKind,
     /// Only then are `mean_ticks` cycles.
     pub hardware_cycles: bool,
     pub measured_hz: f64,
@@ -392,7 +391,7 @@ impl Bench {
         for _ in 0..spec.trials {
             slots.push(vec![self.trial(ctx, op, plan)?]);
         }
-        let mut counter_is_cycles = slots[0][0].1.counter == "perf-cycles";
+        let mut counter_is_cycles = slots[0][0].1.counter == CounterKind::PerfCycles;
         let mut disturbed_total = 0;
         loop {
             let current: Vec<Trial> = slots.iter().map(|s| s.last().unwrap().0.clone()).collect();
@@ -416,7 +415,7 @@ impl Bench {
             if !rerun {
                 break;
             }
-            counter_is_cycles = slots.iter().all(|s| s.iter().all(|t| t.1.counter == "perf-cycles"));
+            counter_is_cycles = slots.iter().all(|s| s.iter().all(|t| t.1.counter == CounterKind::PerfCycles));
         }
         Ok(Timed { spec, plan, estimate, calibration, slots, disturbed_total })
     }
@@ -472,16 +471,11 @@ impl Bench {
             emulated,
             timing_comparable: !emulated,
             counter: Counter {
-                name: first.counter.clone(),
-                hardware_cycles: first.counter == "perf-cycles",
+                name: first.counter,
+                hardware_cycles: first.counter == CounterKind::PerfCycles,
                 measured_hz: aggregate.counter_hz,
                 nominal_hz: (first.counter_nominal_hz > 0).then_some(first.counter_nominal_hz),
-                cycles_unavailable: match first.perf_errno {
-                    0 => None,
-                    1 | 13 => Some(format!("perf_event_open: permission denied (errno {})", first.perf_errno)),
-                    2 | 95 => Some(format!("perf_event_open: no hardware cycle event (errno {})", first.perf_errno)),
-                    e => Some(format!("perf_event_open failed (errno {e})")),
-                },
+                cycles_unavailable: why_no_cycles(first.perf_errno),
             },
             plan: PlanRecord {
                 spec: timed.spec,
@@ -535,6 +529,38 @@ impl Bench {
     }
 }
 
+/// The counter the timing driver read (its own name for it in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CounterKind {
+    /// Hardware CPU cycles, user space, through perf_event_open: the only real cycles.
+    #[serde(rename = "perf-cycles")]
+    PerfCycles,
+    #[serde(rename = "tsc")]
+    Tsc,
+    #[serde(rename = "cntvct_el0")]
+    CntvctEl0,
+}
+
+impl std::fmt::Display for CounterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CounterKind::PerfCycles => "perf-cycles",
+            CounterKind::Tsc => "tsc",
+            CounterKind::CntvctEl0 => "cntvct_el0",
+        })
+    }
+}
+
+/// Why perf_event_open gave no hardware cycles, from its errno (0: it did).
+fn why_no_cycles(errno: i32) -> Option<String> {
+    match errno {
+        0 => None,
+        libc::EPERM | libc::EACCES => Some(format!("perf_event_open: permission denied (errno {errno})")),
+        libc::ENOENT | libc::EOPNOTSUPP => Some(format!("perf_event_open: no hardware cycle event (errno {errno})")),
+        e => Some(format!("perf_event_open failed (errno {e})")),
+    }
+}
+
 /// What every record of one submission's run shares.
 struct RunFacts<'a> {
     sub: &'a Submission,
@@ -573,7 +599,8 @@ fn print_audit(audit: &[Disagreement]) {
     for d in audit {
         match (d.api, d.catalog) {
             (Some(a), Some(c)) => {
-                println!("    {} {}: API {a}, catalog {c} ({})", d.instance, d.field, d.basis.as_deref().unwrap_or("-"))
+                let basis = d.basis.map_or("-".to_owned(), |b| b.to_string());
+                println!("    {} {}: API {a}, catalog {c} ({basis})", d.instance, d.field)
             }
             _ => println!("    {}: no row in the size catalog", d.instance),
         }

@@ -363,9 +363,10 @@ pub enum EngineChoice {
 #[serde(rename_all = "lowercase")]
 pub enum Arch {
     #[value(name = "x86_64", alias = "amd64", alias = "x86-64")]
-    #[serde(rename = "x86_64")]
+    #[serde(rename = "x86_64", alias = "amd64")]
     X86_64,
     #[value(name = "aarch64", alias = "arm64")]
+    #[serde(alias = "arm64")]
     Aarch64,
 }
 

@@ -36,7 +36,7 @@ impl List {
                 t.name,
                 t.distro,
                 t.suite,
-                t.architectures.join(", "),
+                t.architectures.iter().map(|a| a.debian()).collect::<Vec<_>>().join(", "),
                 pins.join(" ")
             );
         }

@@ -19,18 +19,67 @@ pub struct CatalogRow {
     pub id: String,
     pub instance: String,
     pub sizes: Sizes,
-    /// `encoded`, `maximum-variable` or `nominal-variable`.
-    pub basis: String,
+    pub basis: Basis,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// What a catalog size measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// The encoded object as the API returns it.
+    Encoded,
+    MaximumVariable,
+    NominalVariable,
+}
+
+impl Basis {
+    fn parse(s: &str) -> Option<Basis> {
+        serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
+    }
+}
+
+impl std::fmt::Display for Basis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Basis::Encoded => "encoded",
+            Basis::MaximumVariable => "maximum-variable",
+            Basis::NominalVariable => "nominal-variable",
+        })
+    }
+}
+
+/// Where an instance and the catalog disagree: one size, or the whole row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    PublicKey,
+    SecretKey,
+    Ciphertext,
+    SharedSecret,
+    /// The catalog has no row for the instance.
+    Row,
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Field::PublicKey => "public_key",
+            Field::SecretKey => "secret_key",
+            Field::Ciphertext => "ciphertext",
+            Field::SharedSecret => "shared_secret",
+            Field::Row => "row",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Disagreement {
     pub id: String,
     pub instance: String,
-    pub field: &'static str,
+    pub field: Field,
     pub api: Option<u64>,
     pub catalog: Option<u64>,
-    pub basis: Option<String>,
+    pub basis: Option<Basis>,
 }
 
 pub fn catalog_path() -> camino::Utf8PathBuf {
@@ -51,10 +100,8 @@ pub fn parse(text: &str) -> Result<Vec<CatalogRow>> {
             bail!("{}: expected 7 fields", ctx());
         }
         let num = |i: usize| f[i].parse::<u64>().with_context(ctx);
-        let basis = f[6].to_owned();
-        if !["encoded", "maximum-variable", "nominal-variable"].contains(&basis.as_str()) {
-            bail!("{}: basis must be encoded, maximum-variable or nominal-variable", ctx());
-        }
+        let basis = Basis::parse(f[6])
+            .with_context(|| format!("{}: basis must be encoded, maximum-variable or nominal-variable", ctx()))?;
         rows.push(CatalogRow {
             id: f[0].into(),
             instance: f[1].into(),
@@ -81,17 +128,17 @@ pub fn audit(catalog: &[CatalogRow], id: &str, instance: &str, api: Sizes) -> Ve
         return vec![Disagreement {
             id: id.into(),
             instance: instance.into(),
-            field: "row",
+            field: Field::Row,
             api: None,
             catalog: None,
             basis: None,
         }];
     };
     let fields = [
-        ("public_key", api.pk, row.sizes.pk),
-        ("secret_key", api.sk, row.sizes.sk),
-        ("ciphertext", api.ct, row.sizes.ct),
-        ("shared_secret", api.ss, row.sizes.ss),
+        (Field::PublicKey, api.pk, row.sizes.pk),
+        (Field::SecretKey, api.sk, row.sizes.sk),
+        (Field::Ciphertext, api.ct, row.sizes.ct),
+        (Field::SharedSecret, api.ss, row.sizes.ss),
     ];
     fields
         .into_iter()
@@ -102,7 +149,7 @@ pub fn audit(catalog: &[CatalogRow], id: &str, instance: &str, api: Sizes) -> Ve
             field,
             api: Some(a),
             catalog: Some(c),
-            basis: Some(row.basis.clone()),
+            basis: Some(row.basis),
         })
         .collect()
 }
@@ -125,9 +172,11 @@ mod tests {
             .unwrap();
         let d = audit(&c, "x", "a", Sizes { pk: 10, sk: 20, ct: 46, ss: 4 });
         assert_eq!(d.len(), 1);
-        assert_eq!((d[0].field, d[0].api, d[0].catalog), ("ciphertext", Some(46), Some(30)));
+        assert_eq!((d[0].field, d[0].api, d[0].catalog), (Field::Ciphertext, Some(46), Some(30)));
+        assert_eq!(d[0].basis, Some(Basis::Encoded));
+        assert_eq!(serde_json::to_value(&d[0]).unwrap()["field"], "ciphertext");
         assert!(audit(&c, "x", "a", Sizes { pk: 10, sk: 20, ct: 30, ss: 4 }).is_empty());
-        assert_eq!(audit(&c, "x", "b", Sizes::default())[0].field, "row");
+        assert_eq!(audit(&c, "x", "b", Sizes::default())[0].field, Field::Row);
         assert!(parse("id,instance,public_key,secret_key,ciphertext,shared_secret,basis\nx,a,1,2,3,4,guess\n").is_err());
     }
 }

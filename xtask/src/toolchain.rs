@@ -19,7 +19,8 @@ pub struct Toolchain {
     pub name: String,
     pub distro: Distro,
     pub suite: String,
-    pub architectures: Vec<String>,
+    /// Debian's names (amd64, arm64) or the kernel's (x86_64, aarch64).
+    pub architectures: Vec<Arch>,
     /// package → exact version.
     pub pinned: BTreeMap<String, String>,
     #[serde(default)]
@@ -73,7 +74,7 @@ impl Toolchain {
     }
 
     pub fn supports(&self, arch: Arch) -> Result<()> {
-        if !self.architectures.iter().any(|a| a == arch.debian()) {
+        if !self.architectures.contains(&arch) {
             bail!(
                 "toolchain {} is not defined for {} (architectures: {:?})",
                 self.name,
