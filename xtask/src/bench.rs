@@ -163,6 +163,21 @@ struct Ctx<'a> {
     timeout: Duration,
 }
 
+impl DriverReport {
+    /// The driver shares its process with the candidate's code: figures that cannot be
+    /// true are refused, not averaged.
+    fn check(&self, asked: u64) -> std::result::Result<(), String> {
+        const DAY_NS: u64 = 86_400 * 1_000_000_000;
+        if self.iterations != asked {
+            return Err(format!("{} iterations where {asked} were asked", self.iterations));
+        }
+        if self.ns == 0 || self.ns > DAY_NS || self.ticks > self.ns.saturating_mul(100) {
+            return Err(format!("impossible timings ({} ns, {} ticks)", self.ns, self.ticks));
+        }
+        Ok(())
+    }
+}
+
 /// The timing driver failed or printed something unexpected: a failure of this
 /// operation, not of the tool (engine failures and interruptions stay errors).
 #[derive(Debug)]
@@ -197,9 +212,12 @@ impl Ctx<'_> {
         if !f.outcome.success() {
             return Err(ProgramFailed(format!("`{line}` {}:\n{}", f.outcome, f.stderr.trim_end())).into());
         }
-        serde_json::from_slice(&out).map_err(|e| {
-            ProgramFailed(format!("unexpected output of `{line}` ({e}): {}", String::from_utf8_lossy(&out))).into()
-        })
+        let report: DriverReport = serde_json::from_slice(&out).map_err(|e| {
+            let text = project::printable(&String::from_utf8_lossy(&out[..out.len().min(400)]));
+            ProgramFailed(format!("unexpected output of `{line}` ({e}): {text}"))
+        })?;
+        report.check(iterations).map_err(|why| ProgramFailed(format!("`{line}` reported {why}")))?;
+        Ok(report)
     }
 }
 
@@ -635,4 +653,38 @@ fn print_row(r: &Record) {
         format!("{} ({} × {})", a.n, a.trials, a.iterations),
         if notes.is_empty() { String::new() } else { format!("  [{}]", notes.join(", ")) }
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(iterations: u64, ns: u64, ticks: u64) -> DriverReport {
+        DriverReport {
+            iterations,
+            ns,
+            ticks,
+            counter: CounterKind::Tsc,
+            counter_nominal_hz: 0,
+            perf_errno: libc::ENOENT,
+            baseline_rss_kib: 1,
+            peak_rss_kib: 1,
+            api_sizes: Sizes::default(),
+            returned_sizes: Sizes::default(),
+        }
+    }
+
+    #[test]
+    fn forged_driver_figures_are_refused() {
+        assert!(report(100, 1_000_000, 3_000_000).check(100).is_ok());
+        assert!(report(99, 1_000_000, 3_000_000).check(100).unwrap_err().contains("99 iterations"));
+        assert!(report(100, 0, 0).check(100).is_err());
+        assert!(report(100, u64::MAX, u64::MAX).check(100).is_err());
+        assert!(report(100, 1000, u64::MAX).check(100).is_err());
+        let json = r#"{"iterations":1,"ns":5,"ticks":5,"counter":"rdtsc-forged","counter_nominal_hz":0,"perf_errno":0,
+            "baseline_rss_kib":1,"peak_rss_kib":1,"api_sizes":{"pk":1,"sk":1,"ct":1,"ss":1},
+            "returned_sizes":{"pk":1,"sk":1,"ct":1,"ss":1}}"#;
+        assert!(serde_json::from_str::<DriverReport>(json).is_err(), "unknown counters are refused");
+        assert_eq!(why_no_cycles(libc::EACCES).unwrap(), "perf_event_open: permission denied (errno 13)");
+    }
 }

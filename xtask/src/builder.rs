@@ -22,7 +22,10 @@ use crate::engine::Backend;
 use crate::evidence::Layout;
 use crate::flags::{Arch, Inputs};
 use crate::recipe::{self, Places, Plan, Step};
-use crate::sandbox::{Job, Limits, Mount, Sandbox};
+use crate::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
+
+/// Most files a build may leave (its folder is listed and digested file by file).
+const MAX_FILES: u64 = 100_000;
 use crate::sources::{self, Source};
 use crate::submission::{Instance, Submission};
 use crate::systems::SystemProfile;
@@ -225,16 +228,33 @@ impl BuildCtx<'_> {
         std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
         let mut log = String::new();
         let mut optional_failures = Vec::new();
+        let mut failed = false;
         for step in &plan.steps {
             if let Err(step_log) = self.run_step(step, &out, &mut log)? {
                 if !step.optional {
-                    return Ok(Built::Failed { plan, key, log });
+                    failed = true;
+                    break;
                 }
                 optional_failures.push(StepFailure { what: step.what.clone(), log: step_log });
             }
         }
-        let files = listing(&out)?;
+        // Whatever the steps left, failed or not, is taken back before anything else;
+        // what cannot be taken back or listed is no build.
+        let files = seal(&out).and_then(|()| listing(&out));
+        if let Err(e) = &files {
+            log.push_str(&format!("the build left files the harness does not accept: {e:#}\n"));
+            // Not taken back, so not kept either.
+            std::fs::remove_dir_all(&out).ok();
+        }
+        let files = match files {
+            Ok(files) if !failed => files,
+            _ => return Ok(Built::Failed { plan, key, log }),
+        };
         let record = BuildRecord { schema: 1, key, plan, files, optional_failures, finished: project::now_utc() };
+        if let Some(why) = self.shipped_output(&record)? {
+            log.push_str(&why);
+            return Ok(Built::Failed { plan: record.plan, key: record.key, log });
+        }
         for step in record.plan.steps.iter().filter(|s| !s.optional) {
             if let Some(name) = &step.output {
                 if record.output_sha256(name).is_none() {
@@ -261,21 +281,41 @@ impl BuildCtx<'_> {
             ),
             Backend::Host => (out.to_owned(), vec![]),
         };
-        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout: self.build_timeout() };
+        let disk = DiskGuard { dir: out.to_owned(), max_bytes: self.inputs.build_disk_mib << 20, max_files: MAX_FILES };
+        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout: self.build_timeout(), disk: Some(disk) };
         let (f, stdout) = self.sb.run_captured(self.sh, &job, 1 << 20)?;
         let start = log.len();
         log.push_str(&format!("$ {}\n", step.argv.join(" ")));
-        log.push_str(&String::from_utf8_lossy(&stdout));
+        log.push_str(&project::printable(&String::from_utf8_lossy(&stdout)));
         log.push_str(&f.stderr);
         if f.outcome.success() {
             return Ok(Ok(()));
         }
         let why = match f.outcome {
-            crate::sandbox::Outcome::TimedOut => format!("timed out after {} s", self.inputs.build_timeout),
+            Outcome::TimedOut => format!("timed out after {} s", self.inputs.build_timeout),
+            Outcome::DiskLimit => format!(
+                "wrote more than {} MiB or {MAX_FILES} files into its build folder (--build-disk-mib)",
+                self.inputs.build_disk_mib
+            ),
             other => other.to_string(),
         };
         log.push_str(&format!("{} failed: {why}\n", step.what));
         Ok(Err(log[start..].to_owned()))
+    }
+
+    /// An output the build copied from the source tree instead of compiling it.
+    fn shipped_output(&self, record: &BuildRecord) -> Result<Option<String>> {
+        for name in record.plan.steps.iter().filter_map(|s| s.output.as_deref()) {
+            if let Some(sha) = record.output_sha256(name) {
+                if let Some(path) = self.src.shipped_file(sha)? {
+                    return Ok(Some(format!(
+                        "{name} is the file {path} of the source tree, byte for byte: it was not built by the \
+                         pinned toolchain\n"
+                    )));
+                }
+            }
+        }
+        Ok(None)
     }
 
     fn build_timeout(&self) -> Duration {
@@ -329,12 +369,41 @@ fn reusable(record_path: &Utf8Path, out: &Utf8Path, key: &str) -> Result<Option<
     Ok(Some(record))
 }
 
+/// Take a finished build folder back from the sandbox: owned by the tool (when it runs
+/// as root), no set-id, sticky or group/other-write bits, so that nothing a build
+/// leaves can be run with its rights or changed later by anyone but the tool.
+fn seal(out: &Utf8Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    for entry in walkdir::WalkDir::new(out).max_open(64) {
+        let entry = entry.with_context(|| format!("cannot walk {out}"))?;
+        let ft = entry.file_type();
+        if ft.is_symlink() {
+            continue;
+        }
+        if root {
+            std::os::unix::fs::lchown(entry.path(), Some(0), Some(0))
+                .with_context(|| format!("cannot take back {}", entry.path().display()))?;
+        }
+        let mode = entry.metadata()?.permissions().mode();
+        let sealed = if ft.is_dir() { 0o755 } else { mode & 0o755 };
+        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(sealed))?;
+    }
+    Ok(())
+}
+
 /// Every file below `dir`, never following a link.
 fn listing(dir: &Utf8Path) -> Result<BTreeMap<String, String>> {
     let mut files = BTreeMap::new();
-    for entry in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+    for entry in walkdir::WalkDir::new(dir).min_depth(1).max_open(64).sort_by_file_name() {
         let entry = entry.with_context(|| format!("cannot walk {dir}"))?;
-        let path = Utf8Path::from_path(entry.path()).with_context(|| format!("non-UTF-8 file name below {dir}"))?;
+        let path = Utf8Path::from_path(entry.path()).with_context(|| {
+            format!("a file name that is not UTF-8: {}", String::from_utf8_lossy(entry.file_name().as_encoded_bytes()))
+        })?;
+        if files.len() as u64 >= MAX_FILES {
+            bail!("more than {MAX_FILES} files");
+        }
         let rel = path.strip_prefix(dir).unwrap_or(path).to_string();
         let ft = entry.file_type();
         let what = if ft.is_file() {
@@ -367,11 +436,12 @@ impl Build {
                         Mount { host: src.root.clone(), guest: recipe::SRC, writable: false },
                     ],
                     timeout,
+                    disk: None,
                 }
             }
             Backend::Host => {
                 argv[0] = self.out.join(&argv[0]).to_string();
-                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout }
+                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout, disk: None }
             }
         }
     }

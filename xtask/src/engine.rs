@@ -133,6 +133,15 @@ impl Engine {
         }
     }
 
+    /// Flags that keep a read-only container to the tmpfs mounts the tool names (podman
+    /// would add exec-able /run and /var/tmp).
+    pub fn read_only_args(self) -> Vec<String> {
+        match self {
+            Engine::Podman => vec!["--read-only".into(), "--read-only-tmpfs=false".into()],
+            Engine::Docker => vec!["--read-only".into()],
+        }
+    }
+
     /// The flag that sets an imported image's architecture.
     pub fn import_arch_arg(self, arch: Arch) -> String {
         match self {

@@ -142,6 +142,9 @@ pub struct Inputs {
     /// the largest file a build may write.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub output_cap_mib: u64,
+    /// Most a build may write into its folder, in MiB (and at most 100000 files).
+    #[arg(long, default_value_t = 4096, value_name = "MIB")]
+    pub build_disk_mib: u64,
     /// Most bytes an archive may expand to, in MiB.
     #[arg(long, default_value_t = 4096, value_name = "MIB")]
     pub max_extract_mib: u64,
@@ -169,6 +172,7 @@ impl Inputs {
             build_timeout: 1800,
             memory: "4g".into(),
             output_cap_mib: 256,
+            build_disk_mib: 4096,
             max_extract_mib: 4096,
             max_entries: 100_000,
             max_ratio: 200,

@@ -196,6 +196,7 @@ pub fn check(
             workdir: "/tmp".into(),
             mounts: vec![],
             timeout: Duration::from_secs(60),
+            disk: None,
         };
         let (f, out) = sandbox.run_captured(sh, &job, 16 << 20)?;
         if !f.outcome.success() {

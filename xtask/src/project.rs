@@ -142,6 +142,30 @@ pub fn harness_commit(sh: &Shell) -> String {
     }
 }
 
+/// Text from a sandbox made safe to print: control characters (terminal escapes among
+/// them) are shown escaped, newlines and tabs kept, very long lines cut.
+pub fn printable(text: &str) -> String {
+    const LINE: usize = 2000;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        for (n, c) in line.chars().enumerate() {
+            if n == LINE {
+                out.push_str(" [...]");
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+                break;
+            }
+            match c {
+                '\n' | '\t' => out.push(c),
+                c if c.is_control() => out.extend(c.escape_default()),
+                c => out.push(c),
+            }
+        }
+    }
+    out
+}
+
 pub fn now_utc() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
@@ -192,4 +216,19 @@ pub fn toml_stems(dir: &Utf8Path) -> Result<Vec<String>> {
     }
     names.sort();
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_text_is_printed_without_terminal_controls() {
+        let hostile = "ok\tline\n\u{1b}[2A\r\u{1b}[2K  L1 PASS\n\u{1b}[8mhidden\u{7}\n";
+        let p = printable(hostile);
+        assert!(!p.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{p:?}");
+        assert!(p.starts_with("ok\tline\n\\u{1b}[2A\\r"), "{p:?}");
+        let long = "x".repeat(5000);
+        assert_eq!(printable(&long).len(), 2000 + " [...]".len());
+    }
 }

@@ -296,15 +296,15 @@ extra_flags = ["-DX=1"]
             std::fs::write(root.join(f), "").unwrap();
         }
         let sub = Submission::from_text(&root.join("plan-test.toml"), MANIFEST).unwrap();
-        let src = Source {
-            root: root.clone(),
-            provenance: Provenance::Directory {
+        let src = Source::new(
+            root.clone(),
+            Provenance::Directory {
                 path: root.to_string(),
                 tree_sha256: Sha256Hex::computed("b".repeat(64)),
                 note: "test".into(),
             },
-            patches: vec![],
-        };
+            vec![],
+        );
         (t, sub, src)
     }
 

@@ -59,6 +59,33 @@ pub struct Job {
     pub workdir: Utf8PathBuf,
     pub mounts: Vec<Mount>,
     pub timeout: Duration,
+    /// Stop the command when its writable host folder grows past these bounds.
+    pub disk: Option<DiskGuard>,
+}
+
+/// Bounds on a writable host folder, watched while the command runs (a mount has no
+/// quota of its own).
+#[derive(Debug, Clone)]
+pub struct DiskGuard {
+    pub dir: Utf8PathBuf,
+    pub max_bytes: u64,
+    pub max_files: u64,
+}
+
+impl DiskGuard {
+    /// Whether the folder is over a bound; the walk stops as soon as it is.
+    fn exceeded(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (mut bytes, mut files) = (0u64, 0u64);
+        for entry in walkdir::WalkDir::new(&self.dir).into_iter().flatten() {
+            files += 1;
+            bytes += entry.metadata().map(|m| m.blocks() * 512).unwrap_or(0);
+            if files > self.max_files || bytes > self.max_bytes {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +100,8 @@ pub enum Outcome {
     OutOfMemory,
     /// Printed more than the output cap; the tool killed it.
     OutputLimit,
+    /// Wrote more into its folder than the disk guard allows; the tool killed it.
+    DiskLimit,
 }
 
 impl Outcome {
@@ -107,6 +136,7 @@ impl std::fmt::Display for Outcome {
             Outcome::TimedOut => write!(f, "timed out"),
             Outcome::OutOfMemory => write!(f, "out of memory"),
             Outcome::OutputLimit => write!(f, "output over the cap"),
+            Outcome::DiskLimit => write!(f, "wrote more than its folder may hold"),
         }
     }
 }
@@ -140,6 +170,17 @@ pub struct Finished {
 enum Kill {
     Clock,
     Output,
+    Disk,
+}
+
+impl Kill {
+    fn outcome(self) -> Outcome {
+        match self {
+            Kill::Clock => Outcome::TimedOut,
+            Kill::Output => Outcome::OutputLimit,
+            Kill::Disk => Outcome::DiskLimit,
+        }
+    }
 }
 
 /// Where untrusted commands run: an engine and image (or the host), and the limits.
@@ -153,6 +194,18 @@ pub struct Sandbox {
 impl Sandbox {
     /// Run `job`, streaming its stdout into `stdout` (at most the output cap).
     pub fn run(&self, sh: &Shell, job: &Job, stdout: &mut (dyn Write + Send)) -> Result<Finished> {
+        self.run_capped(sh, job, stdout, self.limits.output_cap_bytes)
+    }
+
+    /// Run `job` and keep its stdout in memory (at most `keep` bytes; more is
+    /// OutputLimit). Files the command writes keep the sandbox's own size limit.
+    pub fn run_captured(&self, sh: &Shell, job: &Job, keep: u64) -> Result<(Finished, Vec<u8>)> {
+        let mut out = Vec::new();
+        let f = self.run_capped(sh, job, &mut out, keep.min(self.limits.output_cap_bytes))?;
+        Ok((f, out))
+    }
+
+    fn run_capped(&self, sh: &Shell, job: &Job, stdout: &mut (dyn Write + Send), cap: u64) -> Result<Finished> {
         interrupt::check()?;
         for m in &job.mounts {
             check_mount(m)?;
@@ -161,20 +214,12 @@ impl Sandbox {
         let scratch = Utf8Path::from_path(scratch.path()).context("non-UTF-8 temp path")?.to_owned();
         let start = Instant::now();
         let (outcome, stdout_bytes, stderr) = match self.backend {
-            Backend::Container(engine) => self.run_container(sh, engine, job, &scratch, stdout)?,
-            Backend::Host => run_host(job, self.limits.output_cap_bytes, stdout)?,
+            Backend::Container(engine) => self.run_container(sh, engine, job, &scratch, (stdout, cap))?,
+            Backend::Host => run_host(job, cap, stdout)?,
         };
         std::fs::remove_dir_all(&scratch).ok();
         interrupt::check()?;
         Ok(Finished { outcome, stdout_bytes, stderr, wall: start.elapsed() })
-    }
-
-    /// Run `job` and keep its stdout in memory (at most `keep` bytes; more is OutputLimit).
-    pub fn run_captured(&self, sh: &Shell, job: &Job, keep: u64) -> Result<(Finished, Vec<u8>)> {
-        let narrow = Sandbox { limits: Limits { output_cap_bytes: keep, ..self.limits.clone() }, ..self.clone() };
-        let mut out = Vec::new();
-        let f = narrow.run(sh, job, &mut out)?;
-        Ok((f, out))
     }
 
     /// First line of `program --version` in the sandbox.
@@ -184,6 +229,7 @@ impl Sandbox {
             workdir: "/tmp".into(),
             mounts: vec![],
             timeout: Duration::from_secs(60),
+            disk: None,
         };
         let (f, out) = self.run_captured(sh, &job, 1 << 20)?;
         if !f.outcome.success() {
@@ -198,7 +244,7 @@ impl Sandbox {
         engine: Engine,
         job: &Job,
         scratch: &Utf8Path,
-        stdout: &mut (dyn Write + Send),
+        (stdout, cap): (&mut (dyn Write + Send), u64),
     ) -> Result<(Outcome, u64, String)> {
         let name = container_name();
         let args = self.run_args(engine, job, &name)?;
@@ -216,7 +262,7 @@ impl Sandbox {
         let kill = || {
             let _ = engine.call(sh, &["kill".into(), "--signal".into(), "KILL".into(), name.clone()]);
         };
-        let watched = watch(child, job.timeout, self.limits.output_cap_bytes, stdout, &kill)?;
+        let watched = watch(child, job, cap, stdout, &kill)?;
         interrupt::check()?;
         let state = engine
             .state(sh, &name)
@@ -230,8 +276,8 @@ impl Sandbox {
             );
         }
         let outcome = match watched.killed {
-            Some(Kill::Clock) => Outcome::TimedOut,
-            Some(Kill::Output) => Outcome::OutputLimit,
+            Some(kill) => kill.outcome(),
+            None if over_disk(job) => Outcome::DiskLimit,
             None if engine.out_of_memory(&state, scratch) => Outcome::OutOfMemory,
             None => Outcome::from_code(state.exit_code),
         };
@@ -251,8 +297,9 @@ impl Sandbox {
             "--network=none".into(),
             "--cap-drop=all".into(),
             "--security-opt=no-new-privileges".into(),
-            "--read-only".into(),
-            "--tmpfs=/tmp:rw,exec,size=1g,mode=1777".into(),
+            // Nothing written during a command runs from /tmp: a program runs only from
+            // its build folder (read-only), where the pinned compilers put it.
+            "--tmpfs=/tmp:rw,noexec,nosuid,nodev,size=1g,mode=1777".into(),
             format!("--memory={}", l.memory),
             format!("--memory-swap={}", l.memory),
             format!("--pids-limit={}", l.pids),
@@ -263,6 +310,7 @@ impl Sandbox {
             "--env=HOME=/tmp".into(),
             format!("--workdir={}", job.workdir),
         ];
+        args.extend(engine.read_only_args());
         if l.perf_events && engine == Engine::Podman {
             match seccomp_with_perf()? {
                 Some(profile) => args.push(format!("--security-opt=seccomp={profile}")),
@@ -334,6 +382,12 @@ pub fn give_to_sandbox(dir: &Utf8Path) -> Result<()> {
     }
 }
 
+/// The last look at a guarded folder, once the command has ended (a fast writer can
+/// finish between two looks while it runs).
+fn over_disk(job: &Job) -> bool {
+    job.disk.as_ref().is_some_and(DiskGuard::exceeded)
+}
+
 struct Watched {
     status: std::process::ExitStatus,
     killed: Option<Kill>,
@@ -343,13 +397,7 @@ struct Watched {
 
 /// Wait for `child` under the tool's clock while pumping its output; `kill` stops it
 /// when the clock runs out or stdout passes `cap`.
-fn watch(
-    mut child: Child,
-    timeout: Duration,
-    cap: u64,
-    stdout: &mut (dyn Write + Send),
-    kill: &dyn Fn(),
-) -> Result<Watched> {
+fn watch(mut child: Child, job: &Job, cap: u64, stdout: &mut (dyn Write + Send), kill: &dyn Fn()) -> Result<Watched> {
     let over = AtomicBool::new(false);
     let out_pipe = child.stdout.take().context("no stdout pipe")?;
     let err_pipe = child.stderr.take().context("no stderr pipe")?;
@@ -363,6 +411,7 @@ fn watch(
         });
         let mut killed = None;
         let mut last_kill: Option<Instant> = None;
+        let mut last_disk = Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait()? {
                 break status;
@@ -370,11 +419,15 @@ fn watch(
             if killed.is_none() {
                 killed = if over.load(Ordering::SeqCst) {
                     Some(Kill::Output)
-                } else if start.elapsed() > timeout {
+                } else if start.elapsed() > job.timeout {
                     Some(Kill::Clock)
                 } else {
                     None
                 };
+            }
+            if killed.is_none() && last_disk.elapsed() > Duration::from_secs(1) {
+                last_disk = Instant::now();
+                killed = job.disk.as_ref().filter(|g| g.exceeded()).map(|_| Kill::Disk);
             }
             // Again every second: a container may not exist yet at the first attempt.
             let due = last_kill.is_none_or(|t| t.elapsed() > Duration::from_secs(1));
@@ -451,7 +504,7 @@ impl Excerpt {
         }
         let tail: Vec<u8> = self.tail.into_iter().collect();
         s.push_str(&String::from_utf8_lossy(&tail));
-        s
+        project::printable(&s)
     }
 }
 
@@ -472,11 +525,11 @@ fn run_host(job: &Job, cap: u64, stdout: &mut (dyn Write + Send)) -> Result<(Out
         .with_context(|| format!("cannot run `{}` in {}", job.argv.join(" "), job.workdir))?;
     let group = Live::HostGroup(child.id() as i32);
     let _registered = Registration::new(group.clone());
-    let watched = watch(child, job.timeout, cap, stdout, &|| interrupt::kill(&group))?;
+    let watched = watch(child, job, cap, stdout, &|| interrupt::kill(&group))?;
     interrupt::kill(&group);
     let outcome = match watched.killed {
-        Some(Kill::Clock) => Outcome::TimedOut,
-        Some(Kill::Output) => Outcome::OutputLimit,
+        Some(kill) => kill.outcome(),
+        None if over_disk(job) => Outcome::DiskLimit,
         None => Outcome::from_status(watched.status),
     };
     Ok((outcome, watched.stdout_bytes, watched.stderr))
@@ -572,6 +625,7 @@ mod tests {
             workdir: "/".into(),
             mounts: vec![],
             timeout: Duration::from_secs(secs),
+            disk: None,
         };
         let (f, _) = sb.run_captured(&sh, &job(&["sleep", "30"], 1), 1024).unwrap();
         assert_eq!(f.outcome, Outcome::TimedOut);

@@ -56,6 +56,29 @@ pub struct Source {
     pub provenance: Provenance,
     /// Patches applied to a copy of the tree, in order.
     pub patches: Vec<PatchRecord>,
+    /// Digest → path of every regular file of the tree, made when first asked.
+    pub shipped: std::sync::OnceLock<std::collections::HashMap<String, Utf8PathBuf>>,
+}
+
+impl Source {
+    pub fn new(root: Utf8PathBuf, provenance: Provenance, patches: Vec<PatchRecord>) -> Source {
+        Source { root, provenance, patches, shipped: Default::default() }
+    }
+
+    /// The shipped file with this SHA-256, if any: a build output equal to one was not
+    /// made by the pinned compilers.
+    pub fn shipped_file(&self, sha256: &str) -> Result<Option<Utf8PathBuf>> {
+        if self.shipped.get().is_none() {
+            let mut map = std::collections::HashMap::new();
+            for entry in walkdir::WalkDir::new(&self.root).into_iter().filter_map(|e| e.ok()) {
+                if let (true, Some(path)) = (entry.file_type().is_file(), Utf8Path::from_path(entry.path())) {
+                    map.insert(project::sha256_regular(path)?, path.to_owned());
+                }
+            }
+            let _ = self.shipped.set(map);
+        }
+        Ok(self.shipped.get().and_then(|m| m.get(sha256)).cloned())
+    }
 }
 
 /// One applied patch, as every record lists it.
@@ -192,7 +215,7 @@ fn apply_patches(sh: &Shell, sub: &Submission, src: Source, arch: Arch) -> Resul
             bail!("cannot move the patched tree to {dest}");
         }
     }
-    Ok(Source { root: dest, provenance: src.provenance, patches })
+    Ok(Source::new(dest, src.provenance, patches))
 }
 
 fn copy_tree(from: &Utf8Path, to: &Utf8Path) -> Result<()> {
@@ -219,11 +242,11 @@ fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
         SourceSpec::Crate { .. } => dir.clone(),
     };
     let tree_sha256 = Sha256Hex::computed(project::tree_digest(&root)?);
-    Ok(Source {
-        root: root.clone(),
-        provenance: Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory".into() },
-        patches: vec![],
-    })
+    Ok(Source::new(
+        root.clone(),
+        Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory".into() },
+        vec![],
+    ))
 }
 
 fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
@@ -254,11 +277,7 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
     if !root.is_dir() {
         bail!("crate {name} {version} has no folder {subdir:?}");
     }
-    Ok(Source {
-        root,
-        provenance: Provenance::Crate { name: name.into(), version: version.into(), checksum },
-        patches: vec![],
-    })
+    Ok(Source::new(root, Provenance::Crate { name: name.into(), version: version.into(), checksum }, vec![]))
 }
 
 fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<Sha256Hex> {
@@ -310,7 +329,7 @@ fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>, limits: 
     }
     let tree = extract(&path, sha256.as_str(), limits)?;
     let root = find_root(&tree, root).with_context(|| format!("{file} has no folder {root:?}"))?;
-    Ok(Source { root, provenance: Provenance::Archive { file: file.clone(), sha256: sha256.clone() }, patches: vec![] })
+    Ok(Source::new(root, Provenance::Archive { file: file.clone(), sha256: sha256.clone() }, vec![]))
 }
 
 /// Fetch an archive the user named by URL into the cache; its digest is checked next.

@@ -128,9 +128,9 @@ pub struct Aggregate {
 
 pub fn aggregate(trials: &[Trial]) -> Aggregate {
     let kept: Vec<&Trial> = trials.iter().filter(|t| !t.replaced).collect();
-    let n: u64 = kept.iter().map(|t| t.iterations).sum();
-    let ns: u64 = kept.iter().map(|t| t.ns).sum();
-    let ticks: u64 = kept.iter().map(|t| t.ticks).sum();
+    // Saturating: the figures come from a process the candidate's code shares.
+    let sum = |f: fn(&Trial) -> u64| kept.iter().fold(0u64, |a, t| a.saturating_add(f(t)));
+    let (n, ns, ticks) = (sum(|t| t.iterations), sum(|t| t.ns), sum(|t| t.ticks));
     let per_op: Vec<f64> = kept.iter().map(|t| t.ns_per_op()).collect();
     let med = median(per_op.clone());
     let min = per_op.iter().copied().fold(f64::INFINITY, f64::min);
@@ -234,6 +234,13 @@ mod tests {
         assert!((a.mean_ticks - 330.0).abs() < 1e-9);
         assert!((a.counter_hz - 3e9).abs() < 1.0);
         assert!((a.spread - 20.0 / 110.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn huge_figures_saturate_instead_of_overflowing() {
+        let t = Trial { iterations: u64::MAX, ns: u64::MAX, ticks: u64::MAX, disturbed: false, replaced: false };
+        let a = aggregate(&[t.clone(), t]);
+        assert_eq!(a.n, u64::MAX);
     }
 
     #[test]

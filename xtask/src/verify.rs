@@ -70,7 +70,7 @@ impl Status {
             Outcome::Exited(_) => Some(Status::Cryptofail),
             Outcome::TimedOut => Some(Status::Timeout),
             Outcome::Signalled(_) | Outcome::OutOfMemory => Some(Status::Crash),
-            Outcome::OutputLimit => Some(Status::Outputlimit),
+            Outcome::OutputLimit | Outcome::DiskLimit => Some(Status::Outputlimit),
         }
     }
 }
@@ -517,12 +517,13 @@ fn read_prefix(path: &Utf8Path, max: u64) -> Vec<u8> {
     data
 }
 
+/// The last `n` lines, safe to print (the text comes from a sandbox).
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(n);
     let mut s = lines[start..].join("\n");
     s.push('\n');
-    s
+    project::printable(&s)
 }
 
 #[cfg(test)]

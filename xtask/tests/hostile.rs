@@ -349,3 +349,128 @@ fn two_gib_of_output_leave_xtask_memory_bounded() {
         assert!(rss < 200 * 1024, "peak RSS {rss} KiB");
     }
 }
+
+/// A CMake submission whose configure step (its own code, run with the build folder
+/// writable) attacks per instance; and a KAT program that tries to run a copy of itself
+/// from /tmp.
+const CMAKE_LISTS: &str = r#"cmake_minimum_required(VERSION 3.13)
+project(hostile_build C)
+execute_process(COMMAND sh ${CMAKE_SOURCE_DIR}/evil/${EVIL}.sh WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+if(EVIL STREQUAL "hb-prebuilt")
+  file(COPY ${CMAKE_SOURCE_DIR}/shipped/kat DESTINATION ${CMAKE_BINARY_DIR})
+  add_custom_target(kat ALL COMMAND true)
+else()
+  add_executable(kat kat.c)
+  if(EVIL STREQUAL "hb-tmpexec")
+    target_compile_definitions(kat PRIVATE TMPEXEC=1)
+  endif()
+endif()
+"#;
+
+const KAT_C: &str = r#"#define _DEFAULT_SOURCE 1
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+#ifdef TMPEXEC
+    if (argc < 2) {
+        char buf[1 << 16];
+        size_t n;
+        FILE *in = fopen(argv[0], "rb"), *out = fopen("/tmp/k", "wb");
+        while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+        if (out) fclose(out);
+        chmod("/tmp/k", 0755);
+        execl("/tmp/k", "/tmp/k", "again", (char *)0);
+        return 7; /* /tmp is noexec: this is where it must end */
+    }
+#endif
+    (void)argc; (void)argv;
+    printf("Count = 0\nK = 00\n");
+    return 0;
+}
+"#;
+
+const EVIL: &[(&str, &str, &str)] = &[
+    ("hb-clean", "", "PASS"),
+    ("hb-nonutf8", "printf x > \"$(printf 'bad\\377name')\"\n", "BUILDFAIL"),
+    ("hb-suid", "cp /bin/sh who && chmod 6755 who; mkdir open && chmod 1777 open; chmod 777 .\n", "PASS"),
+    ("hb-disk", "i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); done\n", "BUILDFAIL"),
+    ("hb-prebuilt", "", "BUILDFAIL"),
+    ("hb-tmpexec", "", "CRYPTOFAIL"),
+];
+
+fn cmake_submission(dir: &Path) -> (PathBuf, PathBuf) {
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("evil")).unwrap();
+    std::fs::create_dir_all(tree.join("shipped")).unwrap();
+    std::fs::write(tree.join("CMakeLists.txt"), CMAKE_LISTS).unwrap();
+    std::fs::write(tree.join("kat.c"), KAT_C).unwrap();
+    std::fs::write(tree.join("shipped/kat"), "#!/bin/sh\nprintf 'Count = 0\\nK = 00\\n'\n").unwrap();
+    for (label, script, _) in EVIL {
+        std::fs::write(tree.join(format!("evil/{label}.sh")), script).unwrap();
+    }
+    let zip = dir.join("hostile-build.zip");
+    zip_tree(&tree, &zip);
+    let sha = common::sha256(&std::fs::read(&zip).unwrap());
+    let bytes = std::fs::metadata(&zip).unwrap().len();
+    let mut m = format!(
+        "id = \"hostile-build\"\nname = \"hostile build (test)\"\n[source]\nkind = \"archive\"\nfile = \"hostile-build.zip\"\n\
+         bytes = {bytes}\nsha256 = \"{sha}\"\n[build.cmake]\nconfigure = [\"-DEVIL={{label}}\"]\ntarget = \"kat\"\n\
+         [kat]\nrun = [\"kat\"]\nfile = \"kat.txt\"\n"
+    );
+    let digest = common::sha256(b"Count = 0\nK = 00\n");
+    let mut kat = String::new();
+    for (label, _, _) in EVIL {
+        m.push_str(&format!("[[instance]]\nlabel = \"{label}\"\ndir = \".\"\n"));
+        kat.push_str(&format!("{digest} raw {label}/kat.txt\n"));
+    }
+    let mdir = dir.join("m");
+    std::fs::create_dir_all(mdir.join("hostile-build")).unwrap();
+    std::fs::write(mdir.join("hostile-build.toml"), m).unwrap();
+    std::fs::write(mdir.join("hostile-build/kat.sha256"), kat).unwrap();
+    (mdir.join("hostile-build.toml"), zip)
+}
+
+#[test]
+fn hostile_build_steps_are_contained_and_their_output_taken_back() {
+    common::require_podman();
+    let tmp = tempfile::tempdir().unwrap();
+    let (manifest, zip) = cmake_submission(tmp.path());
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("out"));
+    let run = common::xtask(
+        &[
+            "verify",
+            manifest.to_str().unwrap(),
+            "--engine",
+            "podman",
+            "--archive",
+            zip.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--build-disk-mib",
+            "16",
+        ],
+        Some(&cache),
+    );
+    assert_eq!(run.status.code(), Some(1), "bad instances fail the run; none stops it");
+    let s = common::summary(&out, "hostile-build");
+    for (label, _, want) in EVIL {
+        assert_eq!(entry(&s, label)["status"], *want, "{label}: {}", entry(&s, label)["message"]);
+    }
+    let msg = |l: &str| entry(&s, l)["message"].as_str().unwrap().to_owned();
+    assert!(msg("hb-nonutf8").contains("a file name that is not UTF-8"), "{}", msg("hb-nonutf8"));
+    assert!(msg("hb-disk").contains("wrote more than 16 MiB"), "{}", msg("hb-disk"));
+    assert!(msg("hb-prebuilt").contains("not built by the pinned toolchain"), "{}", msg("hb-prebuilt"));
+    // What the builds left is the tool's again: no set-id or sticky bits, nothing
+    // writable by others, no file of the sandbox user.
+    use std::os::unix::fs::MetadataExt;
+    for e in walkdir::WalkDir::new(cache.join("builds")).into_iter().map(|e| e.unwrap()) {
+        let meta = e.path().symlink_metadata().unwrap();
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        assert_eq!(meta.mode() & 0o7022, 0, "{} has mode {:o}", e.path().display(), meta.mode());
+        assert_ne!(meta.uid(), 65534, "{} still belongs to the sandbox user", e.path().display());
+    }
+}
