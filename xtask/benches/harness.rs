@@ -1,7 +1,7 @@
 //! Benchmarks of the timing harness itself (issue "Timing harness"): run with
 //! `cargo bench -p xtask`. Needs podman and the Debian 13 image (built on demand).
 //! Prints three ratios and fails when one misses its target:
-//! 1. ML-KEM-768 keygen: `xtask bench` mean against a plain clock_gettime loop over the
+//! 1. ML-KEM-768 keygen: `xtask bench` mean against a plain `clock_gettime` loop over the
 //!    same library, in the same run (target within ±5 %);
 //! 2. the same driver binary in the container and on the host (target 1.00 ± 0.03);
 //! 3. the empty operation against ML-KEM-512 encapsulation (target below 1 %).
@@ -13,9 +13,12 @@ const CPU: &str = "1";
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    if !out.status.success() {
-        panic!("{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    }
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -33,7 +36,7 @@ fn build_dir(r: &serde_json::Value) -> PathBuf {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
+    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 

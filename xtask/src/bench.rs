@@ -32,7 +32,7 @@ struct DriverReport {
     ticks: u64,
     counter: CounterKind,
     counter_nominal_hz: u64,
-    /// errno of perf_event_open when hardware cycles are unavailable (0 otherwise).
+    /// errno of `perf_event_open` when hardware cycles are unavailable (0 otherwise).
     perf_errno: i32,
     baseline_rss_kib: i64,
     peak_rss_kib: i64,
@@ -85,7 +85,7 @@ pub struct Counter {
     pub measured_hz: f64,
     pub nominal_hz: Option<u64>,
     /// Why there are no hardware cycles: ENOENT/EOPNOTSUPP = the machine exposes none,
-    /// EPERM/EACCES = forbidden (perf_event_paranoid or a seccomp filter).
+    /// EPERM/EACCES = forbidden (`perf_event_paranoid` or a seccomp filter).
     pub cycles_unavailable: Option<String>,
 }
 
@@ -125,11 +125,11 @@ pub struct SizeRecord {
 
 #[derive(Debug, Serialize)]
 pub struct Memory {
-    /// Sum of the PT_LOAD memory sizes of the instance library.
+    /// Sum of the `PT_LOAD` memory sizes of the instance library.
     pub static_image_bytes: u64,
     /// Median over the aggregated trials of the resident set after setup.
     pub baseline_rss_kib: i64,
-    /// Highest VmHWM of any aggregated trial (driver and libc included).
+    /// Highest `VmHWM` of any aggregated trial (driver and libc included).
     pub peak_rss_kib: i64,
 }
 
@@ -143,7 +143,7 @@ pub struct Commands {
     pub trial: Vec<String>,
 }
 
-/// Sum of the PT_LOAD memory sizes of an ELF file (a build output: read without
+/// Sum of the `PT_LOAD` memory sizes of an ELF file (a build output: read without
 /// following links, and only up to 256 MiB).
 pub fn static_image_bytes(path: &Utf8Path) -> Result<u64> {
     use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
@@ -238,7 +238,7 @@ impl Bench {
         let arch = profile.arch(self.inputs.target.arch);
         self.cpu = self.cpu.or(profile.cpu);
         if let Some(cpu) = self.cpu {
-            let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            let n = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
             if !Utf8Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}")).exists() {
                 bail!("--cpu {cpu}: this machine has no CPU {cpu} ({n} available to this process)");
             }
@@ -321,7 +321,7 @@ impl Bench {
                     continue;
                 }
             };
-            let ctx = Ctx { sh, sb: &sb, build: &build, src, cpu: self.cpu, timeout: Duration::from_secs(3600) };
+            let ctx = Ctx { sh, sb: &sb, build: &build, src, cpu: self.cpu, timeout: Duration::from_hours(1) };
             match self.bench_instance(&ctx, &facts, inst, &run.layout, &mut failures)? {
                 Some(api) => audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api)),
                 None => continue,
@@ -383,27 +383,24 @@ impl Bench {
     fn time_op(&self, ctx: &Ctx, op: Op) -> Result<Timed> {
         let spec = self.plan_spec();
         let mut calibration = Vec::new();
-        let (plan, estimate) = match self.iterations {
-            Some(n) => {
-                let r = ctx.run(op, 1, 1)?;
-                calibration.push(Calibration { iterations: 1, ns: r.ns });
-                let est = r.ns as f64;
-                (stats::Plan { iterations: n, warmups: stats::plan(&spec, est).warmups }, est)
+        let (plan, estimate) = if let Some(n) = self.iterations {
+            let r = ctx.run(op, 1, 1)?;
+            calibration.push(Calibration { iterations: 1, ns: r.ns });
+            let est = r.ns as f64;
+            (stats::Plan { iterations: n, warmups: stats::plan(&spec, est).warmups }, est)
+        } else {
+            // One call, then a run of about a tenth of the target: one call alone is noisy.
+            let first = ctx.run(op, 1, 1)?;
+            calibration.push(Calibration { iterations: 1, ns: first.ns });
+            let mut est = first.ns as f64;
+            let n = ((spec.trial_target_s * 1e8) / est.max(1.0)).floor() as u64;
+            if n > 1 {
+                let n = n.min(spec.max_iterations);
+                let r = ctx.run(op, n, 1)?;
+                calibration.push(Calibration { iterations: n, ns: r.ns });
+                est = r.ns as f64 / n as f64;
             }
-            None => {
-                // One call, then a run of about a tenth of the target: one call alone is noisy.
-                let first = ctx.run(op, 1, 1)?;
-                calibration.push(Calibration { iterations: 1, ns: first.ns });
-                let mut est = first.ns as f64;
-                let n = ((spec.trial_target_s * 1e8) / est.max(1.0)).floor() as u64;
-                if n > 1 {
-                    let n = n.min(spec.max_iterations);
-                    let r = ctx.run(op, n, 1)?;
-                    calibration.push(Calibration { iterations: n, ns: r.ns });
-                    est = r.ns as f64 / n as f64;
-                }
-                (stats::plan(&spec, est), est)
-            }
+            (stats::plan(&spec, est), est)
         };
         let mut slots: Vec<Vec<(Trial, DriverReport)>> = Vec::new();
         for _ in 0..spec.trials {
@@ -471,7 +468,7 @@ impl Bench {
         let aggregate = stats::aggregate(&plain);
         let kept = || trials.iter().filter(|t| !t.trial.replaced);
         let mut baselines: Vec<i64> = kept().map(|t| t.baseline_rss_kib).collect();
-        baselines.sort();
+        baselines.sort_unstable();
         let memory = Memory {
             static_image_bytes: built.static_image,
             baseline_rss_kib: baselines.get(baselines.len() / 2).copied().unwrap_or(-1),
@@ -550,7 +547,7 @@ impl Bench {
 /// The counter the timing driver read (its own name for it in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CounterKind {
-    /// Hardware CPU cycles, user space, through perf_event_open: the only real cycles.
+    /// Hardware CPU cycles, user space, through `perf_event_open`: the only real cycles.
     #[serde(rename = "perf-cycles")]
     PerfCycles,
     #[serde(rename = "tsc")]
@@ -569,7 +566,7 @@ impl std::fmt::Display for CounterKind {
     }
 }
 
-/// Why perf_event_open gave no hardware cycles, from its errno (0: it did).
+/// Why `perf_event_open` gave no hardware cycles, from its errno (0: it did).
 fn why_no_cycles(errno: i32) -> Option<String> {
     match errno {
         0 => None,
@@ -618,7 +615,7 @@ fn print_audit(audit: &[Disagreement]) {
         match (d.api, d.catalog) {
             (Some(a), Some(c)) => {
                 let basis = d.basis.map_or("-".to_owned(), |b| b.to_string());
-                println!("    {} {}: API {a}, catalog {c} ({basis})", d.instance, d.field)
+                println!("    {} {}: API {a}, catalog {c} ({basis})", d.instance, d.field);
             }
             _ => println!("    {}: no row in the size catalog", d.instance),
         }

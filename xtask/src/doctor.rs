@@ -258,7 +258,7 @@ fn free_bytes(path: &Utf8Path) -> Option<u64> {
     let c = std::ffi::CString::new(path.as_str()).ok()?;
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: a valid NUL-terminated path and a zeroed struct to fill.
-    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
+    (unsafe { libc::statvfs(c.as_ptr(), &raw mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! qemu-user emulation for a foreign architecture, through binfmt_misc.
+//! qemu-user emulation for a foreign architecture, through `binfmt_misc`.
 
 use anyhow::{bail, Context, Result};
 

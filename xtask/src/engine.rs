@@ -48,18 +48,17 @@ impl Backend {
                         Err(e) => reasons.push(format!("{}: {:#}", engine.program(), e)),
                     }
                 }
-                match found {
-                    Some(b) => b,
-                    None => {
-                        eprintln!(
-                            "WARNING: no working container engine ({}); falling back to the HOST \
-                             toolchain. Results are marked `toolchain: host (unpinned)` and are not \
-                             comparable with pinned runs. `cargo xtask doctor` says what to install for \
-                             the pinned toolchain.",
-                            reasons.join("; ")
-                        );
-                        Backend::Host
-                    }
+                if let Some(b) = found {
+                    b
+                } else {
+                    eprintln!(
+                        "WARNING: no working container engine ({}); falling back to the HOST \
+                         toolchain. Results are marked `toolchain: host (unpinned)` and are not \
+                         comparable with pinned runs. `cargo xtask doctor` says what to install for \
+                         the pinned toolchain.",
+                        reasons.join("; ")
+                    );
+                    Backend::Host
                 }
             }
         };
@@ -151,8 +150,8 @@ impl Engine {
     }
 
     /// Whether the memory limit killed the container's command. Podman 4 with runc does
-    /// not set OOMKilled for `run`, but conmon leaves an empty `oom` file in the working
-    /// directory of the podman client (measured); docker sets OOMKilled.
+    /// not set `OOMKilled` for `run`, but conmon leaves an empty `oom` file in the working
+    /// directory of the podman client (measured); docker sets `OOMKilled`.
     pub fn out_of_memory(self, state: &State, client_dir: &Utf8Path) -> bool {
         state.oom_killed || (self == Engine::Podman && client_dir.join("oom").exists())
     }
@@ -218,9 +217,7 @@ impl Engine {
 }
 
 pub fn which(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
-        .unwrap_or(false)
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 #[cfg(test)]

@@ -76,9 +76,7 @@ pub fn collect(
     let machine =
         match (read("/sys/devices/virtual/dmi/id/sys_vendor"), read("/sys/devices/virtual/dmi/id/product_name")) {
             (Some(v), Some(p)) => format!("{v} {p}"),
-            _ => {
-                read("/proc/device-tree/model").map(|m| m.trim_end_matches('\0').to_owned()).unwrap_or("unknown".into())
-            }
+            _ => read("/proc/device-tree/model").map_or("unknown".into(), |m| m.trim_end_matches('\0').to_owned()),
         };
     let n = cpu.unwrap_or(0);
     let freq = |f: &str| read(&format!("/sys/devices/system/cpu/cpu{n}/cpufreq/{f}"));
@@ -94,8 +92,7 @@ pub fn collect(
     let memory_mib = read("/proc/meminfo")
         .and_then(|m| cpuinfo_field(&m, "MemTotal"))
         .and_then(|v| v.split_whitespace().next().and_then(|k| k.parse::<u64>().ok()))
-        .map(|kib| kib / 1024)
-        .unwrap_or(0);
+        .map_or(0, |kib| kib / 1024);
     let os = read("/etc/os-release")
         .and_then(|r| r.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_owned())))
         .unwrap_or_else(|| "unknown".into());
@@ -121,7 +118,7 @@ pub fn collect(
     Environment {
         system: system.clone(),
         processor,
-        logical_cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        logical_cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         machine,
         clock,
         memory_mib,

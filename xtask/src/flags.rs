@@ -104,8 +104,8 @@ pub struct ImageCheck {
 #[derive(Debug, Args, Clone)]
 pub struct Inputs {
     /// Submission ids (files under submissions/, without .toml), or paths to manifest
-    /// files; default: the system profile's campaign set (local: pqclean-ml-kem; x86_1 and
-    /// arm_1: kem-03 kem-04 kem-07).
+    /// files; default: the system profile's campaign set (local: pqclean-ml-kem; `x86_1` and
+    /// `arm_1`: kem-03 kem-04 kem-07).
     pub ids: Vec<String>,
     /// The submission's archive, a path or an http(s) URL (checked against the SHA-256
     /// its manifest pins before anything is extracted); default: archives/<file name>.
@@ -207,7 +207,7 @@ pub struct Bench {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: Option<u32>,
     /// Target duration of one trial in seconds (default: the system profile's; 1.0 on
-    /// x86_1, 0.5 on arm_1).
+    /// `x86_1`, 0.5 on `arm_1`).
     #[arg(long)]
     pub trial_target: Option<f64>,
     /// Fixed iterations per trial instead of calibrating (the same count on every system).

@@ -192,10 +192,10 @@ pub fn check(
     let cmake_version = sandbox.version_line(sh, "cmake")?;
     let run = |argv: &[&str]| -> Result<Vec<u8>> {
         let job = Job {
-            argv: argv.iter().map(|a| a.to_string()).collect(),
+            argv: argv.iter().map(std::string::ToString::to_string).collect(),
             workdir: "/tmp".into(),
             mounts: vec![],
-            timeout: Duration::from_secs(60),
+            timeout: Duration::from_mins(1),
             disk: None,
         };
         let (f, out) = sandbox.run_captured(sh, &job, 16 << 20)?;

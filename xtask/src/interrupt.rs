@@ -68,14 +68,14 @@ pub struct Registration(Live);
 
 impl Registration {
     pub fn new(live: Live) -> Registration {
-        LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(live.clone());
+        LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(live.clone());
         Registration(live)
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        LIVE.lock().unwrap_or_else(|e| e.into_inner()).retain(|l| *l != self.0);
+        LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|l| *l != self.0);
     }
 }
 
@@ -94,7 +94,7 @@ pub fn kill(live: &Live) {
 }
 
 fn kill_all() {
-    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let live = LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     for l in &live {
         kill(l);
     }

@@ -19,7 +19,7 @@ fn labels(sub: &Submission) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// The bytes exactly as written (PQClean's `nistkat-sha256`, liboqs's kats.json).
+    /// The bytes exactly as written (`PQClean`'s `nistkat-sha256`, liboqs's kats.json).
     Raw,
     /// CR and trailing blanks removed, empty lines dropped, every line ends in LF.
     Strict,

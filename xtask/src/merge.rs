@@ -35,7 +35,7 @@ impl Merge {
             for (path, sha) in evidence::read_index(shard)? {
                 match plan.get(&path) {
                     Some((other, from)) if *other != sha => {
-                        conflicts.push(format!("{path}: {from} has {other}, {shard} has {sha}"))
+                        conflicts.push(format!("{path}: {from} has {other}, {shard} has {sha}"));
                     }
                     Some(_) => {}
                     None => {

@@ -133,8 +133,7 @@ pub fn harness_commit(sh: &Shell) -> String {
         .quiet()
         .ignore_stderr()
         .read()
-        .map(|s| !s.trim().is_empty())
-        .unwrap_or(false);
+        .is_ok_and(|s| !s.trim().is_empty());
     match head {
         Ok(h) if dirty => format!("{h}-dirty"),
         Ok(h) => h,

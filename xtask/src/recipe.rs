@@ -69,7 +69,7 @@ impl Places {
     }
 }
 
-/// Check that `inst` can be planned from this tree (sources, headers, never_compile),
+/// Check that `inst` can be planned from this tree (sources, headers, `never_compile`),
 /// before any engine or image work.
 pub fn check(sub: &Submission, inst: &Instance, src: &Source) -> Result<()> {
     let places = Places { src: SRC.into(), drivers: DRIVERS.into() };
@@ -188,7 +188,7 @@ fn bench_step(sub: &Submission, inst: &Instance, src: &Source, places: &Places, 
     Ok(Step { what: "timing driver".into(), argv, output: Some(BENCH_PROGRAM.into()), optional: true })
 }
 
-/// Configure and build one target of the submission's CMake project.
+/// Configure and build one target of the submission's `CMake` project.
 fn cmake_plan(sub: &Submission, inst: &Instance, cmake: &CmakeSpec, flags: Vec<String>, places: &Places) -> Plan {
     let mut configure = vec![
         "cmake".to_owned(),
@@ -237,7 +237,7 @@ fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
             .join(dir)
             .read_dir_utf8()
             .with_context(|| format!("source folder {dir} not found in {root}"))?
-            .filter_map(|e| e.ok())
+            .filter_map(std::result::Result::ok)
             .filter(|e| e.file_name().ends_with(".c") && e.path().is_file())
             .map(|e| format!("{dir}/{}", e.file_name()))
             .collect();

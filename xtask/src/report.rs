@@ -20,7 +20,7 @@ fn read_json(path: &camino::Utf8Path) -> Option<Value> {
 }
 
 fn kib(v: &Value) -> String {
-    v.as_i64().filter(|k| *k >= 0).map(|k| format!("{k} KiB")).unwrap_or_else(|| "-".into())
+    v.as_i64().filter(|k| *k >= 0).map_or_else(|| "-".into(), |k| format!("{k} KiB"))
 }
 
 impl Report {
@@ -212,7 +212,7 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
 }
 
 fn s(v: &Value) -> String {
-    v.as_str().map(str::to_owned).unwrap_or_else(|| if v.is_null() { "-".into() } else { v.to_string() })
+    v.as_str().map_or_else(|| if v.is_null() { "-".into() } else { v.to_string() }, str::to_owned)
 }
 
 fn compact(src: &Value) -> String {

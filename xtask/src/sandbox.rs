@@ -40,8 +40,8 @@ pub struct Limits {
     pub pids: u32,
     /// Most bytes kept of a command's output; also the largest file it may write.
     pub output_cap_bytes: u64,
-    /// Let perf_event_open through the engine's seccomp filter (timing only): the
-    /// default profiles allow it only with CAP_SYS_ADMIN, which is not granted instead.
+    /// Let `perf_event_open` through the engine's seccomp filter (timing only): the
+    /// default profiles allow it only with `CAP_SYS_ADMIN`, which is not granted instead.
     pub perf_events: bool,
 }
 
@@ -79,7 +79,7 @@ impl DiskGuard {
         let (mut bytes, mut files) = (0u64, 0u64);
         for entry in walkdir::WalkDir::new(&self.dir).into_iter().flatten() {
             files += 1;
-            bytes += entry.metadata().map(|m| m.blocks() * 512).unwrap_or(0);
+            bytes += entry.metadata().map_or(0, |m| m.blocks() * 512);
             if files > self.max_files || bytes > self.max_bytes {
                 return true;
             }
@@ -198,7 +198,7 @@ impl Sandbox {
     }
 
     /// Run `job` and keep its stdout in memory (at most `keep` bytes; more is
-    /// OutputLimit). Files the command writes keep the sandbox's own size limit.
+    /// `OutputLimit`). Files the command writes keep the sandbox's own size limit.
     pub fn run_captured(&self, sh: &Shell, job: &Job, keep: u64) -> Result<(Finished, Vec<u8>)> {
         let mut out = Vec::new();
         let f = self.run_capped(sh, job, &mut out, keep.min(self.limits.output_cap_bytes))?;
@@ -228,7 +228,7 @@ impl Sandbox {
             argv: vec![program.into(), "--version".into()],
             workdir: "/tmp".into(),
             mounts: vec![],
-            timeout: Duration::from_secs(60),
+            timeout: Duration::from_mins(1),
             disk: None,
         };
         let (f, out) = self.run_captured(sh, &job, 1 << 20)?;
@@ -346,8 +346,7 @@ impl Drop for Remove {
 fn container_name() -> String {
     use std::sync::atomic::AtomicU64;
     static N: AtomicU64 = AtomicU64::new(0);
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     format!("ngcc-repro-{}-{}-{nanos}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
@@ -621,7 +620,7 @@ mod tests {
         let sb = Sandbox { backend: Backend::Host, image: None, limits: Limits::default() };
         let sh = Shell::new().unwrap();
         let job = |argv: &[&str], secs| Job {
-            argv: argv.iter().map(|s| s.to_string()).collect(),
+            argv: argv.iter().map(std::string::ToString::to_string).collect(),
             workdir: "/".into(),
             mounts: vec![],
             timeout: Duration::from_secs(secs),

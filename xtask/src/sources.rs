@@ -70,7 +70,7 @@ impl Source {
     pub fn shipped_file(&self, sha256: &str) -> Result<Option<Utf8PathBuf>> {
         if self.shipped.get().is_none() {
             let mut map = std::collections::HashMap::new();
-            for entry in walkdir::WalkDir::new(&self.root).into_iter().filter_map(|e| e.ok()) {
+            for entry in walkdir::WalkDir::new(&self.root).into_iter().filter_map(std::result::Result::ok) {
                 if let (true, Some(path)) = (entry.file_type().is_file(), Utf8Path::from_path(entry.path())) {
                     map.insert(project::sha256_regular(path)?, path.to_owned());
                 }
@@ -165,7 +165,7 @@ fn apply_patches(sh: &Shell, sub: &Submission, src: Source, arch: Arch) -> Resul
     let dir = sub.patches_dir();
     let mut files: Vec<Utf8PathBuf> = match dir.read_dir_utf8() {
         Ok(entries) => entries
-            .filter_map(|e| e.ok())
+            .filter_map(std::result::Result::ok)
             .map(|e| e.path().to_owned())
             .filter(|p| p.extension() == Some("patch"))
             .collect(),
@@ -320,7 +320,7 @@ fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>, limits: 
     }
     let actual = project::sha256_file(&path)?;
     if *sha256 != *actual {
-        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
         bail!(
             "refusing {path}: SHA-256 {actual} ({size} bytes), but {} pins {file} as {sha256} ({bytes} bytes). \
              Nothing was extracted.",

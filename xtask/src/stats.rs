@@ -37,15 +37,9 @@ pub struct Plan {
 pub fn plan(spec: &PlanSpec, ns_per_op: f64) -> Plan {
     let per_op = ns_per_op.max(1.0);
     let for_target = (spec.trial_target_s * 1e9 / per_op).floor() as u64;
-    let for_total = spec.min_total_ops.div_ceil(spec.trials.max(1) as u64);
+    let for_total = spec.min_total_ops.div_ceil(u64::from(spec.trials.max(1)));
     let iterations = for_target.max(for_total).clamp(1, spec.max_iterations);
-    let warmups = if per_op < 50e6 {
-        3
-    } else if per_op < 5e9 {
-        1
-    } else {
-        0
-    };
+    let warmups = if per_op < 50e6 { 3 } else { u64::from(per_op < 5e9) };
     Plan { iterations, warmups }
 }
 
@@ -74,7 +68,7 @@ impl Trial {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
+    v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {
         return f64::NAN;
@@ -82,7 +76,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     if n % 2 == 1 {
         v[n / 2]
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        f64::midpoint(v[n / 2 - 1], v[n / 2])
     }
 }
 
@@ -140,7 +134,7 @@ pub fn aggregate(trials: &[Trial]) -> Aggregate {
     Aggregate {
         n,
         trials: kept.len(),
-        iterations: kept.first().map(|t| t.iterations).unwrap_or(0),
+        iterations: kept.first().map_or(0, |t| t.iterations),
         mean_ns,
         mean_ticks: ticks as f64 / n.max(1) as f64,
         ops_per_s: if mean_ns > 0.0 { 1e9 / mean_ns } else { 0.0 },

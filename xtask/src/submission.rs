@@ -69,7 +69,7 @@ pub struct BuildSpec {
     /// vars are expanded; a last component `*.c` takes every C file of that folder.
     #[serde(default)]
     pub sources: Vec<String>,
-    /// Instead of `sources`: configure and build the submission's own CMake project.
+    /// Instead of `sources`: configure and build the submission's own `CMake` project.
     #[serde(default)]
     pub cmake: Option<CmakeSpec>,
     #[serde(default)]
@@ -84,11 +84,11 @@ pub struct BuildSpec {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BenchSpec {
-    /// `iccs` (kem_* and the ICCS DRNG) or `nist` (crypto_kem_* with a namespace).
+    /// `iccs` (kem_* and the ICCS DRNG) or `nist` (`crypto_kem`_* with a namespace).
     pub api: BenchApi,
     /// The API header, force-included into the driver.
     pub header: String,
-    /// Adapter settings, e.g. BENCH_NAMESPACE and BENCH_RANDOMBYTES for `nist`.
+    /// Adapter settings, e.g. `BENCH_NAMESPACE` and `BENCH_RANDOMBYTES` for `nist`.
     #[serde(default)]
     pub defines: Vec<String>,
 }
@@ -109,8 +109,8 @@ impl BenchApi {
     }
 }
 
-/// A CMake project built inside the container with the pinned cmake; the harness
-/// injects the flags through CMAKE_C_FLAGS.
+/// A `CMake` project built inside the container with the pinned cmake; the harness
+/// injects the flags through `CMAKE_C_FLAGS`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CmakeSpec {
@@ -273,7 +273,7 @@ impl Submission {
     pub fn flags(&self) -> Vec<String> {
         match &self.build.flags {
             Some(f) => f.clone(),
-            None => GUIDE_FLAGS.iter().map(|s| s.to_string()).collect(),
+            None => GUIDE_FLAGS.iter().map(std::string::ToString::to_string).collect(),
         }
     }
 

@@ -19,7 +19,7 @@ pub struct Toolchain {
     pub name: String,
     pub distro: Distro,
     pub suite: String,
-    /// Debian's names (amd64, arm64) or the kernel's (x86_64, aarch64).
+    /// Debian's names (amd64, arm64) or the kernel's (`x86_64`, aarch64).
     pub architectures: Vec<Arch>,
     /// package → exact version.
     pub pinned: BTreeMap<String, String>,

@@ -305,7 +305,7 @@ fn print_row(r: &InstanceResult, tc: &ToolchainRecord, note: &str) {
         r.label,
         tc.toolchain,
         r.status,
-        r.actual_sha256.as_ref().map(Sha256Hex::short).unwrap_or("-"),
+        r.actual_sha256.as_ref().map_or("-", Sha256Hex::short),
         r.flag_set,
     );
     if let Some(m) = &r.message {
@@ -402,7 +402,8 @@ impl Ctx<'_> {
             canonical: Canonical::new(entry.mode, entry.records, Sha256::default()),
         };
         let f = self.build.sb.run(self.build.sh, &job, &mut tee)?;
-        let tmp = tee.file.into_inner().map_err(|e| e.into_error()).context("cannot write the KAT log")?;
+        let tmp =
+            tee.file.into_inner().map_err(std::io::IntoInnerError::into_error).context("cannot write the KAT log")?;
         project::persist(tmp, &log_path)?;
         r.log = Some(log_path.to_string());
         r.run_outcome = Some(f.outcome);

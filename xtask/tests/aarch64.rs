@@ -1,4 +1,4 @@
-//! AArch64 under qemu-user emulation on an x86-64 host (natively on an AArch64 host):
+//! `AArch64` under qemu-user emulation on an x86-64 host (natively on an `AArch64` host):
 //! the KAT digests match x86-64 byte for byte, and bench records say emulated.
 
 mod common;

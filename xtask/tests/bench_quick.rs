@@ -12,7 +12,7 @@ fn gate_failures() -> usize {
     v["gate"]["checks"].as_array().unwrap().iter().filter(|c| c["ok"] == false).count()
 }
 
-/// Sum of the LOAD MemSiz column of `readelf -lW`, read independently of the tool.
+/// Sum of the LOAD `MemSiz` column of `readelf -lW`, read independently of the tool.
 fn readelf_load_bytes(path: &std::path::Path) -> u64 {
     let out = std::process::Command::new("readelf").arg("-lW").arg(path).output().expect("readelf (binutils)");
     String::from_utf8_lossy(&out.stdout)

@@ -280,7 +280,7 @@ fn ctrl_c_records_nothing_unfinished_and_resume_finishes_the_job() {
     // Each round interrupts a fresh rebuild at another point of the run.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     for round in 0..3u32 {
-        let fraction = 0.15 + 0.25 * round as f64 + (nanos % 100) as f64 / 1000.0;
+        let fraction = 0.15 + 0.25 * f64::from(round) + f64::from(nanos % 100) / 1000.0;
         let child = env.spawn_verify(&["--rebuild"]);
         let pid = child.id();
         std::thread::sleep(full.mul_f64(fraction));
@@ -292,7 +292,7 @@ fn ctrl_c_records_nothing_unfinished_and_resume_finishes_the_job() {
             out.status,
             String::from_utf8_lossy(&out.stdout)
         );
-        assert!(matches!(out.status.code(), Some(130) | Some(0)), "{:?}", out.status);
+        assert!(matches!(out.status.code(), Some(130 | 0)), "{:?}", out.status);
         assert!(leftover_containers(pid).is_empty(), "{:?}", leftover_containers(pid));
         if env.out.join("EVIDENCE.sha256").exists() {
             assert!(env.evidence_ok(), "an interrupted run left evidence that does not match its index");
@@ -350,7 +350,7 @@ fn two_gib_of_output_leave_xtask_memory_bounded() {
     }
 }
 
-/// A CMake submission whose configure step (its own code, run with the build folder
+/// A `CMake` submission whose configure step (its own code, run with the build folder
 /// writable) attacks per instance; and a KAT program that tries to run a copy of itself
 /// from /tmp.
 const CMAKE_LISTS: &str = r#"cmake_minimum_required(VERSION 3.13)

@@ -11,7 +11,7 @@ use common::{stdout, xtask};
 fn files(root: &Path) -> BTreeSet<String> {
     walkdir::WalkDir::new(root)
         .into_iter()
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .filter(|e| e.file_type().is_file())
         .map(|e| e.path().strip_prefix(root).unwrap().to_str().unwrap().to_owned())
         .collect()

@@ -1,4 +1,4 @@
-//! End-to-end: `cargo xtask verify pqclean-ml-kem` against PQClean's published digests,
+//! End-to-end: `cargo xtask verify pqclean-ml-kem` against `PQClean`'s published digests,
 //! in the Debian 13 container and on the host. Needs podman (installed by .ci/run).
 
 mod common;

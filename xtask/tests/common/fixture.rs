@@ -16,7 +16,7 @@ pub const ROOT: &str = "Implementations/Reference_Implementation";
 
 pub fn absorb(mut h: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
-        h ^= b as u64;
+        h ^= u64::from(b);
         h = h.wrapping_mul(0x100000001b3);
     }
     h
