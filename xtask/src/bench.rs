@@ -40,7 +40,15 @@ struct DriverReport {
     returned_sizes: Sizes,
 }
 
-#[derive(Debug, Serialize)]
+/// Schema 2: records name their build (`build_key`).
+pub const RECORD_SCHEMA: u32 = 2;
+
+impl crate::evidence::Evidence for Record {
+    const KIND: &'static str = "timing record";
+    const SCHEMA: u32 = RECORD_SCHEMA;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     pub schema: u32,
     pub id: String,
@@ -77,7 +85,7 @@ pub struct Record {
     pub finished: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Counter {
     pub name: CounterKind,
     /// Only then are `mean_ticks` cycles.
@@ -89,7 +97,7 @@ pub struct Counter {
     pub cycles_unavailable: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlanRecord {
     pub spec: PlanSpec,
     pub iterations: u64,
@@ -99,13 +107,13 @@ pub struct PlanRecord {
     pub estimate_ns_per_op: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Calibration {
     pub iterations: u64,
     pub ns: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SlotTrial {
     pub slot: usize,
     #[serde(flatten)]
@@ -114,7 +122,7 @@ pub struct SlotTrial {
     pub peak_rss_kib: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SizeRecord {
     /// What the instance's API reports as maximum lengths.
     pub api: Sizes,
@@ -123,7 +131,7 @@ pub struct SizeRecord {
     pub external: Option<CatalogRow>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Memory {
     /// Sum of the `PT_LOAD` memory sizes of the instance library.
     pub static_image_bytes: u64,
@@ -133,7 +141,7 @@ pub struct Memory {
     pub peak_rss_kib: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Commands {
     pub engine: Backend,
     pub image: Option<String>,
@@ -477,7 +485,7 @@ impl Bench {
         let first = &timed.slots[0][0].1;
         let emulated = tc.emulated;
         Record {
-            schema: 1,
+            schema: RECORD_SCHEMA,
             id: sub.id.clone(),
             label: inst.label.clone(),
             op,

@@ -15,8 +15,14 @@ use crate::project;
 use crate::systems::SystemProfile;
 use crate::toolchain::{ImageLock, Toolchain};
 
+impl crate::evidence::Evidence for Environment {
+    const KIND: &'static str = "environment manifest";
+    const SCHEMA: u32 = 1;
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
+    pub schema: u32,
     pub system: SystemProfile,
     pub processor: String,
     pub logical_cpus: usize,
@@ -116,6 +122,7 @@ pub fn collect(
         ));
     }
     Environment {
+        schema: <Environment as crate::evidence::Evidence>::SCHEMA,
         system: system.clone(),
         processor,
         logical_cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),

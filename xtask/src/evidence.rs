@@ -68,6 +68,39 @@ impl Layout {
     }
 }
 
+/// A file of an evidence set that the tool reads back: through its type, and only at
+/// the schema this harness writes.
+pub trait Evidence: serde::Serialize + serde::de::DeserializeOwned {
+    /// What the file is, for messages.
+    const KIND: &'static str;
+    const SCHEMA: u32;
+}
+
+/// Read an evidence file; None when there is none. A file of another schema is refused
+/// with a message saying what to re-run, never half-read.
+pub fn read<T: Evidence>(path: &Utf8Path) -> Result<Option<T>> {
+    #[derive(serde::Deserialize)]
+    struct Version {
+        schema: Option<u32>,
+    }
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    let version: Version = serde_json::from_str(&text).with_context(|| format!("{path} is not a {}", T::KIND))?;
+    if version.schema != Some(T::SCHEMA) {
+        let found = version.schema.map_or("none".to_owned(), |s| s.to_string());
+        bail!(
+            "{path} is a {} of schema {found}; this harness reads schema {}: re-run the command that writes it",
+            T::KIND,
+            T::SCHEMA
+        );
+    }
+    let value =
+        serde_json::from_str(&text).with_context(|| format!("{path}: not a {} of schema {}", T::KIND, T::SCHEMA))?;
+    Ok(Some(value))
+}
+
 /// The index of an evidence set: `sha256sum` lines for every file below the
 /// evidence root, sorted by path; its own digest sits next to it in the same format,
 /// so `sha256sum -c` checks both.
@@ -117,11 +150,47 @@ pub struct Problems {
     pub changed: Vec<String>,
     pub missing: Vec<String>,
     pub extra: Vec<String>,
+    /// Files that do not read back through their type byte for byte.
+    pub schema: Vec<String>,
 }
 
 impl Problems {
     pub fn is_clean(&self) -> bool {
-        self.index.is_none() && self.changed.is_empty() && self.missing.is_empty() && self.extra.is_empty()
+        self.index.is_none()
+            && self.changed.is_empty()
+            && self.missing.is_empty()
+            && self.extra.is_empty()
+            && self.schema.is_empty()
+    }
+}
+
+/// Read `path` through its type and write it again: the same bytes, or why not.
+fn round_trip<T: Evidence>(path: &Utf8Path) -> std::result::Result<(), String> {
+    let value: T = read(path).map_err(|e| format!("{e:#}"))?.ok_or("missing")?;
+    let mut again = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+    again.push('\n');
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    if again == text {
+        Ok(())
+    } else {
+        Err(format!("{path} does not read back as a {} byte for byte", T::KIND))
+    }
+}
+
+/// The typed check of a file of the layout, by its place; None for files without one.
+fn typed(root: &Utf8Path, rel: &Utf8Path) -> Option<std::result::Result<(), String>> {
+    let parts: Vec<&str> = rel.iter().collect();
+    let path = root.join(rel);
+    match parts.as_slice() {
+        [_, "kat", _, "summary.json"] => Some(round_trip::<crate::verify::Summary>(&path)),
+        [_, "records", _, "environment.json"] => Some(round_trip::<crate::env::Environment>(&path)),
+        [_, "records", _, "size_audit.json"] => {
+            Some(project::read_json::<Vec<crate::sizes::Disagreement>>(&path).map(drop).map_err(|e| format!("{e:#}")))
+        }
+        [_, "records", _, file] if file.contains("__") && file.ends_with(".json") => {
+            Some(round_trip::<crate::bench::Record>(&path))
+        }
+        _ => None,
     }
 }
 
@@ -155,6 +224,11 @@ pub fn check(root: &Utf8Path) -> Result<Problems> {
             p.changed.push(path.clone());
         }
     }
+    for rel in &present {
+        if let Some(Err(why)) = typed(root, Utf8Path::new(rel)) {
+            p.schema.push(why);
+        }
+    }
     p.extra = present.into_iter().filter(|f| !index.contains_key(f)).collect();
     Ok(p)
 }
@@ -170,14 +244,22 @@ impl EvidenceCheck {
         if let Some(i) = &p.index {
             println!("index    {i}");
         }
+        for why in &p.schema {
+            println!("schema   {why}");
+        }
         if !p.is_clean() {
             bail!(
-                "evidence in {} does not match its index ({} changed, {} missing, {} extra{})",
+                "evidence in {} does not match its index ({} changed, {} missing, {} extra{}{})",
                 self.dir,
                 p.changed.len(),
                 p.missing.len(),
                 p.extra.len(),
-                if p.index.is_some() { ", index digest wrong" } else { "" }
+                if p.index.is_some() { ", index digest wrong" } else { "" },
+                if p.schema.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} not of this harness's schema", p.schema.len())
+                }
             );
         }
         let n = read_index(&self.dir)?.len();
@@ -197,6 +279,19 @@ impl EvidenceIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evidence_is_read_through_its_types_only() {
+        // The commands that read evidence back must not index untyped JSON: a renamed
+        // field must fail to compile, not turn a report cell into `-`.
+        for module in ["report.rs", "campaign.rs", "merge.rs", "evidence.rs", "verify.rs", "bench.rs"] {
+            let text = std::fs::read_to_string(project::root().join("xtask/src").join(module)).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            for banned in ["serde_json::Value", "Value>", "[\"", "as_str().unwrap_or(\"-\")"] {
+                assert!(!code.contains(banned), "{module} uses {banned}");
+            }
+        }
+    }
 
     #[test]
     fn index_detects_changed_missing_and_extra_files_and_its_own_tampering() {

@@ -5,22 +5,53 @@
 use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
-use serde_json::Value;
 use xshell::Shell;
 
+use crate::bench::Record;
+use crate::env::Environment;
 use crate::evidence::{self, Layout};
-use crate::flags::Report;
+use crate::flags::{Op, Report};
+use crate::sizes::Disagreement;
+use crate::sources::Provenance;
 use crate::submission::Submission;
+use crate::verify::Summary;
 use crate::{project, stats};
 
-const OPS: [&str; 3] = ["keygen", "enc", "dec"];
+const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
 
-fn read_json(path: &camino::Utf8Path) -> Option<Value> {
-    std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok())
+/// The evidence of one submission on one system, read through its types.
+struct Evidence {
+    kat: Option<Summary>,
+    env: Option<Environment>,
+    records: Vec<Record>,
+    audit: Vec<Disagreement>,
 }
 
-fn kib(v: &Value) -> String {
-    v.as_i64().filter(|k| *k >= 0).map_or_else(|| "-".into(), |k| format!("{k} KiB"))
+impl Evidence {
+    fn read(layout: &Layout, sub: &Submission) -> Result<Evidence> {
+        let mut records = Vec::new();
+        for inst in &sub.instances {
+            for op in OPS {
+                records.extend(evidence::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
+            }
+        }
+        let audit_path = layout.size_audit(&sub.id);
+        let audit = if audit_path.exists() { project::read_json(&audit_path)? } else { Vec::new() };
+        Ok(Evidence {
+            kat: evidence::read(&layout.kat_summary(&sub.id))?,
+            env: evidence::read(&layout.environment(&sub.id))?,
+            records,
+            audit,
+        })
+    }
+}
+
+fn kib(k: i64) -> String {
+    if k >= 0 {
+        format!("{k} KiB")
+    } else {
+        "-".into()
+    }
 }
 
 impl Report {
@@ -30,7 +61,6 @@ impl Report {
             let sub = Submission::load(id)?;
             let page = render(&layout, &sub)?;
             let path = layout.report(&sub.id);
-            std::fs::create_dir_all(path.parent().unwrap())?;
             project::write_atomic(&path, page.as_bytes())?;
             println!("{path}");
         }
@@ -40,164 +70,191 @@ impl Report {
 }
 
 pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
-    let kat = read_json(&layout.kat_summary(&sub.id));
-    let env = read_json(&layout.environment(&sub.id));
-    let records: Vec<(String, &str, Value)> = sub
-        .instances
-        .iter()
-        .flat_map(|i| OPS.iter().map(move |op| (i.label.clone(), *op)))
-        .filter_map(|(l, op)| read_json(&layout.record(&sub.id, &l, op)).map(|r| (l, op, r)))
-        .collect();
-    if kat.is_none() && records.is_empty() {
+    let e = Evidence::read(layout, sub)?;
+    if e.kat.is_none() && e.records.is_empty() {
         bail!("no evidence for {} under {}: run verify and bench first", sub.id, layout.system_dir);
     }
-    let first = records.first().map(|r| &r.2);
-    let system = layout.system_dir.file_name().unwrap_or_default();
-    let arch = first
-        .map(|r| r["toolchain"]["arch"].clone())
-        .or_else(|| kat.as_ref().map(|k| k["toolchain"]["arch"].clone()))
-        .and_then(|a| a.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "unknown".into());
-    let emulated = records.iter().any(|r| r.2["emulated"] == true);
     let mut p = String::new();
-    let w = &mut p;
-    writeln!(w, "# {} {} — performance on {arch} (system {system})\n", sub.id, sub.name)?;
-    writeln!(w, "Independent measurement by ngcc-repro. Not a submitter self-assessment.\n")?;
+    basic(&mut p, layout, sub, &e)?;
+    environment(&mut p, &e)?;
+    kat(&mut p, &e)?;
+    performance(&mut p, &e)?;
+    resources(&mut p, &e)?;
+    sizes(&mut p, &e)?;
+    index(&mut p, layout, sub)?;
+    Ok(p)
+}
 
+fn arch(e: &Evidence) -> &'static str {
+    let tc = e.records.first().map(|r| &r.toolchain).or(e.kat.as_ref().map(|k| &k.toolchain));
+    tc.map_or("unknown", |t| t.arch.uname())
+}
+
+fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Result<()> {
+    let system = layout.system_dir.file_name().unwrap_or_default();
+    writeln!(w, "# {} {} — performance on {} (system {system})\n", sub.id, sub.name, arch(e))?;
+    writeln!(w, "Independent measurement by ngcc-repro. Not a submitter self-assessment.\n")?;
     writeln!(w, "## 1. Basic information\n")?;
     writeln!(w, "- Category: public-key algorithm; function: key encapsulation")?;
     writeln!(w, "- Algorithm: {}", sub.name)?;
     writeln!(w, "- Parameter sets: {}", sub.instances.iter().map(|i| i.label.as_str()).collect::<Vec<_>>().join(", "))?;
-    if let Some(src) = first.map(|r| &r["source"]).or(kat.as_ref().map(|k| &k["source"])) {
+    let first = e.records.first();
+    if let Some(src) = first.map(|r| &r.source).or(e.kat.as_ref().map(|k| &k.source)) {
         writeln!(w, "- Source: {}", compact(src))?;
     }
     if let Some(r) = first {
-        writeln!(w, "- Harness commit: {}", r["harness_commit"].as_str().unwrap_or("-"))?;
+        writeln!(w, "- Harness commit: {}", r.harness_commit)?;
     }
+    Ok(())
+}
 
+fn environment(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n## 2. Assessment environment\n")?;
-    match env.as_ref().or(first.map(|r| &r["environment"])) {
-        Some(e) => {
-            writeln!(w, "| item | value |\n|---|---|")?;
-            let rows = [
-                ("processor", format!("{} ({} logical CPUs)", s(&e["processor"]), e["logical_cpus"])),
-                ("machine", s(&e["machine"])),
-                ("clock", s(&e["clock"])),
-                ("memory", format!("{} MiB", e["memory_mib"])),
-                ("OS / kernel", format!("{} / {}", s(&e["os"]), s(&e["kernel"]))),
-                ("compiler / build tool", format!("{} / {}", s(&e["compiler"]), s(&e["build_tool"]))),
-                ("campaign start / end (UTC)", format!("{} / {}", s(&e["campaign_start"]), s(&e["campaign_end"]))),
-            ];
-            for (k, v) in rows {
-                writeln!(w, "| {k} | {v} |")?;
-            }
-            let warnings: Vec<&str> =
-                e["warnings"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-            if !warnings.is_empty() {
-                writeln!(w, "\nWarnings: {}", warnings.join("; "))?;
-            }
-        }
-        None => writeln!(w, "No timing run: no environment manifest.")?,
+    let Some(env) = e.env.as_ref().or(e.records.first().map(|r| &r.environment)) else {
+        writeln!(w, "No timing run: no environment manifest.")?;
+        return Ok(());
+    };
+    writeln!(w, "| item | value |\n|---|---|")?;
+    let rows = [
+        ("processor", format!("{} ({} logical CPUs)", env.processor, env.logical_cpus)),
+        ("machine", env.machine.clone()),
+        ("clock", env.clock.clone()),
+        ("memory", format!("{} MiB", env.memory_mib)),
+        ("OS / kernel", format!("{} / {}", env.os, env.kernel)),
+        ("compiler / build tool", format!("{} / {}", env.compiler, env.build_tool)),
+        (
+            "campaign start / end (UTC)",
+            format!("{} / {}", env.campaign_start, env.campaign_end.as_deref().unwrap_or("-")),
+        ),
+    ];
+    for (k, v) in rows {
+        writeln!(w, "| {k} | {v} |")?;
     }
+    if !env.warnings.is_empty() {
+        writeln!(w, "\nWarnings: {}", env.warnings.join("; "))?;
+    }
+    Ok(())
+}
 
+fn kat(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n## 3. Functional testing (KAT)\n")?;
-    match &kat {
-        Some(k) => {
-            writeln!(w, "KAT digests checked against `{}`.\n", s(&k["kat_manifest"]))?;
-            writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
-            for i in k["instances"].as_array().into_iter().flatten() {
-                writeln!(w, "| {} | {} | {} |", s(&i["label"]), s(&i["flag_set"]), s(&i["status"]))?;
-            }
-        }
-        None => writeln!(w, "No verify run in this evidence set.")?,
+    let Some(k) = &e.kat else {
+        writeln!(w, "No verify run in this evidence set.")?;
+        return Ok(());
+    };
+    writeln!(w, "KAT digests checked against `{}`.\n", k.kat_manifest)?;
+    writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
+    for i in &k.instances {
+        writeln!(w, "| {} | {} | {} |", i.label, i.flag_set, i.status)?;
     }
+    Ok(())
+}
 
+fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n## 4. Performance\n")?;
-    if emulated {
+    if e.records.iter().any(|r| r.emulated) {
         writeln!(
             w,
-            "Timed under qemu-user emulation: these runs are not measurements of {arch} and no figures are \
-             shown. The raw records stay in the evidence set, marked `emulated`."
+            "Timed under qemu-user emulation: these runs are not measurements of {} and no figures are \
+             shown. The raw records stay in the evidence set, marked `emulated`.",
+            arch(e)
         )?;
-    } else if !records.is_empty() {
-        let cycles = records.iter().all(|r| r.2["counter"]["hardware_cycles"] == true);
-        let counter = first.map(|r| s(&r["counter"]["name"])).unwrap_or_default();
-        let hz = first.and_then(|r| r["counter"]["measured_hz"].as_f64()).unwrap_or(0.0);
-        let head =
-            if cycles { "mean cycles".to_owned() } else { format!("mean ticks ({counter} @ {:.3} GHz)", hz / 1e9) };
-        writeln!(w, "| instance | operation | {head} | mean time | ops/s | median trial | n (trials × iters) |")?;
-        writeln!(w, "|---|---|---|---|---|---|---|")?;
-        for (label, op, r) in &records {
-            let a = &r["aggregate"];
-            let f = |k: &str| a[k].as_f64().unwrap_or(0.0);
-            writeln!(
-                w,
-                "| {label} | {op} | {} | {} | {} | {} | {} ({} × {}) |",
-                stats::human_count(f("mean_ticks")),
-                stats::human_time(f("mean_ns")),
-                stats::three_digits(f("ops_per_s")),
-                stats::human_time(f("median_trial_ns")),
-                a["n"],
-                a["trials"],
-                a["iterations"]
-            )?;
-        }
-        if records.iter().any(|r| r.2["quick"] == true) {
-            writeln!(w, "\nQuick mode: short trials for CI; the figures are indicative only.")?;
-        }
-    } else {
+        return Ok(());
+    }
+    let Some(first) = e.records.first() else {
         writeln!(w, "No timing run in this evidence set.")?;
+        return Ok(());
+    };
+    let head = if e.records.iter().all(|r| r.counter.hardware_cycles) {
+        "mean cycles".to_owned()
+    } else {
+        format!("mean ticks ({} @ {:.3} GHz)", first.counter.name, first.counter.measured_hz / 1e9)
+    };
+    writeln!(w, "| instance | operation | {head} | mean time | ops/s | median trial | n (trials × iters) |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|")?;
+    for r in &e.records {
+        let a = &r.aggregate;
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} | {} ({} × {}) |",
+            r.label,
+            r.op.name(),
+            stats::human_count(a.mean_ticks),
+            stats::human_time(a.mean_ns),
+            stats::three_digits(a.ops_per_s),
+            stats::human_time(a.median_trial_ns),
+            a.n,
+            a.trials,
+            a.iterations
+        )?;
     }
+    if e.records.iter().any(|r| r.quick) {
+        writeln!(w, "\nQuick mode: short trials for CI; the figures are indicative only.")?;
+    }
+    Ok(())
+}
 
+fn resources(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n## 5. Resource consumption\n")?;
-    if !records.is_empty() {
-        writeln!(
-            w,
-            "Static memory is the sum of the library's PT_LOAD segments; peak memory is the process high-water \
-             mark (VmHWM) including the driver and libc.\n"
-        )?;
-        writeln!(
-            w,
-            "| instance | operation | static: ELF image (bytes) | baseline RSS | peak RSS |\n|---|---|---|---|---|"
-        )?;
-        for (label, op, r) in &records {
-            let m = &r["memory"];
-            writeln!(
-                w,
-                "| {label} | {op} | {} | {} | {} |",
-                m["static_image_bytes"],
-                kib(&m["baseline_rss_kib"]),
-                kib(&m["peak_rss_kib"])
-            )?;
-        }
+    if e.records.is_empty() {
+        return Ok(());
     }
+    writeln!(
+        w,
+        "Static memory is the sum of the library's PT_LOAD segments; peak memory is the process high-water \
+         mark (VmHWM) including the driver and libc.\n"
+    )?;
+    writeln!(
+        w,
+        "| instance | operation | static: ELF image (bytes) | baseline RSS | peak RSS |\n|---|---|---|---|---|"
+    )?;
+    for r in &e.records {
+        let m = &r.memory;
+        let (label, op) = (&r.label, r.op.name());
+        writeln!(
+            w,
+            "| {label} | {op} | {} | {} | {} |",
+            m.static_image_bytes,
+            kib(m.baseline_rss_kib),
+            kib(m.peak_rss_kib)
+        )?;
+    }
+    Ok(())
+}
 
+fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n## 6. Transmission and storage overhead\n")?;
     writeln!(w, "Public key, ciphertext and shared secret from the catalog (`submissions/external_sizes.csv`) where it has a row, else the API; secret keys are API figures.\n")?;
     writeln!(
         w,
         "| instance | public key | secret key | ciphertext | shared secret | basis |\n|---|---|---|---|---|---|"
     )?;
-    let mut seen = Vec::new();
-    for (label, _, r) in &records {
-        if seen.contains(label) {
+    let mut seen: Vec<&str> = Vec::new();
+    for r in &e.records {
+        if seen.contains(&r.label.as_str()) {
             continue;
         }
-        seen.push(label.clone());
-        let (api, ext) = (&r["sizes"]["api"], &r["sizes"]["external"]);
-        let pick = |k: &str| if ext.is_null() { api[k].clone() } else { ext["sizes"][k].clone() };
-        let basis = if ext.is_null() { "API".to_owned() } else { s(&ext["basis"]) };
-        writeln!(w, "| {label} | {} | {} | {} | {} | {basis} |", pick("pk"), api["sk"], pick("ct"), pick("ss"))?;
+        seen.push(&r.label);
+        let api = r.sizes.api;
+        let (shown, basis) = match &r.sizes.external {
+            Some(row) => (row.sizes, row.basis.to_string()),
+            None => (api, "API".to_owned()),
+        };
+        writeln!(w, "| {} | {} | {} | {} | {} | {basis} |", r.label, shown.pk, api.sk, shown.ct, shown.ss)?;
     }
-    if let Some(audit) = read_json(&layout.size_audit(&sub.id)).and_then(|a| a.as_array().cloned()) {
-        if !audit.is_empty() {
-            writeln!(w, "\nSize audit ({} disagreements):", audit.len())?;
-            for d in audit {
-                writeln!(w, "- {} {}: API {}, catalog {}", s(&d["instance"]), s(&d["field"]), d["api"], d["catalog"])?;
+    if !e.audit.is_empty() {
+        writeln!(w, "\nSize audit ({} disagreements):", e.audit.len())?;
+        for d in &e.audit {
+            match (d.api, d.catalog) {
+                (Some(a), Some(c)) => writeln!(w, "- {} {}: API {a}, catalog {c}", d.instance, d.field)?,
+                _ => writeln!(w, "- {}: no row in the size catalog", d.instance)?,
             }
         }
     }
+    Ok(())
+}
 
+fn index(w: &mut String, layout: &Layout, sub: &Submission) -> Result<()> {
     writeln!(w, "\n## 7. Raw evidence index\n")?;
     writeln!(w, "Paths are relative to the evidence root; `{}` lists every file with its SHA-256.\n", evidence::INDEX)?;
     writeln!(w, "| file | sha256 |\n|---|---|")?;
@@ -205,20 +262,17 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     let prefixes = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id)];
     for (path, sha) in evidence::read_index(root).unwrap_or_default() {
         if prefixes.iter().any(|p| root.join(&path).starts_with(p)) {
-            writeln!(w, "| {path} | {}… |", &sha[..16])?;
+            writeln!(w, "| {path} | {}… |", &sha[..16.min(sha.len())])?;
         }
     }
-    Ok(p)
+    Ok(())
 }
 
-fn s(v: &Value) -> String {
-    v.as_str().map_or_else(|| if v.is_null() { "-".into() } else { v.to_string() }, str::to_owned)
-}
-
-fn compact(src: &Value) -> String {
-    match s(&src["kind"]).as_str() {
-        "crate" => format!("crate {} {} (sha256 {})", s(&src["name"]), s(&src["version"]), s(&src["checksum"])),
-        "archive" => format!("archive {} (sha256 {})", s(&src["file"]), s(&src["sha256"])),
-        _ => format!("{} {} (tree sha256 {})", s(&src["note"]), s(&src["path"]), s(&src["tree_sha256"])),
+/// The source as the seed pages name it, with the full digest.
+fn compact(src: &Provenance) -> String {
+    match src {
+        Provenance::Crate { name, version, checksum } => format!("crate {name} {version} (sha256 {checksum})"),
+        Provenance::Archive { file, sha256 } => format!("archive {file} (sha256 {sha256})"),
+        Provenance::Directory { path, tree_sha256, note } => format!("{note} {path} (tree sha256 {tree_sha256})"),
     }
 }

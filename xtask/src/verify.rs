@@ -134,19 +134,12 @@ pub struct Summary {
 
 pub const SUMMARY_SCHEMA: u32 = 2;
 
-impl Summary {
-    /// Read a summary this tool wrote; None when there is none.
-    pub fn load(path: &Utf8Path) -> Result<Option<Summary>> {
-        if !path.exists() {
-            return Ok(None);
-        }
-        let s: Summary = project::read_json(path)?;
-        if s.schema != SUMMARY_SCHEMA {
-            bail!("{path} has schema {}, this tool reads {SUMMARY_SCHEMA}", s.schema);
-        }
-        Ok(Some(s))
-    }
+impl crate::evidence::Evidence for Summary {
+    const KIND: &'static str = "KAT summary";
+    const SCHEMA: u32 = SUMMARY_SCHEMA;
+}
 
+impl Summary {
     /// Results can be merged only between runs of the same thing.
     fn same_run(&self, other: &Summary) -> bool {
         self.id == other.id
@@ -282,7 +275,7 @@ impl Verify {
     /// KAT manifest; say so when they are dropped.
     fn keep_earlier(&self, layout: &Layout, sub: &Submission, summary: &mut Summary) {
         let path = layout.kat_summary(&sub.id);
-        match Summary::load(&path) {
+        match evidence::read::<Summary>(&path) {
             Ok(Some(prev)) if prev.same_run(summary) => {
                 summary.started = prev.started.clone();
                 for r in prev.instances.into_iter().filter(|r| sub.instances.iter().any(|i| i.label == r.label)) {

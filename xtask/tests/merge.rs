@@ -45,16 +45,25 @@ fn merged_shards_equal_one_run_and_tampering_is_named() {
 
     // One changed byte in one record: named, non-zero exit.
     let victim = "local/kat/pqclean-hqc/summary.json";
-    let mut bytes = std::fs::read(merged.join(victim)).unwrap();
+    let original = std::fs::read(merged.join(victim)).unwrap();
+    let mut bytes = original.clone();
     bytes[10] ^= 0x20;
     std::fs::write(merged.join(victim), bytes).unwrap();
     let bad = xtask(&["evidence", "check", merged.to_str().unwrap()], None);
     assert!(!bad.status.success());
-    assert_eq!(stdout(&bad).trim(), format!("changed  {victim}"));
+    let text = stdout(&bad);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("changed  {victim}"));
+    // The changed byte is in the key `schema`: the file is no summary of this harness.
+    assert!(lines[1].starts_with("schema ") && lines[1].contains("is a KAT summary of schema none"), "{text}");
+    assert_eq!(lines.len(), 2, "{text}");
+    std::fs::write(merged.join(victim), original).unwrap();
 
     // A shard that fails its own check is not merged; nor are conflicting duplicates.
+    std::fs::write(merged.join("local/new.txt"), "not indexed").unwrap();
     let refused = xtask(&["merge", merged.to_str().unwrap(), "--out", tmp.path().join("m2").to_str().unwrap()], None);
     assert!(!refused.status.success());
+    std::fs::remove_file(merged.join("local/new.txt")).unwrap();
     xtask(&["evidence", "index", merged.to_str().unwrap()], None);
     let conflict = xtask(
         &["merge", a.to_str().unwrap(), merged.to_str().unwrap(), "--out", tmp.path().join("m3").to_str().unwrap()],
