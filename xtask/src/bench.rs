@@ -459,29 +459,10 @@ impl Bench {
     ) -> Record {
         let (sub, inst, tc, src, catalog) = (facts.sub, built.inst, facts.tc, facts.src, facts.catalog);
         let build = &ctx.build.record.plan;
-        let trials: Vec<SlotTrial> = timed
-            .slots
-            .iter()
-            .enumerate()
-            .flat_map(|(slot, runs)| {
-                runs.iter().map(move |(t, r)| SlotTrial {
-                    slot,
-                    trial: t.clone(),
-                    baseline_rss_kib: r.baseline_rss_kib,
-                    peak_rss_kib: r.peak_rss_kib,
-                })
-            })
-            .collect();
+        let trials = timed.slot_trials();
         let plain: Vec<Trial> = trials.iter().map(|t| t.trial.clone()).collect();
         let aggregate = stats::aggregate(&plain);
-        let kept = || trials.iter().filter(|t| !t.trial.replaced);
-        let mut baselines: Vec<i64> = kept().map(|t| t.baseline_rss_kib).collect();
-        baselines.sort_unstable();
-        let memory = Memory {
-            static_image_bytes: built.static_image,
-            baseline_rss_kib: baselines.get(baselines.len() / 2).copied().unwrap_or(-1),
-            peak_rss_kib: kept().map(|t| t.peak_rss_kib).max().unwrap_or(-1),
-        };
+        let memory = Memory::of(&trials, built.static_image);
         let first = &timed.slots[0][0].1;
         let emulated = tc.emulated;
         Record {
@@ -602,6 +583,34 @@ struct BuiltFacts<'a> {
     library_sha256: String,
     driver_source_sha256: String,
     driver_sha256: String,
+}
+
+impl Timed {
+    /// Every trial run, in slot order, replaced ones included.
+    fn slot_trials(&self) -> Vec<SlotTrial> {
+        let runs = self.slots.iter().enumerate().flat_map(|(slot, runs)| runs.iter().map(move |run| (slot, run)));
+        runs.map(|(slot, (t, r))| SlotTrial {
+            slot,
+            trial: t.clone(),
+            baseline_rss_kib: r.baseline_rss_kib,
+            peak_rss_kib: r.peak_rss_kib,
+        })
+        .collect()
+    }
+}
+
+impl Memory {
+    /// Median baseline and highest peak of the trials that count.
+    fn of(trials: &[SlotTrial], static_image_bytes: u64) -> Memory {
+        let kept = || trials.iter().filter(|t| !t.trial.replaced);
+        let mut baselines: Vec<i64> = kept().map(|t| t.baseline_rss_kib).collect();
+        baselines.sort_unstable();
+        Memory {
+            static_image_bytes,
+            baseline_rss_kib: baselines.get(baselines.len() / 2).copied().unwrap_or(-1),
+            peak_rss_kib: kept().map(|t| t.peak_rss_kib).max().unwrap_or(-1),
+        }
+    }
 }
 
 struct Timed {
