@@ -304,7 +304,7 @@ impl Bench {
         let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
         let tc = env.record(sh, &sb)?;
         let bctx = BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs };
-        let mut environment = env::collect(sh, &run.profile, self.cpu, env.arch, Some(&tc));
+        let mut environment = env::collect(sh, &run.profile, gate, env.arch, Some(&tc));
         println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
         println!(
             "  {:<18} {:<6} {:>14} {:>10} {:>9} {:>12} {:>18}",

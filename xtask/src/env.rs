@@ -64,13 +64,16 @@ fn host_version(sh: &Shell, program: &str) -> String {
 }
 
 /// Describe this host; `tc` gives the compiler and build tool actually used.
+/// The environment manifest, with the host gate the command evaluated (once: the
+/// manifest and the records carry the same gate, override included).
 pub fn collect(
     sh: &Shell,
     system: &SystemProfile,
-    cpu: Option<usize>,
+    gate: &Gate,
     arch: Arch,
     tc: Option<&ToolchainRecord>,
 ) -> Environment {
+    let cpu = gate.cpu;
     let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
     let processor = cpuinfo_field(&cpuinfo, "model name")
         .or_else(|| {
@@ -107,7 +110,6 @@ pub fn collect(
         Some(t) => (t.gcc_version.clone(), t.cmake_version.clone()),
         None => (host_version(sh, "gcc"), host_version(sh, "cmake")),
     };
-    let gate = hostgate::check(Utf8Path::new("/"), cpu, arch);
     let mut warnings: Vec<String> = gate.failed().iter().map(|c| c.detail.clone()).collect();
     if virtualized {
         warnings.push(
@@ -136,7 +138,7 @@ pub fn collect(
         virtualized,
         campaign_start: project::now_utc(),
         campaign_end: None,
-        gate,
+        gate: gate.clone(),
         warnings,
     }
 }
@@ -159,7 +161,8 @@ impl Env {
             Backend::Host => None,
         };
         let record = lock.map(|l| ToolchainRecord::from_lock(&l, backend));
-        let mut env = collect(sh, &profile, cpu, arch, record.as_ref());
+        let gate = hostgate::check(Utf8Path::new("/"), cpu, arch);
+        let mut env = collect(sh, &profile, &gate, arch, record.as_ref());
         env.campaign_end = Some(env.campaign_start.clone());
         if self.json {
             println!("{}", serde_json::to_string_pretty(&env)?);

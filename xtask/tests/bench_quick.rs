@@ -62,6 +62,8 @@ fn quick_bench_writes_traceable_records() {
         assert_eq!(r["timing_comparable"], true);
         assert_eq!(r["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
         assert_eq!(r["host_gate"]["overridden"], failures > 0);
+        // One gate, recorded once: the environment manifest says the same.
+        assert_eq!(r["environment"]["gate"], r["host_gate"]);
         assert_eq!(r["host_gate"]["checks"].as_array().unwrap().iter().filter(|c| c["ok"] == false).count(), failures);
         // n is trials × iterations of the kept trials, and the mean is their total time over n.
         let kept: Vec<&serde_json::Value> =
