@@ -9,7 +9,7 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::builder::{Build, BuildCtx, Built, Prepared, ToolchainRecord};
+use crate::builder::{Build, BuildCtx, Built, RunCtx, ToolchainRecord};
 use crate::engine::Backend;
 use crate::env::{self, Environment};
 use crate::evidence::Layout;
@@ -241,9 +241,22 @@ impl Bench {
         spec
     }
 
-    pub fn run(mut self, sh: &Shell) -> Result<()> {
+    pub fn run(self, sh: &Shell) -> Result<()> {
         let profile = SystemProfile::load(&self.inputs.system)?;
-        let arch = profile.arch(self.inputs.target.arch);
+        let bench = self.with_profile(&profile)?;
+        let gate = bench.gate(&profile)?;
+        let run = bench.inputs.prepare(sh, Bench::check)?;
+        let failures = bench.bench_all(sh, &run.ctx, &run.work, &gate)?;
+        crate::evidence::reindex(&bench.inputs.out)?;
+        if !failures.is_empty() {
+            bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
+        }
+        Ok(())
+    }
+
+    /// These flags with the profile's defaults where none was given (CPU, trial target);
+    /// the CPU must exist.
+    pub fn with_profile(mut self, profile: &SystemProfile) -> Result<Bench> {
         self.cpu = self.cpu.or(profile.cpu);
         if let Some(cpu) = self.cpu {
             let n = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
@@ -254,6 +267,13 @@ impl Bench {
         if !self.quick {
             self.trial_target = self.trial_target.or(Some(profile.trial_target_s));
         }
+        Ok(self)
+    }
+
+    /// The host gate, evaluated once per run: refused on an unfixed host unless
+    /// overridden (and then marked so).
+    pub fn gate(&self, profile: &SystemProfile) -> Result<Gate> {
+        let arch = profile.arch(self.inputs.target.arch);
         let emulated = !emulation::native(arch);
         let mut gate = hostgate::check(Utf8Path::new("/"), self.cpu, arch);
         let failed = gate.failed();
@@ -276,26 +296,37 @@ impl Bench {
                 arch.uname()
             );
         }
-        let run = self.inputs.prepare(sh, |sub| match sub.bench {
+        Ok(gate)
+    }
+
+    /// Only submissions whose manifest says how to reach their API can be timed.
+    pub fn check(sub: &Submission) -> Result<()> {
+        match sub.bench {
             Some(_) => Ok(()),
             None => bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id),
-        })?;
+        }
+    }
+
+    /// Time every submission of `work` in `ctx`; the operations that could not be timed.
+    pub fn bench_all(
+        &self,
+        sh: &Shell,
+        ctx: &RunCtx,
+        work: &[(Submission, Source)],
+        gate: &Gate,
+    ) -> Result<Vec<String>> {
         let catalog = sizes::load()?;
         let mut failures = Vec::new();
-        for (sub, src) in &run.work {
-            failures.extend(self.bench_submission(sh, &run, (sub, src), &gate, &catalog)?);
+        for (sub, src) in work {
+            failures.extend(self.bench_submission(sh, ctx, (sub, src), gate, &catalog)?);
         }
-        crate::evidence::reindex(&self.inputs.out)?;
-        if !failures.is_empty() {
-            bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
-        }
-        Ok(())
+        Ok(failures)
     }
 
     fn bench_submission(
         &self,
         sh: &Shell,
-        run: &Prepared,
+        run: &RunCtx,
         (sub, src): (&Submission, &Source),
         gate: &Gate,
         catalog: &[CatalogRow],

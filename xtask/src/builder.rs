@@ -447,13 +447,18 @@ impl Build {
     }
 }
 
-/// The submissions of a run with their sources, the system profile, and the prepared
-/// build environment.
-pub struct Prepared {
+/// What a command resolves once: the system profile, the engine and its checked image,
+/// and where the evidence goes. A campaign shares one across all its steps.
+pub struct RunCtx {
     pub profile: SystemProfile,
-    pub work: Vec<(Submission, Source)>,
     pub env: BuildEnv,
     pub layout: Layout,
+}
+
+/// A command's run context and the submissions it works on, with their sources.
+pub struct Prepared {
+    pub ctx: RunCtx,
+    pub work: Vec<(Submission, Source)>,
 }
 
 impl Inputs {
@@ -461,6 +466,26 @@ impl Inputs {
     /// image work (a missing archive fails at once); then select the engine and image.
     pub fn prepare(&self, sh: &Shell, check: impl Fn(&Submission) -> Result<()>) -> Result<Prepared> {
         let profile = SystemProfile::load(&self.system)?;
+        let work = self.obtain(sh, &profile, check)?;
+        Ok(Prepared { ctx: self.context(sh, profile)?, work })
+    }
+
+    /// Engine, image and evidence layout for `profile`.
+    pub fn context(&self, sh: &Shell, profile: SystemProfile) -> Result<RunCtx> {
+        let backend = Backend::select(sh, self.target.engine)?;
+        let arch = profile.arch(self.target.arch);
+        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), arch)?;
+        Ok(RunCtx { layout: Layout::new(&self.out, &self.system), profile, env })
+    }
+
+    /// The submissions these inputs name (else the profile's campaign set), checked,
+    /// with their sources; every plan is checked against its tree.
+    pub fn obtain(
+        &self,
+        sh: &Shell,
+        profile: &SystemProfile,
+        check: impl Fn(&Submission) -> Result<()>,
+    ) -> Result<Vec<(Submission, Source)>> {
         let ids = profile.ids(&self.ids);
         if (self.archive.is_some() || self.source_dir.is_some()) && ids.len() != 1 {
             bail!("--archive and --source-dir apply to one submission at a time (given: {})", ids.join(" "));
@@ -485,9 +510,7 @@ impl Inputs {
             }
             work.push((sub, src));
         }
-        let backend = Backend::select(sh, self.target.engine)?;
-        let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), arch)?;
-        Ok(Prepared { layout: Layout::new(&self.out, &self.system), profile, work, env })
+        Ok(work)
     }
 
     /// `--source-dir` is a folder and `--out` can be written, before any work starts.

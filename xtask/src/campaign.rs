@@ -4,19 +4,19 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::engine::Backend;
+use crate::builder::RunCtx;
 use crate::evidence::{self, Layout};
 use crate::flags::{Bench, Campaign, Inputs, Op, Verify};
+use crate::hostgate::Gate;
 use crate::interrupt::Interrupted;
+use crate::project;
 use crate::submission::Submission;
 use crate::systems::SystemProfile;
-use crate::toolchain::Toolchain;
 use crate::verify::{Status, Summary};
-use crate::{image, project};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
@@ -67,11 +67,13 @@ impl Campaign {
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
-    fn inputs(&self, id: &str) -> Inputs {
-        let mut inputs =
-            Inputs::for_ids(vec![id.to_owned()], self.target.clone(), self.out.clone(), self.system.clone());
-        let given =
-            |pairs: &[(String, camino::Utf8PathBuf)]| pairs.iter().find(|(i, _)| i == id).map(|(_, p)| p.clone());
+    /// The inputs of one submission's step (or of none: the image step).
+    fn inputs(&self, id: Option<&str>) -> Inputs {
+        let ids = id.map(|i| vec![i.to_owned()]).unwrap_or_default();
+        let mut inputs = Inputs::for_ids(ids, self.target.clone(), self.out.clone(), self.system.clone());
+        let given = |pairs: &[(String, camino::Utf8PathBuf)]| {
+            pairs.iter().find(|(i, _)| Some(i.as_str()) == id).map(|(_, p)| p.clone())
+        };
         inputs.archive = given(&self.archives);
         inputs.source_dir = given(&self.source_dirs);
         inputs
@@ -95,6 +97,7 @@ impl Campaign {
         }
         let total = steps.len();
         let campaign_start = Instant::now();
+        let mut state = State { profile: profile.clone(), ctx: None, gate: None };
         let mut durations: Vec<(Step, f64)> = Vec::new();
         let mut failed = Vec::new();
         let mut unverified = std::collections::BTreeSet::new();
@@ -119,7 +122,7 @@ impl Campaign {
             }
             println!("{label} ...");
             let t = Instant::now();
-            let result = self.run_step(sh, step, &profile);
+            let result = self.run_step(sh, step, &mut state);
             let secs = t.elapsed().as_secs_f64();
             durations.push((step.clone(), secs));
             let left = estimate_left(&durations, &steps[n + 1..]);
@@ -135,6 +138,8 @@ impl Campaign {
                 }
             }
         }
+        // The index once, at the end (each verify also keeps it current per instance).
+        evidence::reindex(&self.out)?;
         println!("campaign on {} finished in {:.1} s", self.system, campaign_start.elapsed().as_secs_f64());
         if !failed.is_empty() {
             bail!("{} step(s) failed: {}", failed.len(), failed.join("; "));
@@ -142,33 +147,62 @@ impl Campaign {
         Ok(())
     }
 
-    fn run_step(&self, sh: &Shell, step: &Step, profile: &SystemProfile) -> Result<()> {
+    /// One step, in the campaign's one run context (the image step makes it).
+    fn run_step(&self, sh: &Shell, step: &Step, state: &mut State) -> Result<()> {
         match step {
-            Step::Image => match Backend::select(sh, self.target.engine)? {
-                Backend::Container(engine) => {
-                    let tc = Toolchain::load(&profile.toolchain)?;
-                    let lock = image::ensure(sh, engine, &tc, profile.arch(self.target.arch), None, false)?;
+            Step::Image => {
+                let ctx = self.inputs(None).context(sh, state.profile.clone())?;
+                if let Some(lock) = &ctx.env.lock {
                     println!("  {} ({})", lock.tag, lock.gcc_version);
-                    Ok(())
                 }
-                Backend::Host => Ok(()),
-            },
+                state.ctx = Some(ctx);
+                Ok(())
+            }
             Step::Verify(id) => {
-                Verify { inputs: self.inputs(id), kat_manifest: None, timeout: 600, resume: self.resume }.run(sh)
+                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let verify =
+                    Verify { inputs: self.inputs(Some(id)), kat_manifest: None, timeout: 600, resume: self.resume };
+                let work = verify.inputs.obtain(sh, &ctx.profile, |s| verify.check(s))?;
+                let failed = verify.verify_all(sh, ctx, &work)?;
+                if !failed.is_empty() {
+                    bail!("instances did not pass ({})", failed.join(", "));
+                }
+                Ok(())
             }
-            Step::Bench(id) => Bench {
-                inputs: self.inputs(id),
-                ops: vec![Op::Keygen, Op::Enc, Op::Dec],
-                trials: None,
-                trial_target: None,
-                iterations: None,
-                cpu: None,
-                allow_unfixed_host: self.allow_unfixed_host,
-                quick: self.quick,
+            Step::Bench(id) => {
+                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let bench = Bench {
+                    inputs: self.inputs(Some(id)),
+                    ops: vec![Op::Keygen, Op::Enc, Op::Dec],
+                    trials: None,
+                    trial_target: None,
+                    iterations: None,
+                    cpu: None,
+                    allow_unfixed_host: self.allow_unfixed_host,
+                    quick: self.quick,
+                }
+                .with_profile(&ctx.profile)?;
+                // The host gate is evaluated once per campaign.
+                let gate = match &state.gate {
+                    Some(g) => g.clone(),
+                    None => state.gate.insert(bench.gate(&ctx.profile)?).clone(),
+                };
+                let work = bench.inputs.obtain(sh, &ctx.profile, Bench::check)?;
+                let failures = bench.bench_all(sh, ctx, &work, &gate)?;
+                if !failures.is_empty() {
+                    bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
+                }
+                Ok(())
             }
-            .run(sh),
         }
     }
+}
+
+/// What the steps of one campaign share.
+struct State {
+    profile: SystemProfile,
+    ctx: Option<RunCtx>,
+    gate: Option<Gate>,
 }
 
 /// Seconds left: each remaining step costs the mean of finished steps of its kind,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use xshell::Shell;
 
-use crate::builder::{Build, BuildCtx, Built, Prepared, ToolchainRecord};
+use crate::builder::{Build, BuildCtx, Built, RunCtx, ToolchainRecord};
 use crate::evidence::{self, Layout};
 use crate::flags::Verify;
 use crate::kat::{self, Canonical, Manifest};
@@ -175,25 +175,11 @@ struct Ctx<'a> {
 impl Verify {
     pub fn run(self, sh: &Shell) -> Result<()> {
         // KAT manifests are read with the sources, before any image work.
-        let kat_path = |sub: &Submission| self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path());
-        let run = self.inputs.prepare(sh, |sub| Manifest::load(&kat_path(sub))?.check_against(sub))?;
+        let run = self.inputs.prepare(sh, |sub| self.check(sub))?;
         if self.kat_manifest.is_some() && run.work.len() != 1 {
             bail!("--kat-manifest applies to one submission at a time");
         }
-        let mut failed = Vec::new();
-        for (sub, src) in &run.work {
-            let manifest = Manifest::load(&kat_path(sub))?;
-            let summary = self.verify_submission(sh, &run, (sub, src), &manifest)?;
-            let bad = summary
-                .instances
-                .iter()
-                .filter(|i| self.inputs.selects_label(&i.label))
-                .filter(|i| i.status != Status::Pass);
-            let bad = bad.count();
-            if bad > 0 {
-                failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
-            }
-        }
+        let failed = self.verify_all(sh, &run.ctx, &run.work)?;
         evidence::reindex(&self.inputs.out)?;
         if !failed.is_empty() {
             bail!("instances did not pass ({})", failed.join(", "));
@@ -201,14 +187,39 @@ impl Verify {
         Ok(())
     }
 
+    fn kat_path(&self, sub: &Submission) -> camino::Utf8PathBuf {
+        self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path())
+    }
+
+    /// The submission's KAT manifest loads and agrees with its manifest.
+    pub fn check(&self, sub: &Submission) -> Result<()> {
+        Manifest::load(&self.kat_path(sub))?.check_against(sub)
+    }
+
+    /// Verify every submission of `work` in `ctx`; the submissions with instances that
+    /// did not pass.
+    pub fn verify_all(&self, sh: &Shell, ctx: &RunCtx, work: &[(Submission, Source)]) -> Result<Vec<String>> {
+        let mut failed = Vec::new();
+        for (sub, src) in work {
+            let manifest = Manifest::load(&self.kat_path(sub))?;
+            let summary = self.verify_submission(sh, ctx, (sub, src), &manifest)?;
+            let selected = summary.instances.iter().filter(|i| self.inputs.selects_label(&i.label));
+            let bad = selected.filter(|i| i.status != Status::Pass).count();
+            if bad > 0 {
+                failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
+            }
+        }
+        Ok(failed)
+    }
+
     pub fn verify_submission(
         &self,
         sh: &Shell,
-        run: &Prepared,
+        ctx: &RunCtx,
         (sub, src): (&Submission, &Source),
         manifest: &Manifest,
     ) -> Result<Summary> {
-        let (env, layout, profile) = (&run.env, &run.layout, &run.profile);
+        let (env, layout, profile) = (&ctx.env, &ctx.layout, &ctx.profile);
         let instances: Vec<&Instance> = sub.instances.iter().filter(|i| self.inputs.selects(i)).collect();
         if instances.is_empty() {
             bail!("{}: no instance matches {:?}", sub.id, self.inputs.instances);
