@@ -40,6 +40,24 @@ pub struct Environment {
     pub warnings: Vec<String>,
 }
 
+impl Environment {
+    /// The manifest as the pages and the `env` command show it.
+    pub fn rows(&self) -> [(&'static str, String); 7] {
+        [
+            ("processor", format!("{} ({} logical CPUs)", self.processor, self.logical_cpus)),
+            ("machine", self.machine.clone()),
+            ("clock", self.clock.clone()),
+            ("memory", format!("{} MiB", self.memory_mib)),
+            ("OS / kernel", format!("{} / {}", self.os, self.kernel)),
+            ("compiler / build tool", format!("{} / {}", self.compiler, self.build_tool)),
+            (
+                "campaign start / end (UTC)",
+                format!("{} / {}", self.campaign_start, self.campaign_end.as_deref().unwrap_or("-")),
+            ),
+        ]
+    }
+}
+
 fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
@@ -168,20 +186,8 @@ impl Env {
             println!("{}", serde_json::to_string_pretty(&env)?);
             return Ok(());
         }
-        let rows = [
-            ("system", format!("{} ({})", env.system.name, env.system.description)),
-            ("processor", format!("{} ({} logical CPUs)", env.processor, env.logical_cpus)),
-            ("machine", env.machine.clone()),
-            ("clock", env.clock.clone()),
-            ("memory", format!("{} MiB", env.memory_mib)),
-            ("OS / kernel", format!("{} / {}", env.os, env.kernel)),
-            ("compiler / build tool", format!("{} / {}", env.compiler, env.build_tool)),
-            (
-                "campaign start / end (UTC)",
-                format!("{} / {}", env.campaign_start, env.campaign_end.as_deref().unwrap_or("-")),
-            ),
-        ];
-        for (k, v) in rows {
+        let system = ("system", format!("{} ({})", env.system.name, env.system.description));
+        for (k, v) in std::iter::once(system).chain(env.rows()) {
             println!("{k:<28} {v}");
         }
         println!("\nHost gate:");

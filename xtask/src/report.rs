@@ -115,19 +115,7 @@ fn environment(w: &mut String, e: &Evidence) -> Result<()> {
         return Ok(());
     };
     writeln!(w, "| item | value |\n|---|---|")?;
-    let rows = [
-        ("processor", format!("{} ({} logical CPUs)", env.processor, env.logical_cpus)),
-        ("machine", env.machine.clone()),
-        ("clock", env.clock.clone()),
-        ("memory", format!("{} MiB", env.memory_mib)),
-        ("OS / kernel", format!("{} / {}", env.os, env.kernel)),
-        ("compiler / build tool", format!("{} / {}", env.compiler, env.build_tool)),
-        (
-            "campaign start / end (UTC)",
-            format!("{} / {}", env.campaign_start, env.campaign_end.as_deref().unwrap_or("-")),
-        ),
-    ];
-    for (k, v) in rows {
+    for (k, v) in env.rows() {
         writeln!(w, "| {k} | {v} |")?;
     }
     if !env.warnings.is_empty() {
