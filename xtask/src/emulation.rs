@@ -9,11 +9,10 @@ const BINFMT: &str = "/proc/sys/fs/binfmt_misc";
 /// Make sure foreign binaries of `arch` run here (registering qemu when allowed).
 pub fn ensure_binfmt(arch: Arch) -> Result<()> {
     let name = format!("qemu-{}", arch.uname());
-    let entry = format!("{BINFMT}/{name}");
-    if let Ok(state) = std::fs::read_to_string(&entry) {
-        if state.lines().next() == Some("enabled") {
-            return Ok(());
-        }
+    let enabled =
+        || std::fs::read_to_string(format!("{BINFMT}/{name}")).is_ok_and(|s| s.lines().next() == Some("enabled"));
+    if enabled() {
+        return Ok(());
     }
     let conf_path = format!("/usr/lib/binfmt.d/{name}.conf");
     let how = format!(
@@ -30,10 +29,17 @@ pub fn ensure_binfmt(arch: Arch) -> Result<()> {
         if xshell::cmd!(sh, "mount -t binfmt_misc binfmt_misc {BINFMT}").quiet().run().is_err() {
             bail!("cannot mount binfmt_misc to run {arch:?} binaries: {how}");
         }
+        // The kernel may have had the interpreter all along; the mount shows it.
+        if enabled() {
+            return Ok(());
+        }
     }
-    std::fs::write(format!("{BINFMT}/register"), line)
-        .with_context(|| format!("cannot register the {name} interpreter (needs root): {how}"))?;
-    eprintln!("registered the {name} binfmt interpreter from {conf_path}");
+    match std::fs::write(format!("{BINFMT}/register"), line) {
+        Ok(()) => eprintln!("registered the {name} binfmt interpreter from {conf_path}"),
+        // Registered meanwhile (or disabled): what counts is whether it is enabled.
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) && enabled() => {}
+        Err(e) => bail!("cannot register the {name} interpreter (needs root): {how}: {e}"),
+    }
     Ok(())
 }
 
