@@ -395,7 +395,7 @@ impl Bench {
             inst,
             static_image: static_image_bytes(&ctx.build.out.join(recipe::LIBRARY))?,
             library_sha256: record.output_sha256(recipe::LIBRARY).context("the build record lists no library")?.into(),
-            driver_source_sha256: project::sha256_file(&project::root().join("drivers").join(recipe::BENCH_DRIVER))?,
+            driver_source_sha256: project::sha256_file(&project::drivers_dir().join(recipe::BENCH_DRIVER))?,
             driver_sha256,
         };
         let mut api_sizes = None;

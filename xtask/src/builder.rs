@@ -275,7 +275,7 @@ impl BuildCtx<'_> {
                 Utf8PathBuf::from(recipe::BUILD),
                 vec![
                     Mount { host: self.src.root.clone(), guest: recipe::SRC, writable: false },
-                    Mount { host: project::root().join("drivers"), guest: recipe::DRIVERS, writable: false },
+                    Mount { host: project::drivers_dir(), guest: recipe::DRIVERS, writable: false },
                     Mount { host: out.to_owned(), guest: recipe::BUILD, writable: true },
                 ],
             ),

@@ -2,7 +2,7 @@
 //! filesystems, imported into the engine without any registry.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
@@ -10,7 +10,7 @@ use xshell::{cmd, Shell};
 use crate::engine::{which, Backend, Engine};
 use crate::flags::{Arch, ImageBuild, ImageCheck};
 use crate::project;
-use crate::sandbox::{Job, Limits, Sandbox};
+use crate::sandbox::{Limits, Sandbox};
 use crate::toolchain::{Distro, ImageLock, Toolchain};
 
 impl ImageBuild {
@@ -190,22 +190,8 @@ pub fn check(
     let sandbox = Sandbox { backend: Backend::Container(engine), image: Some(tag.clone()), limits: Limits::default() };
     let gcc_version = sandbox.version_line(sh, "gcc")?;
     let cmake_version = sandbox.version_line(sh, "cmake")?;
-    let run = |argv: &[&str]| -> Result<Vec<u8>> {
-        let job = Job {
-            argv: argv.iter().map(std::string::ToString::to_string).collect(),
-            workdir: "/tmp".into(),
-            mounts: vec![],
-            timeout: Duration::from_mins(1),
-            disk: None,
-        };
-        let (f, out) = sandbox.run_captured(sh, &job, 16 << 20)?;
-        if !f.outcome.success() {
-            bail!("`{}` in {tag}: {}: {}", argv.join(" "), f.outcome, f.stderr.trim());
-        }
-        Ok(out)
-    };
-    let query = run(&["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])?;
-    let uname = run(&["uname", "-m"])?;
+    let query = sandbox.output(sh, &["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])?;
+    let uname = sandbox.output(sh, &["uname", "-m"])?;
     let packages: BTreeMap<String, String> = String::from_utf8_lossy(&query)
         .lines()
         .filter_map(|l| l.split_once('\t'))

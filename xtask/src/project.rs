@@ -36,6 +36,11 @@ pub fn root() -> Utf8PathBuf {
     ROOT.get_or_init(|| locate_root().expect("the project root")).clone()
 }
 
+/// The harness's own C drivers.
+pub fn drivers_dir() -> Utf8PathBuf {
+    root().join("drivers")
+}
+
 /// Cache for root filesystems, extracted archives and builds. Safe to delete.
 pub fn cache_dir() -> Utf8PathBuf {
     match std::env::var("NGCC_CACHE") {

@@ -49,10 +49,15 @@ pub struct Places {
 }
 
 impl Places {
+    /// Where every container build sees them.
+    pub fn container() -> Places {
+        Places { src: SRC.into(), drivers: DRIVERS.into() }
+    }
+
     pub fn new(backend: Backend, src_root: &Utf8Path) -> Places {
         match backend {
-            Backend::Container(_) => Places { src: SRC.into(), drivers: DRIVERS.into() },
-            Backend::Host => Places { src: src_root.to_owned(), drivers: project::root().join("drivers") },
+            Backend::Container(_) => Places::container(),
+            Backend::Host => Places { src: src_root.to_owned(), drivers: project::drivers_dir() },
         }
     }
 
@@ -72,8 +77,7 @@ impl Places {
 /// Check that `inst` can be planned from this tree (sources, headers, `never_compile`),
 /// before any engine or image work.
 pub fn check(sub: &Submission, inst: &Instance, src: &Source) -> Result<()> {
-    let places = Places { src: SRC.into(), drivers: DRIVERS.into() };
-    plan(sub, inst, src, &places).map(drop)
+    plan(sub, inst, src, &Places::container()).map(drop)
 }
 
 /// Plan for building `inst`: pure, from the manifest, the host tree (to expand
@@ -252,7 +256,7 @@ fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
 
 /// Digest of the harness's drivers folder, so that a changed driver or adapter rebuilds.
 pub fn drivers_digest() -> Result<String> {
-    project::tree_digest(&project::root().join("drivers"))
+    project::tree_digest(&project::drivers_dir())
 }
 
 #[cfg(test)]
@@ -308,14 +312,10 @@ extra_flags = ["-DX=1"]
         (t, sub, src)
     }
 
-    fn container() -> Places {
-        Places { src: SRC.into(), drivers: DRIVERS.into() }
-    }
-
     #[test]
     fn a_plan_is_the_manifest_expanded_against_the_tree() {
         let (_t, sub, src) = fixture();
-        let p = plan(&sub, &sub.instances[0], &src, &container()).unwrap();
+        let p = plan(&sub, &sub.instances[0], &src, &Places::container()).unwrap();
         let lib = &p.steps[0].argv;
         assert_eq!(p.flags, ["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2", "-DX=1"]);
         assert_eq!(p.flag_set, "guide + -DX=1");
@@ -335,7 +335,7 @@ extra_flags = ["-DX=1"]
     #[test]
     fn plans_name_no_output_folder_and_keys_follow_every_input() {
         let (_t, sub, src) = fixture();
-        let p = plan(&sub, &sub.instances[0], &src, &container()).unwrap();
+        let p = plan(&sub, &sub.instances[0], &src, &Places::container()).unwrap();
         let text = serde_json::to_string(&p).unwrap();
         assert!(!text.contains("/build") && !text.contains("ngcc-repro"), "{text}");
         let key = |plan: &Plan, compilers: &str, patches: &[PatchRecord]| {

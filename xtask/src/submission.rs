@@ -311,7 +311,7 @@ pub fn check_rel_path(p: &str) -> std::result::Result<(), String> {
 
 /// `driver:<file>`: one of the harness's own drivers.
 fn check_driver(file: &str) -> std::result::Result<(), String> {
-    if file.contains('/') || !project::root().join("drivers").join(file).is_file() {
+    if file.contains('/') || !project::drivers_dir().join(file).is_file() {
         return Err(format!("names no file of drivers/ (driver:{file})"));
     }
     Ok(())
