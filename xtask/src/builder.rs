@@ -230,7 +230,12 @@ impl BuildCtx<'_> {
         let mut optional_failures = Vec::new();
         let mut failed = false;
         for step in &plan.steps {
-            if let Err(step_log) = self.run_step(step, &out, &mut log)? {
+            let ran = self.run_step(step, &out, &mut log);
+            if ran.is_err() {
+                // Interrupted or no engine: an unfinished build is neither sealed nor kept.
+                std::fs::remove_dir_all(&dir).ok();
+            }
+            if let Err(step_log) = ran? {
                 if !step.optional {
                     failed = true;
                     break;

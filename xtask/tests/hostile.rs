@@ -294,6 +294,12 @@ fn ctrl_c_records_nothing_unfinished_and_resume_finishes_the_job() {
         );
         assert!(matches!(out.status.code(), Some(130 | 0)), "{:?}", out.status);
         assert!(leftover_containers(pid).is_empty(), "{:?}", leftover_containers(pid));
+        // An interrupted build is not kept: every build folder left is a finished one.
+        if let Ok(builds) = std::fs::read_dir(env.cache.join("builds/fixture-kem")) {
+            for b in builds.map(|b| b.unwrap().path()) {
+                assert!(b.join("build.json").is_file(), "unfinished build kept: {}", b.display());
+            }
+        }
         if env.out.join("EVIDENCE.sha256").exists() {
             assert!(env.evidence_ok(), "an interrupted run left evidence that does not match its index");
         }
