@@ -9,6 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use camino::Utf8Path;
+use xtask::bench::DriverReport;
+use xtask::evidence::Layout;
+use xtask::schema::{self, Record};
+
 const CPU: &str = "1";
 
 fn run(cmd: &mut Command) -> String {
@@ -22,22 +27,30 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn record(out: &Path, label: &str, op: &str) -> serde_json::Value {
-    let path = out.join(format!("local/records/pqclean-ml-kem/{label}__{op}.json"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+fn record(out: &Path, label: &str, op: &str) -> Record {
+    let layout = Layout::new(Utf8Path::from_path(out).unwrap(), "local");
+    schema::read(&layout.record("pqclean-ml-kem", label, op)).unwrap().expect("timing record")
 }
 
 /// Host folder of the build a record's driver was compiled into.
-fn build_dir(r: &serde_json::Value) -> PathBuf {
-    let cmd = r["commands"]["driver"].as_array().unwrap();
-    let o = cmd.iter().position(|a| a == "-o").unwrap() + 1;
-    let dir = Path::new(cmd[o].as_str().unwrap()).parent().unwrap().file_name().unwrap().to_owned();
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem").join(dir)
+fn build_dir(r: &Record) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem").join(&r.build_key[..20])
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// `xtask bench pqclean-ml-kem` on the benchmark CPU, into `out`.
+fn bench(out: &Path, ops: &[&str], extra: &[&str]) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.args(["bench", "pqclean-ml-kem", "--engine", "podman", "--allow-unfixed-host", "--cpu", CPU]);
+    cmd.args(["--out", out.to_str().unwrap()]).args(extra);
+    for op in ops {
+        cmd.args(["--op", op]);
+    }
+    print!("{}", run(&mut cmd));
 }
 
 fn main() {
@@ -46,16 +59,7 @@ fn main() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let xtask = env!("CARGO_BIN_EXE_xtask");
-    let bench = |ops: &[&str], extra: &[&str]| {
-        let mut cmd = Command::new(xtask);
-        cmd.args(["bench", "pqclean-ml-kem", "--engine", "podman", "--allow-unfixed-host", "--cpu", CPU]);
-        cmd.args(["--out", out.to_str().unwrap()]).args(extra);
-        for op in ops {
-            cmd.args(["--op", op]);
-        }
-        print!("{}", run(&mut cmd));
-    };
+    let bench = |ops: &[&str], extra: &[&str]| bench(&out, ops, extra);
     // The machines are shared and noisy: measure in rounds, each round taking the
     // harness, the plain loop and the host run of the same driver back to back, and
     // compare within a round.
@@ -72,7 +76,7 @@ fn main() {
         bench(&["keygen"], &args);
         let k768 = record(&out, "ML-KEM-768", "keygen");
         let dir768 = build_dir(&k768);
-        let iterations = k768["plan"]["iterations"].as_u64().unwrap().to_string();
+        let iterations = k768.plan.iterations.to_string();
         fixed.get_or_insert(iterations.clone());
         let plain = plain.get_or_insert_with(|| {
             let exe = tmp.path().join("plain_keygen");
@@ -84,7 +88,7 @@ fn main() {
                 .arg(format!("-Wl,-rpath,{}", dir768.display())));
             exe
         });
-        let harness_ns = k768["aggregate"]["mean_ns"].as_f64().unwrap();
+        let harness_ns = k768.aggregate.mean_ns;
         // 1. A plain clock_gettime loop over the same library, same CPU, same count.
         let plain_ns = median(
             (0..1)
@@ -103,12 +107,12 @@ fn main() {
                 .map(|_| {
                     let text =
                         run(Command::new(build_dir(&k768).join("kem_bench")).args(["keygen", &iterations, "3", CPU]));
-                    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-                    v["ns"].as_f64().unwrap() / v["iterations"].as_f64().unwrap()
+                    let v: DriverReport = serde_json::from_str(&text).unwrap();
+                    v.ns as f64 / v.iterations as f64
                 })
                 .collect(),
         );
-        let container_ns = k768["aggregate"]["median_trial_ns"].as_f64().unwrap();
+        let container_ns = k768.aggregate.median_trial_ns;
         println!(
             "round {round}: harness mean {harness_ns:.0} ns, plain loop {plain_ns:.0} ns; \
              container median trial {container_ns:.0} ns, host {host_ns:.0} ns"
@@ -120,8 +124,8 @@ fn main() {
     bench(&["enc", "nop"], &["--instance", "ML-KEM-512"]);
 
     // 3. Harness overhead: the empty operation against ML-KEM-512 encapsulation.
-    let nop = record(&out, "ML-KEM-512", "nop")["aggregate"]["mean_ns"].as_f64().unwrap();
-    let enc = record(&out, "ML-KEM-512", "enc")["aggregate"]["mean_ns"].as_f64().unwrap();
+    let nop = record(&out, "ML-KEM-512", "nop").aggregate.mean_ns;
+    let enc = record(&out, "ML-KEM-512", "enc").aggregate.mean_ns;
     let r3 = nop / enc;
 
     println!("\nratio harness / plain loop, per round {r1:.4?}: median {r1m:.4}  (target 0.95..1.05)");

@@ -9,146 +9,38 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::builder::{Build, BuildCtx, Built, RunCtx, ToolchainRecord};
-use crate::engine::Backend;
-use crate::env::{self, Environment};
+use crate::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::env;
 use crate::evidence::Layout;
 use crate::flags::{Bench, Op};
 use crate::hostgate::{self, Gate};
 use crate::recipe;
 use crate::sandbox::{Limits, Sandbox};
-use crate::sizes::{self, CatalogRow, Disagreement, Sizes};
-use crate::sources::{PatchRecord, Provenance, Source};
-use crate::stats::{self, Aggregate, PlanSpec, Trial};
+use crate::schema::{
+    self, Calibration, Commands, Counter, Disagreement, Environment, Memory, PlanRecord, Record, SizeAudit, SizeRecord,
+    SlotTrial, ToolchainRecord,
+};
+use crate::sizes::{self, CatalogRow, Sizes};
+use crate::sources::Source;
+use crate::stats::{self, PlanSpec, Trial};
 use crate::submission::{Instance, Submission};
 use crate::systems::SystemProfile;
 use crate::{emulation, project};
 
 /// What the timing driver prints for one process.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-struct DriverReport {
-    iterations: u64,
-    ns: u64,
-    ticks: u64,
-    counter: CounterKind,
-    counter_nominal_hz: u64,
-    /// errno of `perf_event_open` when hardware cycles are unavailable (0 otherwise).
-    perf_errno: i32,
-    baseline_rss_kib: i64,
-    peak_rss_kib: i64,
-    api_sizes: Sizes,
-    returned_sizes: Sizes,
-}
-
-/// Schema 2: records name their build (`build_key`).
-pub const RECORD_SCHEMA: u32 = 2;
-
-impl crate::evidence::Evidence for Record {
-    const KIND: &'static str = "timing record";
-    const SCHEMA: u32 = RECORD_SCHEMA;
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Record {
-    pub schema: u32,
-    pub id: String,
-    pub label: String,
-    pub op: Op,
-    pub system: String,
-    pub quick: bool,
-    pub emulated: bool,
-    /// False under emulation: such figures must never be presented as measurements.
-    pub timing_comparable: bool,
-    pub counter: Counter,
-    pub plan: PlanRecord,
-    /// Every trial run, including replaced ones; `slot` is the trial position.
-    pub trials: Vec<SlotTrial>,
-    pub disturbed_trials: usize,
-    pub reruns: usize,
-    pub aggregate: Aggregate,
-    pub sizes: SizeRecord,
-    pub memory: Memory,
-    pub environment: Environment,
-    pub toolchain: ToolchainRecord,
-    pub sandbox: Limits,
-    pub host_gate: Gate,
-    pub source: Provenance,
-    pub patches: Vec<PatchRecord>,
-    /// The build the figures come from (`<cache>/builds/<id>/<key[..20]>/`).
-    pub build_key: String,
-    pub library_sha256: String,
-    pub driver_source_sha256: String,
-    pub driver_sha256: String,
-    pub harness_commit: String,
-    pub commands: Commands,
-    pub started: String,
-    pub finished: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Counter {
-    pub name: CounterKind,
-    /// Only then are `mean_ticks` cycles.
-    pub hardware_cycles: bool,
-    pub measured_hz: f64,
-    pub nominal_hz: Option<u64>,
-    /// Why there are no hardware cycles: ENOENT/EOPNOTSUPP = the machine exposes none,
-    /// EPERM/EACCES = forbidden (`perf_event_paranoid` or a seccomp filter).
-    pub cycles_unavailable: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlanRecord {
-    pub spec: PlanSpec,
-    pub iterations: u64,
-    pub warmups: u64,
-    pub fixed_iterations: bool,
-    pub calibration: Vec<Calibration>,
-    pub estimate_ns_per_op: f64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Calibration {
+pub struct DriverReport {
     pub iterations: u64,
     pub ns: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SlotTrial {
-    pub slot: usize,
-    #[serde(flatten)]
-    pub trial: Trial,
+    pub ticks: u64,
+    pub counter: CounterKind,
+    pub counter_nominal_hz: u64,
+    /// errno of `perf_event_open` when hardware cycles are unavailable (0 otherwise).
+    pub perf_errno: i32,
     pub baseline_rss_kib: i64,
     pub peak_rss_kib: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SizeRecord {
-    /// What the instance's API reports as maximum lengths.
-    pub api: Sizes,
-    /// What the calls returned.
-    pub returned: Sizes,
-    pub external: Option<CatalogRow>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Memory {
-    /// Sum of the `PT_LOAD` memory sizes of the instance library.
-    pub static_image_bytes: u64,
-    /// Median over the aggregated trials of the resident set after setup.
-    pub baseline_rss_kib: i64,
-    /// Highest `VmHWM` of any aggregated trial (driver and libc included).
-    pub peak_rss_kib: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Commands {
-    pub engine: Backend,
-    pub image: Option<String>,
-    pub build: Vec<Vec<String>>,
-    pub driver: Vec<String>,
-    /// One trial, as run in the sandbox (`timeout` added by the harness).
-    pub trial: Vec<String>,
+    pub api_sizes: Sizes,
+    pub returned_sizes: Sizes,
 }
 
 /// Sum of the `PT_LOAD` memory sizes of an ELF file (a build output: read without
@@ -369,9 +261,10 @@ impl Bench {
         // Records carry the environment as it was at the start; the manifest of the
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
-        project::write_json(&run.layout.environment(&sub.id), &environment)?;
-        project::write_json(&run.layout.size_audit(&sub.id), &audit)?;
-        print_audit(&audit);
+        schema::write(&run.layout.environment(&sub.id), &environment)?;
+        let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: audit };
+        schema::write(&run.layout.size_audit(&sub.id), &audit)?;
+        print_audit(&audit.disagreements);
         Ok(failures)
     }
 
@@ -412,7 +305,7 @@ impl Bench {
             let record = self.record(ctx, facts, &built, (op, timed), started);
             print_row(&record);
             api_sizes = Some(record.sizes.api);
-            project::write_json(&layout.record(id, &inst.label, op.name()), &record)?;
+            schema::write(&layout.record(id, &inst.label, op.name()), &record)?;
         }
         Ok(api_sizes)
     }
@@ -489,7 +382,6 @@ impl Bench {
         started: String,
     ) -> Record {
         let (sub, inst, tc, src, catalog) = (facts.sub, built.inst, facts.tc, facts.src, facts.catalog);
-        let build = &ctx.build.record.plan;
         let trials = timed.slot_trials();
         let plain: Vec<Trial> = trials.iter().map(|t| t.trial.clone()).collect();
         let aggregate = stats::aggregate(&plain);
@@ -497,7 +389,7 @@ impl Bench {
         let first = &timed.slots[0][0].1;
         let emulated = tc.emulated;
         Record {
-            schema: RECORD_SCHEMA,
+            schema: schema::version::<Record>(),
             id: sub.id.clone(),
             label: inst.label.clone(),
             op,
@@ -541,25 +433,24 @@ impl Bench {
             driver_source_sha256: built.driver_source_sha256.clone(),
             driver_sha256: built.driver_sha256.clone(),
             harness_commit: facts.harness_commit.clone(),
-            commands: Commands {
-                engine: tc.engine,
-                image: tc.image.clone(),
-                build: build
-                    .steps
-                    .iter()
-                    .filter(|s| s.output.as_deref() != Some(recipe::BENCH_PROGRAM))
-                    .map(|s| s.argv.clone())
-                    .collect(),
-                driver: build
-                    .steps
-                    .iter()
-                    .find(|s| s.output.as_deref() == Some(recipe::BENCH_PROGRAM))
-                    .map(|s| s.argv.clone())
-                    .unwrap_or_default(),
-                trial: ctx.command(op, timed.plan.iterations, timed.plan.warmups),
-            },
+            commands: Commands::of(ctx, tc, ctx.command(op, timed.plan.iterations, timed.plan.warmups)),
             started,
             finished: project::now_utc(),
+        }
+    }
+}
+
+impl Commands {
+    /// The build steps, the timing driver's compile step and one trial, as run.
+    fn of(ctx: &Ctx, tc: &ToolchainRecord, trial: Vec<String>) -> Commands {
+        let steps = &ctx.build.record.plan.steps;
+        let is_driver = |s: &&recipe::Step| s.output.as_deref() == Some(recipe::BENCH_PROGRAM);
+        Commands {
+            engine: tc.engine,
+            image: tc.image.clone(),
+            build: steps.iter().filter(|s| !is_driver(s)).map(|s| s.argv.clone()).collect(),
+            driver: steps.iter().find(is_driver).map(|s| s.argv.clone()).unwrap_or_default(),
+            trial,
         }
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use xshell::Shell;
 
 use crate::engine::Backend;
@@ -23,30 +23,15 @@ use crate::evidence::Layout;
 use crate::flags::{Arch, Inputs};
 use crate::recipe::{self, Places, Plan, Step};
 use crate::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
+use crate::schema::{BuildRecord, ImageLock, StepFailure, ToolchainRecord};
 
 /// Most files a build may leave (its folder is listed and digested file by file).
 const MAX_FILES: u64 = 100_000;
 use crate::sources::{self, Source};
 use crate::submission::{Instance, Submission};
 use crate::systems::SystemProfile;
-use crate::toolchain::{ImageLock, Toolchain};
+use crate::toolchain::Toolchain;
 use crate::{emulation, image, project};
-
-/// The toolchain a run used, as every record states it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ToolchainRecord {
-    /// The spec name, or `host (unpinned)`.
-    pub toolchain: String,
-    pub pinned: bool,
-    pub engine: Backend,
-    pub arch: Arch,
-    pub emulated: bool,
-    pub image: Option<String>,
-    pub image_id: Option<String>,
-    pub rootfs_sha256: Option<String>,
-    pub gcc_version: String,
-    pub cmake_version: String,
-}
 
 impl ToolchainRecord {
     pub fn from_lock(lock: &ImageLock, engine: Backend) -> ToolchainRecord {
@@ -132,27 +117,6 @@ impl BuildEnv {
     }
 }
 
-/// What the host knows of a finished build; lives next to `out/`, out of every
-/// sandbox's reach.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BuildRecord {
-    pub schema: u32,
-    pub key: String,
-    pub plan: Plan,
-    /// Every file the build left in `out/` (relative path → `file <sha256>`,
-    /// `link <target>` or `special`), read without following links.
-    pub files: BTreeMap<String, String>,
-    /// Optional steps that failed, with the end of their output.
-    pub optional_failures: Vec<StepFailure>,
-    pub finished: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepFailure {
-    pub what: String,
-    pub log: String,
-}
-
 impl BuildRecord {
     /// SHA-256 of a step's output, when the build made it as a regular file.
     pub fn output_sha256(&self, name: &str) -> Option<&str> {
@@ -209,7 +173,15 @@ impl BuildCtx<'_> {
 
     /// Build `inst`, or reuse the build with the same key when its files are unchanged.
     pub fn ensure(&self, inst: &Instance) -> Result<Built> {
-        let plan = recipe::plan(self.sub, inst, self.src, &self.places())?;
+        self.ensure_plan(recipe::plan(self.sub, inst, self.src, &self.places())?)
+    }
+
+    /// The profiling variant of `inst` (`recipe::profile_plan`), built like any other.
+    pub fn ensure_profile(&self, inst: &Instance) -> Result<Built> {
+        self.ensure_plan(recipe::profile_plan(self.sub, inst, self.src, &self.places())?)
+    }
+
+    fn ensure_plan(&self, plan: Plan) -> Result<Built> {
         let key = self.build_key(&plan)?;
         // Named by the key alone: instances with identical build steps share one build.
         let dir = work_dir(self.sub).join(&key[..20]);
@@ -255,7 +227,14 @@ impl BuildCtx<'_> {
             Ok(files) if !failed => files,
             _ => return Ok(Built::Failed { plan, key, log }),
         };
-        let record = BuildRecord { schema: 1, key, plan, files, optional_failures, finished: project::now_utc() };
+        let record = BuildRecord {
+            schema: crate::schema::version::<BuildRecord>(),
+            key,
+            plan,
+            files,
+            optional_failures,
+            finished: project::now_utc(),
+        };
         if let Some(why) = self.shipped_output(&record)? {
             log.push_str(&why);
             return Ok(Built::Failed { plan: record.plan, key: record.key, log });
@@ -268,7 +247,7 @@ impl BuildCtx<'_> {
                 }
             }
         }
-        project::write_json(&record_path, &record)?;
+        crate::schema::write(&record_path, &record)?;
         Ok(Built::Ok(Build { record, reused: false, rebuilt_because, out }))
     }
 
@@ -360,7 +339,8 @@ fn reusable(record_path: &Utf8Path, out: &Utf8Path, key: &str) -> Result<Option<
     if !record_path.exists() {
         return Ok(None);
     }
-    let record: BuildRecord = project::read_json(record_path).map_err(|e| format!("{e:#}"))?;
+    let record: BuildRecord =
+        crate::schema::read(record_path).map_err(|e| format!("{e:#}"))?.ok_or("no build record")?;
     if record.key != key {
         return Err(format!("{record_path} belongs to another build"));
     }

@@ -14,9 +14,10 @@ use crate::flags::{Bench, Campaign, Inputs, Op, Verify};
 use crate::hostgate::Gate;
 use crate::interrupt::Interrupted;
 use crate::project;
+use crate::schema::Summary;
 use crate::submission::Submission;
 use crate::systems::SystemProfile;
-use crate::verify::{Status, Summary};
+use crate::verify::Status;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
@@ -50,7 +51,7 @@ impl Campaign {
     /// Every instance of the manifest has a PASS made against today's KAT manifest,
     /// and the evidence is indexed.
     fn verify_done(&self, layout: &Layout, sub: &Submission) -> bool {
-        let Ok(Some(summary)) = evidence::read::<Summary>(&layout.kat_summary(&sub.id)) else { return false };
+        let Ok(Some(summary)) = crate::schema::read::<Summary>(&layout.kat_summary(&sub.id)) else { return false };
         let manifest_now = project::sha256_file(&sub.kat_manifest_path()).ok();
         let passed = |label: &str| summary.instances.iter().any(|i| i.label == label && i.status == Status::Pass);
         let rel = layout.kat_dir(&sub.id);

@@ -4,41 +4,15 @@
 
 use anyhow::Result;
 use camino::Utf8Path;
-use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
-use crate::builder::ToolchainRecord;
 use crate::engine::Backend;
 use crate::flags::{Arch, Env};
 use crate::hostgate::{self, Gate};
 use crate::project;
+use crate::schema::{Environment, ImageLock, ToolchainRecord};
 use crate::systems::SystemProfile;
-use crate::toolchain::{ImageLock, Toolchain};
-
-impl crate::evidence::Evidence for Environment {
-    const KIND: &'static str = "environment manifest";
-    const SCHEMA: u32 = 1;
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Environment {
-    pub schema: u32,
-    pub system: SystemProfile,
-    pub processor: String,
-    pub logical_cpus: usize,
-    pub machine: String,
-    pub clock: String,
-    pub memory_mib: u64,
-    pub os: String,
-    pub kernel: String,
-    pub compiler: String,
-    pub build_tool: String,
-    pub virtualized: bool,
-    pub campaign_start: String,
-    pub campaign_end: Option<String>,
-    pub gate: Gate,
-    pub warnings: Vec<String>,
-}
+use crate::toolchain::Toolchain;
 
 impl Environment {
     /// The manifest as the pages and the `env` command show it.
@@ -96,7 +70,7 @@ pub fn collect(
     let processor = cpuinfo_field(&cpuinfo, "model name")
         .or_else(|| {
             let lscpu = cmd!(sh, "lscpu").quiet().ignore_stderr().read().ok()?;
-            lscpu.lines().find(|l| l.starts_with("Model name:")).map(|l| l["Model name:".len()..].trim().to_owned())
+            lscpu.lines().find_map(|l| l.strip_prefix("Model name:")).map(|l| l.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".into());
     let virtualized = cpuinfo_field(&cpuinfo, "flags").is_some_and(|f| f.split(' ').any(|x| x == "hypervisor"));
@@ -142,7 +116,7 @@ pub fn collect(
         ));
     }
     Environment {
-        schema: <Environment as crate::evidence::Evidence>::SCHEMA,
+        schema: crate::schema::version::<Environment>(),
         system: system.clone(),
         processor,
         logical_cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),

@@ -7,14 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::flags::Arch;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     pub name: String,
     pub ok: bool,
     pub detail: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
     pub cpu: Option<usize>,
     pub checks: Vec<Check>,

@@ -11,7 +11,8 @@ use crate::engine::{which, Backend, Engine};
 use crate::flags::{Arch, ImageBuild, ImageCheck};
 use crate::project;
 use crate::sandbox::{Limits, Sandbox};
-use crate::toolchain::{Distro, ImageLock, Toolchain};
+use crate::schema::ImageLock;
+use crate::toolchain::{Distro, Toolchain};
 
 impl ImageBuild {
     pub fn run(self, sh: &Shell) -> Result<()> {
@@ -214,6 +215,7 @@ pub fn check(
     let old = ImageLock::load(engine, &tag);
     let rootfs_sha256 = rootfs_sha256.or_else(|| old.filter(|o| o.image_id == image_id).and_then(|o| o.rootfs_sha256));
     let lock = ImageLock {
+        schema: crate::schema::version::<ImageLock>(),
         toolchain: tc.name.clone(),
         spec_sha256: tc.spec_sha256.clone(),
         arch,
@@ -226,7 +228,7 @@ pub fn check(
         packages,
         checked_at: project::now_utc(),
     };
-    project::write_json(&ImageLock::path(engine, &tag), &lock)?;
+    crate::schema::write(&ImageLock::path(engine, &tag), &lock)?;
     Ok(lock)
 }
 

@@ -12,8 +12,12 @@ impl List {
         let subs = Submission::ids()?.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         let tcs = Toolchain::names()?.iter().map(|n| Toolchain::load(n)).collect::<Result<Vec<_>>>()?;
         if self.json {
-            let v = serde_json::json!({ "submissions": subs, "toolchains": tcs });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            #[derive(serde::Serialize)]
+            struct Listing<'a> {
+                submissions: &'a [Submission],
+                toolchains: &'a [Toolchain],
+            }
+            println!("{}", serde_json::to_string_pretty(&Listing { submissions: &subs, toolchains: &tcs })?);
             return Ok(());
         }
         println!("Submissions:");

@@ -36,6 +36,12 @@ pub fn root() -> Utf8PathBuf {
     ROOT.get_or_init(|| locate_root().expect("the project root")).clone()
 }
 
+/// A path as records name it: relative to the project root when it lies there (the
+/// machine that ran a command is no business of its evidence).
+pub fn relative(path: &Utf8Path) -> String {
+    path.strip_prefix(root()).unwrap_or(path).to_string()
+}
+
 /// The harness's own C drivers.
 pub fn drivers_dir() -> Utf8PathBuf {
     root().join("drivers")
@@ -190,18 +196,6 @@ pub fn persist(tmp: tempfile::NamedTempFile, path: &Utf8Path) -> Result<()> {
     tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
     tmp.persist(path).with_context(|| format!("cannot write {path}"))?;
     Ok(())
-}
-
-pub fn write_json<T: serde::Serialize>(path: &Utf8Path, value: &T) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
-    write_atomic(path, text.as_bytes())
-}
-
-/// A JSON file this tool wrote, read back through its type.
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &Utf8Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
-    serde_json::from_str(&text).with_context(|| format!("unexpected content in {path}"))
 }
 
 pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Utf8Path) -> Result<T> {

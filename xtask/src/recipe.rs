@@ -141,6 +141,41 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run: vec![KAT_PROGRAM.into()] })
 }
 
+/// The profile's wrapper source, linked into the profiling variant of the library.
+pub const PROFILE_DRIVER: &str = "profile.c";
+
+/// The profiling variant of `inst`: the reference plan with the manifest's profile
+/// symbols wrapped at link time in the library (relocations kept for the call-site
+/// check, `profile::unseen_call_sites`) and a timing driver that prints the counts.
+pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
+    let spec = sub.profile.as_ref().with_context(|| format!("{} has no [profile] section", sub.id))?;
+    if sub.build.cmake.is_some() || sub.bench.is_none() {
+        bail!("{}: profiles need the cc recipe and a [bench] section", sub.id);
+    }
+    let mut plan = plan(sub, inst, src, places)?;
+    let symbols: Vec<&String> = spec.groups.iter().flat_map(|g| &g.symbols).collect();
+    let list: Vec<String> = symbols.iter().enumerate().map(|(i, s)| format!("X({i},{s})")).collect();
+    for step in &mut plan.steps {
+        match step.output.as_deref() {
+            Some(LIBRARY) => {
+                let at = step.argv.len() - 2; // before `-o libinstance.so`
+                let mut extra =
+                    vec![places.driver(PROFILE_DRIVER), format!("-DNGCC_PROFILE_SYMBOLS={}", list.join(" "))];
+                extra.push("-Wl,--emit-relocs".into());
+                extra.extend(symbols.iter().map(|s| format!("-Wl,--wrap={s}")));
+                step.argv.splice(at..at, extra);
+            }
+            Some(BENCH_PROGRAM) => {
+                step.argv.insert(1, "-DNGCC_PROFILE".into());
+                step.optional = false;
+            }
+            _ => {}
+        }
+    }
+    plan.flag_set = format!("{}+profile", plan.flag_set);
+    Ok(plan)
+}
+
 /// The files `inst` must never compile. Each entry must name a file of the tree: an
 /// entry that matches nothing protects nothing (a moved demo would be compiled).
 fn never_compile(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<String>> {

@@ -7,14 +7,11 @@ use std::fmt::Write as _;
 use anyhow::{bail, Result};
 use xshell::Shell;
 
-use crate::bench::Record;
-use crate::env::Environment;
 use crate::evidence::{self, Layout};
 use crate::flags::{Op, Report};
-use crate::sizes::Disagreement;
+use crate::schema::{self, Disagreement, Environment, Record, SizeAudit, Summary};
 use crate::sources::Provenance;
 use crate::submission::Submission;
-use crate::verify::Summary;
 use crate::{project, stats};
 
 const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
@@ -32,14 +29,14 @@ impl Evidence {
         let mut records = Vec::new();
         for inst in &sub.instances {
             for op in OPS {
-                records.extend(evidence::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
+                records.extend(schema::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
             }
         }
         let audit_path = layout.size_audit(&sub.id);
-        let audit = if audit_path.exists() { project::read_json(&audit_path)? } else { Vec::new() };
+        let audit = schema::read::<SizeAudit>(&audit_path)?.map(|a| a.disagreements).unwrap_or_default();
         Ok(Evidence {
-            kat: evidence::read(&layout.kat_summary(&sub.id))?,
-            env: evidence::read(&layout.environment(&sub.id))?,
+            kat: schema::read(&layout.kat_summary(&sub.id))?,
+            env: schema::read(&layout.environment(&sub.id))?,
             records,
             audit,
         })

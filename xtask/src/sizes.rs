@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::project;
+use crate::schema::Disagreement;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sizes {
@@ -34,7 +35,9 @@ pub enum Basis {
 
 impl Basis {
     fn parse(s: &str) -> Option<Basis> {
-        serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
+        use serde::de::IntoDeserializer;
+        let de: serde::de::value::StrDeserializer<'_, serde::de::value::Error> = s.into_deserializer();
+        Basis::deserialize(de).ok()
     }
 }
 
@@ -70,16 +73,6 @@ impl std::fmt::Display for Field {
             Field::Row => "row",
         })
     }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Disagreement {
-    pub id: String,
-    pub instance: String,
-    pub field: Field,
-    pub api: Option<u64>,
-    pub catalog: Option<u64>,
-    pub basis: Option<Basis>,
 }
 
 pub fn catalog_path() -> camino::Utf8PathBuf {
@@ -174,7 +167,7 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!((d[0].field, d[0].api, d[0].catalog), (Field::Ciphertext, Some(46), Some(30)));
         assert_eq!(d[0].basis, Some(Basis::Encoded));
-        assert_eq!(serde_json::to_value(&d[0]).unwrap()["field"], "ciphertext");
+        assert_eq!(d[0].field, Field::Ciphertext);
         assert!(audit(&c, "x", "a", Sizes { pk: 10, sk: 20, ct: 30, ss: 4 }).is_empty());
         assert_eq!(audit(&c, "x", "b", Sizes::default())[0].field, Field::Row);
         assert!(parse("id,instance,public_key,secret_key,ciphertext,shared_secret,basis\nx,a,1,2,3,4,guess\n").is_err());

@@ -24,6 +24,9 @@ pub struct Submission {
     /// How the timing driver reaches the instance's API; no section, no timing.
     #[serde(default)]
     pub bench: Option<BenchSpec>,
+    /// The symmetric-primitive groups `cargo xtask profile` wraps; no section, no profile.
+    #[serde(default)]
+    pub profile: Option<ProfileSpec>,
     #[serde(rename = "instance")]
     pub instances: Vec<Instance>,
     /// Folder of the manifest file; `<base>/<id>/patches/` holds its patches.
@@ -91,6 +94,45 @@ pub struct BenchSpec {
     /// Adapter settings, e.g. `BENCH_NAMESPACE` and `BENCH_RANDOMBYTES` for `nist`.
     #[serde(default)]
     pub defines: Vec<String>,
+}
+
+/// `[profile]`: named groups of link-time-wrapped symbols.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    pub groups: Vec<Group>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Group {
+    /// Short name for tables (`pseudohash`, `drng`, `shake`).
+    pub name: String,
+    pub kind: GroupKind,
+    /// The implementation family, for survey notes (`ICCS`, `Keccak`, `SHA-2`, `AES`).
+    pub family: String,
+    /// Entry points, each taking at most six integer or pointer arguments (the
+    /// wrappers pass six registers through).
+    pub symbols: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupKind {
+    /// The ICCS placeholder hash functions.
+    IccsHash,
+    /// The ICCS DRNG.
+    IccsDrng,
+    /// A symmetric primitive of the submission's own (a bypass of the ICCS functions).
+    Direct,
+    /// The randomness source of a NIST-API submission.
+    Randombytes,
+}
+
+impl GroupKind {
+    pub fn is_iccs(self) -> bool {
+        matches!(self, GroupKind::IccsHash | GroupKind::IccsDrng)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -248,9 +290,32 @@ impl Submission {
                 }
             }
         }
+        self.validate_profile(text)?;
         let (SourceSpec::Archive { root, .. } | SourceSpec::Crate { subdir: root, .. }) = &self.source;
         if !root.is_empty() {
             check_rel_path(root).map_err(|why| invalid(root, format!("source folder {root:?} {why}")))?;
+        }
+        Ok(())
+    }
+
+    /// Profile symbols become linker options and C macro arguments: C identifiers
+    /// only, each in one group.
+    fn validate_profile(&self, text: &str) -> Result<()> {
+        let Some(profile) = &self.profile else { return Ok(()) };
+        let ident = |s: &str| {
+            s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for g in &profile.groups {
+            if !ident(&g.name) || g.symbols.is_empty() {
+                bail!("{}: group {:?} needs a plain name and symbols", locate(&self.path, text, &g.name), g.name);
+            }
+            for s in &g.symbols {
+                if !ident(s) || !seen.insert(s) {
+                    bail!("{}: symbol {s:?} is not a C identifier or is listed twice", locate(&self.path, text, s));
+                }
+            }
         }
         Ok(())
     }

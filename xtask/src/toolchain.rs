@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Engine;
 use crate::flags::Arch;
 use crate::project;
+use crate::schema::ImageLock;
 
 /// Bumped when the way an image is made from a spec changes.
 const IMAGE_RECIPE: &str = "mmdebstrap-apt-v1";
@@ -109,23 +110,6 @@ impl Toolchain {
     }
 }
 
-/// What an image turned out to contain; kept in the cache and copied into records.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct ImageLock {
-    pub toolchain: String,
-    pub spec_sha256: String,
-    pub arch: Arch,
-    pub tag: String,
-    pub image_id: String,
-    pub rootfs_sha256: Option<String>,
-    pub gcc_version: String,
-    pub cmake_version: String,
-    pub uname_m: String,
-    /// Every installed package and version.
-    pub packages: BTreeMap<String, String>,
-    pub checked_at: String,
-}
-
 impl ImageLock {
     /// One lock per engine: the same root filesystem has another image ID in each.
     pub fn path(engine: Engine, tag: &str) -> Utf8PathBuf {
@@ -134,7 +118,7 @@ impl ImageLock {
     }
 
     pub fn load(engine: Engine, tag: &str) -> Option<ImageLock> {
-        project::read_json(&Self::path(engine, tag)).ok()
+        crate::schema::read(&Self::path(engine, tag)).ok().flatten()
     }
 }
 
@@ -145,8 +129,8 @@ mod tests {
     #[test]
     fn shipped_specs_parse_and_pin_the_seed_toolchains() {
         let debian = Toolchain::load("debian-13").unwrap();
-        assert_eq!(debian.pinned["gcc-14"], "14.2.0-19");
-        assert_eq!(debian.pinned["cmake"], "3.31.6-2");
+        assert_eq!(debian.pinned.get("gcc-14").unwrap(), "14.2.0-19");
+        assert_eq!(debian.pinned.get("cmake").unwrap(), "3.31.6-2");
         assert_eq!(debian.expect.gcc, "gcc (Debian 14.2.0-19) 14.2.0");
         let ubuntu = Toolchain::load("ubuntu-26.04").unwrap();
         assert_eq!(ubuntu.distro, Distro::Ubuntu);

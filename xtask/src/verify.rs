@@ -15,17 +15,17 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use xshell::Shell;
 
-use crate::builder::{Build, BuildCtx, Built, RunCtx, ToolchainRecord};
+use crate::builder::{Build, BuildCtx, Built, RunCtx};
 use crate::evidence::{self, Layout};
 use crate::flags::Verify;
 use crate::kat::{self, Canonical, Manifest};
 use crate::project;
 use crate::recipe;
-use crate::sandbox::{Limits, Outcome};
+use crate::sandbox::Outcome;
+use crate::schema::{self, InstanceResult, Summary, ToolchainRecord};
 use crate::sha::Sha256Hex;
-use crate::sources::{self, Provenance, Source};
+use crate::sources::{self, Source};
 use crate::submission::{Instance, Submission};
-use crate::systems::SystemProfile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -79,64 +79,6 @@ impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.pad(self.name())
     }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct InstanceResult {
-    pub label: String,
-    pub status: Status,
-    pub flag_set: String,
-    pub flags: Vec<String>,
-    pub kat_file: Option<String>,
-    pub mode: Option<kat::Mode>,
-    pub records: Option<usize>,
-    pub expected_sha256: Option<Sha256Hex>,
-    pub actual_sha256: Option<Sha256Hex>,
-    pub log: Option<String>,
-    pub build_key: String,
-    pub build_reused: bool,
-    /// Digests the host took of the instance library and the KAT program after the build.
-    pub library_sha256: Option<String>,
-    pub program_sha256: Option<String>,
-    pub commands: Vec<Vec<String>>,
-    pub run_command: Vec<String>,
-    pub run_outcome: Option<Outcome>,
-    pub run_seconds: Option<f64>,
-    /// Bytes the program printed (the log keeps at most the output cap).
-    pub output_bytes: Option<u64>,
-    pub message: Option<String>,
-    pub finished: String,
-    pub harness_commit: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    pub schema: u32,
-    pub id: String,
-    pub name: String,
-    pub system: String,
-    pub system_profile: SystemProfile,
-    pub harness_commit: String,
-    pub started: String,
-    pub finished: String,
-    pub toolchain: ToolchainRecord,
-    pub source: Provenance,
-    pub patches: Vec<sources::PatchRecord>,
-    pub kat_manifest: String,
-    pub kat_manifest_sha256: String,
-    pub limits: Limits,
-    pub kat_timeout_secs: u64,
-    pub build_timeout_secs: u64,
-    /// In manifest order; entries of earlier runs with the same toolchain, source and
-    /// KAT manifest are kept when a run covers only some instances.
-    pub instances: Vec<InstanceResult>,
-}
-
-pub const SUMMARY_SCHEMA: u32 = 2;
-
-impl crate::evidence::Evidence for Summary {
-    const KIND: &'static str = "KAT summary";
-    const SCHEMA: u32 = SUMMARY_SCHEMA;
 }
 
 impl Summary {
@@ -239,7 +181,7 @@ impl Verify {
         std::fs::create_dir_all(layout.kat_dir(&sub.id))
             .with_context(|| format!("cannot create {}", layout.kat_dir(&sub.id)))?;
         let mut summary = Summary {
-            schema: SUMMARY_SCHEMA,
+            schema: schema::version::<Summary>(),
             id: sub.id.clone(),
             name: sub.name.clone(),
             system: self.inputs.system.clone(),
@@ -250,7 +192,7 @@ impl Verify {
             toolchain: tc.clone(),
             source: src.provenance.clone(),
             patches: src.patches.clone(),
-            kat_manifest: manifest.path.to_string(),
+            kat_manifest: project::relative(&manifest.path),
             kat_manifest_sha256: project::sha256_file(&manifest.path)?,
             limits: sb.limits.clone(),
             kat_timeout_secs: self.timeout,
@@ -276,7 +218,7 @@ impl Verify {
             print_row(&r, &tc, if r.build_reused { " (build reused)" } else { "" });
             summary.put(r, sub);
             summary.finished = project::now_utc();
-            project::write_json(&layout.kat_summary(&sub.id), &summary)?;
+            schema::write(&layout.kat_summary(&sub.id), &summary)?;
             evidence::write_index(&self.inputs.out)?;
         }
         Ok(summary)
@@ -286,7 +228,7 @@ impl Verify {
     /// KAT manifest; say so when they are dropped.
     fn keep_earlier(&self, layout: &Layout, sub: &Submission, summary: &mut Summary) {
         let path = layout.kat_summary(&sub.id);
-        match evidence::read::<Summary>(&path) {
+        match schema::read::<Summary>(&path) {
             Ok(Some(prev)) if prev.same_run(summary) => {
                 summary.started = prev.started.clone();
                 for r in prev.instances.into_iter().filter(|r| sub.instances.iter().any(|i| i.label == r.label)) {
@@ -409,7 +351,7 @@ impl Ctx<'_> {
         let tmp =
             tee.file.into_inner().map_err(std::io::IntoInnerError::into_error).context("cannot write the KAT log")?;
         project::persist(tmp, &log_path)?;
-        r.log = Some(log_path.to_string());
+        r.log = Some(layout.relative(&log_path));
         r.run_outcome = Some(f.outcome);
         r.run_seconds = Some(f.wall.as_secs_f64());
         r.output_bytes = Some(f.stdout_bytes);

@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{stdout, summary, xtask};
+use common::{record, stdout, summary, xtask};
+use xtask::flags::Arch;
+use xtask::verify::Status;
 
 #[test]
 fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
@@ -23,14 +25,14 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
     assert!(x.status.success());
 
     let (a, b) = (summary(&arm, "pqclean-ml-kem"), summary(&x86, "pqclean-ml-kem"));
-    assert_eq!(a["toolchain"]["arch"], "aarch64");
-    assert_eq!(a["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
-    assert_eq!(a["toolchain"]["emulated"], std::env::consts::ARCH != "aarch64");
-    assert_ne!(a["toolchain"]["image_id"], b["toolchain"]["image_id"]);
-    for (i, j) in a["instances"].as_array().unwrap().iter().zip(b["instances"].as_array().unwrap()) {
-        assert_eq!(i["status"], "PASS");
-        assert_eq!(i["actual_sha256"], j["actual_sha256"]);
-        let label = i["label"].as_str().unwrap();
+    assert_eq!(a.toolchain.arch, Arch::Aarch64);
+    assert_eq!(a.toolchain.gcc_version, "gcc (Debian 14.2.0-19) 14.2.0");
+    assert_eq!(a.toolchain.emulated, std::env::consts::ARCH != "aarch64");
+    assert_ne!(a.toolchain.image_id, b.toolchain.image_id);
+    for (i, j) in a.instances.iter().zip(&b.instances) {
+        assert_eq!(i.status, Status::Pass);
+        assert_eq!(i.actual_sha256, j.actual_sha256);
+        let label = &i.label;
         let log =
             |root: &std::path::Path| std::fs::read(root.join(format!("local/kat/pqclean-ml-kem/{label}.log"))).unwrap();
         assert_eq!(log(&arm), log(&x86), "{label}: KAT text differs between architectures");
@@ -56,13 +58,10 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
         None,
     );
     assert!(bench.status.success());
-    let r: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(arm.join("local/records/pqclean-ml-kem/ML-KEM-512__enc.json")).unwrap(),
-    )
-    .unwrap();
+    let r = record(&arm, "pqclean-ml-kem", "ML-KEM-512", "enc");
     let emulated = std::env::consts::ARCH != "aarch64";
-    assert_eq!(r["emulated"], emulated);
-    assert_eq!(r["timing_comparable"], !emulated);
+    assert_eq!(r.emulated, emulated);
+    assert_eq!(r.timing_comparable, !emulated);
     if emulated {
         assert!(stdout(&bench).contains("EMULATED, not a measurement"));
         // The page says why and shows no timing figures.

@@ -4,12 +4,15 @@
 
 mod common;
 
-use common::{sha256, stdout, xtask};
+use common::{record, sha256, stdout, xtask};
+use xtask::schema::{Environment, Record};
+use xtask::sizes::{Basis, Sizes};
+use xtask::sources::Provenance;
 
 fn gate_failures() -> usize {
     let env = xtask(&["env", "--json", "--engine", "host", "--cpu", "0"], None);
-    let v: serde_json::Value = serde_json::from_slice(&env.stdout).unwrap();
-    v["gate"]["checks"].as_array().unwrap().iter().filter(|c| c["ok"] == false).count()
+    let env: Environment = serde_json::from_slice(&env.stdout).unwrap();
+    env.gate.checks.iter().filter(|c| !c.ok).count()
 }
 
 /// Sum of the LOAD `MemSiz` column of `readelf -lW`, read independently of the tool.
@@ -23,6 +26,46 @@ fn readelf_load_bytes(path: &std::path::Path) -> u64 {
             u64::from_str_radix(f[5].trim_start_matches("0x"), 16).unwrap()
         })
         .sum()
+}
+
+/// One record of the quick run against what the test knows independently.
+fn check_record(r: &Record, op: &str, failures: usize) {
+    assert_eq!(r.op.name(), op);
+    assert!(r.quick && !r.emulated && r.timing_comparable);
+    assert_eq!(r.toolchain.gcc_version, "gcc (Debian 14.2.0-19) 14.2.0");
+    assert_eq!(r.host_gate.overridden, failures > 0);
+    // One gate, recorded once: the environment manifest says the same.
+    assert_eq!(r.environment.gate, r.host_gate);
+    assert_eq!(r.host_gate.checks.iter().filter(|c| !c.ok).count(), failures);
+    // n is trials × iterations of the kept trials, and the mean is their total time over n.
+    let kept: Vec<_> = r.trials.iter().filter(|t| !t.trial.replaced).collect();
+    assert_eq!(kept.len(), 3);
+    let n: u64 = kept.iter().map(|t| t.trial.iterations).sum();
+    let ns: u64 = kept.iter().map(|t| t.trial.ns).sum();
+    assert_eq!(r.aggregate.n, n);
+    assert!((r.aggregate.mean_ns - ns as f64 / n as f64).abs() < 1e-6);
+    assert!(n >= 9);
+    // The container's seccomp filter lets perf_event_open through: where the kernel
+    // allows user-space counting, a missing counter is the machine's, not the sandbox's.
+    assert!(r.sandbox.perf_events);
+    let paranoid: i32 =
+        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap();
+    if paranoid <= 2 {
+        let why = r.counter.cycles_unavailable.as_deref().unwrap_or("");
+        assert!(!why.contains("permission denied"), "{why}");
+    }
+    // Sizes as ML-KEM-512's API reports them, and as the catalog has them.
+    assert_eq!(r.sizes.api, Sizes { pk: 800, sk: 1632, ct: 768, ss: 32 });
+    assert_eq!(r.sizes.external.as_ref().unwrap().basis, Basis::Encoded);
+    // Memory: the library's PT_LOAD sizes as readelf reads them; peak >= baseline > 0.
+    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem");
+    let library = lib.join(&r.build_key[..20]).join("out/libinstance.so");
+    assert_eq!(r.memory.static_image_bytes, readelf_load_bytes(&library));
+    assert_eq!(r.library_sha256, sha256(&std::fs::read(&library).unwrap()));
+    assert!(r.memory.baseline_rss_kib > 0 && r.memory.peak_rss_kib >= r.memory.baseline_rss_kib);
+    assert!(matches!(r.source, Provenance::Crate { .. }));
+    assert!(r.harness_commit.len() >= 40);
+    assert_eq!(r.commands.trial[1], op);
 }
 
 #[test]
@@ -51,53 +94,8 @@ fn quick_bench_writes_traceable_records() {
     );
     assert!(run.status.success());
     assert!(stdout(&run).contains("size audit: API sizes agree"));
-    let dir = out.join("local/records/pqclean-ml-kem");
     for op in ["keygen", "enc", "dec", "nop"] {
-        let r: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("ML-KEM-512__{op}.json"))).unwrap())
-                .unwrap();
-        assert_eq!(r["op"], op);
-        assert_eq!(r["quick"], true);
-        assert_eq!(r["emulated"], false);
-        assert_eq!(r["timing_comparable"], true);
-        assert_eq!(r["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
-        assert_eq!(r["host_gate"]["overridden"], failures > 0);
-        // One gate, recorded once: the environment manifest says the same.
-        assert_eq!(r["environment"]["gate"], r["host_gate"]);
-        assert_eq!(r["host_gate"]["checks"].as_array().unwrap().iter().filter(|c| c["ok"] == false).count(), failures);
-        // n is trials × iterations of the kept trials, and the mean is their total time over n.
-        let kept: Vec<&serde_json::Value> =
-            r["trials"].as_array().unwrap().iter().filter(|t| t["replaced"] == false).collect();
-        assert_eq!(kept.len(), 3);
-        let n: u64 = kept.iter().map(|t| t["iterations"].as_u64().unwrap()).sum();
-        let ns: u64 = kept.iter().map(|t| t["ns"].as_u64().unwrap()).sum();
-        assert_eq!(r["aggregate"]["n"].as_u64().unwrap(), n);
-        assert!((r["aggregate"]["mean_ns"].as_f64().unwrap() - ns as f64 / n as f64).abs() < 1e-6);
-        assert!(n >= 9);
-        assert!(["perf-cycles", "tsc", "cntvct_el0"].contains(&r["counter"]["name"].as_str().unwrap()));
-        // The container's seccomp filter lets perf_event_open through: where the kernel
-        // allows user-space counting, a missing counter is the machine's, not the sandbox's.
-        assert_eq!(r["sandbox"]["perf_events"], true);
-        let paranoid: i32 =
-            std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap().trim().parse().unwrap();
-        if paranoid <= 2 {
-            let why = r["counter"]["cycles_unavailable"].as_str().unwrap_or("");
-            assert!(!why.contains("permission denied"), "{why}");
-        }
-        // Sizes as ML-KEM-512's API reports them, and as the catalog has them.
-        assert_eq!(r["sizes"]["api"], serde_json::json!({"pk": 800, "sk": 1632, "ct": 768, "ss": 32}));
-        assert_eq!(r["sizes"]["external"]["basis"], "encoded");
-        // Memory: the library's PT_LOAD sizes as readelf reads them; peak >= baseline > 0.
-        let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem");
-        let key = r["build_key"].as_str().unwrap();
-        let library = lib.join(&key[..20]).join("out/libinstance.so");
-        assert_eq!(r["memory"]["static_image_bytes"].as_u64().unwrap(), readelf_load_bytes(&library));
-        assert_eq!(r["library_sha256"], sha256(&std::fs::read(&library).unwrap()));
-        let baseline = r["memory"]["baseline_rss_kib"].as_i64().unwrap();
-        assert!(baseline > 0 && r["memory"]["peak_rss_kib"].as_i64().unwrap() >= baseline);
-        assert_eq!(r["source"]["kind"], "crate");
-        assert!(r["harness_commit"].as_str().unwrap().len() >= 40);
-        assert_eq!(r["commands"]["trial"][1], op);
+        check_record(&record(&out, "pqclean-ml-kem", "ML-KEM-512", op), op, failures);
     }
 
     // The page: the seed pages' sections, figures taken from the records.
@@ -115,9 +113,7 @@ fn quick_bench_writes_traceable_records() {
     ] {
         assert!(page.contains(section), "{section}");
     }
-    let enc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("ML-KEM-512__enc.json")).unwrap()).unwrap();
-    let n = enc["aggregate"]["n"].as_u64().unwrap();
+    let n = record(&out, "pqclean-ml-kem", "ML-KEM-512", "enc").aggregate.n;
     assert!(page.contains("| ML-KEM-512 | enc | "), "{page}");
     assert!(page.contains(&format!("| {n} (3 × ")), "{page}");
     assert!(page.contains("| ML-KEM-512 | 800 | 1632 | 768 | 32 | encoded |"));

@@ -11,7 +11,12 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::entry;
 use common::fixture::*;
+use xtask::engine::{Backend, Engine};
+use xtask::schema::Summary;
+use xtask::sha::Sha256Hex;
+use xtask::verify::Status;
 
 /// The attacks of hostile.h, with the status each must get.
 const ATTACKS: &[(&str, u32, &str)] = &[
@@ -91,17 +96,13 @@ impl Env {
             .unwrap()
     }
 
-    fn summary(&self) -> serde_json::Value {
+    fn summary(&self) -> Summary {
         common::summary(&self.out, "fixture-kem")
     }
 
     fn evidence_ok(&self) -> bool {
         common::xtask(&["evidence", "check", self.out.to_str().unwrap()], None).status.success()
     }
-}
-
-fn entry<'a>(s: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
-    s["instances"].as_array().unwrap().iter().find(|i| i["label"] == label).unwrap_or_else(|| panic!("{label}"))
 }
 
 /// Containers this xtask process left behind.
@@ -128,23 +129,28 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
     assert!(!run.status.success(), "crashing instances fail the run");
     let s = env.summary();
     for &(label, _, want) in ATTACKS {
-        assert_eq!(entry(&s, label)["status"], want, "{label}: {}", entry(&s, label)["message"]);
+        assert_eq!(
+            entry(&s, label).status.name(),
+            want,
+            "{label}: {}",
+            entry(&s, label).message.as_deref().unwrap_or_default()
+        );
     }
-    assert_eq!(entry(&s, "fix-16")["status"], "PASS");
-    let msg = |l: &str| entry(&s, l)["message"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(entry(&s, "fix-16").status, Status::Pass);
+    let msg = |l: &str| entry(&s, l).message.clone().unwrap_or_default();
     assert!(msg("hx-sigkill").contains("killed by signal 9 (SIGKILL)"), "{}", msg("hx-sigkill"));
     assert!(msg("hx-oom").contains("out of memory (limit 512m)"), "{}", msg("hx-oom"));
     assert!(msg("hx-flood").contains("output cap (4 MiB)"), "{}", msg("hx-flood"));
-    assert!(entry(&s, "hx-flood")["output_bytes"].as_u64().unwrap() > 4 << 20);
+    assert!(entry(&s, "hx-flood").output_bytes.unwrap() > 4 << 20);
     assert_eq!(std::fs::metadata(env.out.join("local/kat/fixture-kem/hx-flood.log")).unwrap().len(), 4 << 20);
     // Children that outlive the program die with its container: no wait for them.
     for label in ["hx-background", "hx-forkbomb", "hx-plant"] {
-        let secs = entry(&s, label)["run_seconds"].as_f64().unwrap();
+        let secs = entry(&s, label).run_seconds.unwrap();
         assert!(secs < 20.0, "{label} ran {secs} s");
     }
     // Every KAT run and build step of the host's record names its digests.
-    assert_eq!(entry(&s, "fix-16")["library_sha256"].as_str().unwrap().len(), 64);
-    assert_eq!(entry(&s, "fix-16")["program_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(entry(&s, "fix-16").library_sha256.as_ref().unwrap().len(), 64);
+    assert_eq!(entry(&s, "fix-16").program_sha256.as_ref().unwrap().len(), 64);
     assert_eq!(std::fs::read_to_string(&canary).unwrap(), canary_text, "the host canary changed");
     assert!(listener.accept().is_err(), "a sandboxed program reached the host's loopback");
     assert!(leftover_containers(pid).is_empty(), "{:?}", leftover_containers(pid));
@@ -154,32 +160,13 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
     // tool does only when every file still has the digest it took after the build.
     let (_, again) = env.verify(&limits);
     let s2 = env.summary();
-    for i in s2["instances"].as_array().unwrap() {
-        assert_eq!(i["build_reused"], true, "{}", i["label"]);
-        assert_eq!(i["status"], entry(&s, i["label"].as_str().unwrap())["status"]);
+    for i in &s2.instances {
+        assert!(i.build_reused, "{}", i.label);
+        assert_eq!(i.status, entry(&s, &i.label).status);
     }
     assert!(!String::from_utf8_lossy(&again.stdout).contains("rebuilt"));
 
-    // A poisoned cache: the crashing instance's build gets a passing instance's files.
-    let build_dir = |label: &str| {
-        let key = entry(&s, label)["build_key"].as_str().unwrap().to_owned();
-        env.cache.join("builds/fixture-kem").join(&key[..20]).join("out")
-    };
-    for f in ["libinstance.so", "kat"] {
-        let target = build_dir("fix-crash").join(f);
-        std::fs::remove_file(&target).unwrap();
-        std::fs::copy(build_dir("fix-16").join(f), &target).unwrap();
-    }
-    let (_, poisoned) = env.verify(&[&limits[..], &["--instance", "fix-crash"]].concat());
-    let text = String::from_utf8_lossy(&poisoned.stdout);
-    assert!(text.contains("fix-crash: rebuilt: the earlier build's files changed"), "{text}");
-    let s3 = env.summary();
-    assert_eq!(entry(&s3, "fix-crash")["status"], "CRASH");
-    assert_eq!(entry(&s3, "fix-crash")["build_reused"], false);
-    // A partial run keeps every other instance's result.
-    assert_eq!(s3["instances"].as_array().unwrap().len(), insts.len());
-    assert_eq!(entry(&s3, "hx-oom")["finished"], entry(&s2, "hx-oom")["finished"]);
-    assert!(env.evidence_ok());
+    poisoned_cache_is_rebuilt(&env, &s, &s2, insts.len());
 
     // An engine that cannot run the command is a tool error, never a status, and
     // nothing recorded changes.
@@ -191,6 +178,30 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
     assert_eq!(std::fs::read(env.out.join("local/kat/fixture-kem/summary.json")).unwrap(), before);
     assert_eq!(std::fs::read(env.out.join("EVIDENCE.sha256")).unwrap(), index);
     assert!(leftover_containers(pid).is_empty());
+}
+
+/// A poisoned cache: the crashing instance's build gets a passing instance's files.
+fn poisoned_cache_is_rebuilt(env: &Env, s: &Summary, s2: &Summary, n: usize) {
+    let limits = ["--timeout", "30", "--memory", "512m", "--output-cap-mib", "4"];
+    let build_dir = |label: &str| {
+        let key = entry(s, label).build_key.clone();
+        env.cache.join("builds/fixture-kem").join(&key[..20]).join("out")
+    };
+    for f in ["libinstance.so", "kat"] {
+        let target = build_dir("fix-crash").join(f);
+        std::fs::remove_file(&target).unwrap();
+        std::fs::copy(build_dir("fix-16").join(f), &target).unwrap();
+    }
+    let (_, poisoned) = env.verify(&[&limits[..], &["--instance", "fix-crash"]].concat());
+    let text = String::from_utf8_lossy(&poisoned.stdout);
+    assert!(text.contains("fix-crash: rebuilt: the earlier build's files changed"), "{text}");
+    let s3 = env.summary();
+    assert_eq!(entry(&s3, "fix-crash").status, Status::Crash);
+    assert!(!entry(&s3, "fix-crash").build_reused);
+    // A partial run keeps every other instance's result.
+    assert_eq!(s3.instances.len(), n);
+    assert_eq!(entry(&s3, "hx-oom").finished, entry(s2, "hx-oom").finished);
+    assert!(env.evidence_ok());
 }
 
 #[test]
@@ -206,14 +217,19 @@ fn the_docker_sandbox_names_faults_the_same_way() {
     let (_, run) = env.verify(&["--timeout", "30", "--memory", "512m", "--output-cap-mib", "4"]);
     assert!(!run.status.success());
     let s = env.summary();
-    assert_eq!(s["toolchain"]["engine"], "docker");
+    assert_eq!(s.toolchain.engine, Backend::Container(Engine::Docker));
     for &(label, _, want) in ATTACKS.iter().filter(|a| keep.contains(&a.0)) {
-        assert_eq!(entry(&s, label)["status"], want, "{label}: {}", entry(&s, label)["message"]);
+        assert_eq!(
+            entry(&s, label).status.name(),
+            want,
+            "{label}: {}",
+            entry(&s, label).message.as_deref().unwrap_or_default()
+        );
     }
-    assert_eq!(entry(&s, "fix-16")["status"], "PASS");
-    let oom = entry(&s, "hx-oom")["message"].as_str().unwrap().to_owned();
+    assert_eq!(entry(&s, "fix-16").status, Status::Pass);
+    let oom = entry(&s, "hx-oom").message.clone().unwrap();
     assert!(oom.contains("out of memory (limit 512m)"), "{oom}");
-    assert!(entry(&s, "hx-background")["run_seconds"].as_f64().unwrap() < 20.0);
+    assert!(entry(&s, "hx-background").run_seconds.unwrap() < 20.0);
     assert_eq!(std::fs::read_to_string(&canary).unwrap(), "canary\n");
     let left = Command::new("docker").args(["ps", "-aq", "--filter", "name=ngcc-repro-"]).output().unwrap();
     assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "containers left behind");
@@ -246,21 +262,15 @@ fn a_fifo_in_the_source_tree_is_a_build_failure_within_the_build_timeout() {
     );
     assert!(!run.status.success());
     let s = env.summary();
-    assert_eq!(entry(&s, "hx-fifo")["status"], "BUILDFAIL");
-    let m = entry(&s, "hx-fifo")["message"].as_str().unwrap().to_owned();
+    assert_eq!(entry(&s, "hx-fifo").status, Status::Buildfail);
+    let m = entry(&s, "hx-fifo").message.clone().unwrap();
     assert!(m.contains("timed out after 5 s"), "{m}");
     assert!(t.elapsed() < Duration::from_secs(90));
 }
 
 /// Statuses and digests: what a resumed run must reproduce.
-fn verdicts(s: &serde_json::Value) -> Vec<(String, String, String)> {
-    let f = |v: &serde_json::Value| v.as_str().unwrap_or("-").to_owned();
-    s["instances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| (f(&i["label"]), f(&i["status"]), f(&i["actual_sha256"])))
-        .collect()
+fn verdicts(s: &Summary) -> Vec<(String, Status, Option<Sha256Hex>)> {
+    s.instances.iter().map(|i| (i.label.clone(), i.status, i.actual_sha256.clone())).collect()
 }
 
 #[test]
@@ -344,10 +354,10 @@ fn two_gib_of_output_leave_xtask_memory_bounded() {
             .expect("/usr/bin/time (package time) runs xtask");
         let rss = max_rss_kib(&String::from_utf8_lossy(&out.stderr));
         let s = env.summary();
-        let bytes = entry(&s, "hx-flood")["output_bytes"].as_u64().unwrap();
+        let bytes = entry(&s, "hx-flood").output_bytes.unwrap();
         let log = std::fs::metadata(env.out.join("local/kat/fixture-kem/hx-flood.log")).unwrap().len();
         eprintln!("flood, cap {cap:?} MiB: peak RSS {rss} KiB, {bytes} bytes read, log {log} bytes, {:?}", t.elapsed());
-        assert_eq!(entry(&s, "hx-flood")["status"], status);
+        assert_eq!(entry(&s, "hx-flood").status.name(), status);
         match cap {
             None => assert!(bytes > 256 << 20 && log == 256 << 20),
             Some(_) => assert!(bytes > 2 << 30 && log == bytes),
@@ -462,9 +472,14 @@ fn hostile_build_steps_are_contained_and_their_output_taken_back() {
     assert_eq!(run.status.code(), Some(1), "bad instances fail the run; none stops it");
     let s = common::summary(&out, "hostile-build");
     for (label, _, want) in EVIL {
-        assert_eq!(entry(&s, label)["status"], *want, "{label}: {}", entry(&s, label)["message"]);
+        assert_eq!(
+            entry(&s, label).status.name(),
+            *want,
+            "{label}: {}",
+            entry(&s, label).message.as_deref().unwrap_or_default()
+        );
     }
-    let msg = |l: &str| entry(&s, l)["message"].as_str().unwrap().to_owned();
+    let msg = |l: &str| entry(&s, l).message.clone().unwrap();
     assert!(msg("hb-nonutf8").contains("a file name that is not UTF-8"), "{}", msg("hb-nonutf8"));
     assert!(msg("hb-disk").contains("wrote more than 16 MiB"), "{}", msg("hb-disk"));
     assert!(msg("hb-prebuilt").contains("not built by the pinned toolchain"), "{}", msg("hb-prebuilt"));

@@ -4,19 +4,20 @@
 //! arithmetic (below), never from running the C code.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 mod common;
 
 use common::fixture::*;
-use common::{sha256, xtask};
+use common::{entry, sha256, xtask};
+use xtask::flags::Arch;
+use xtask::schema::{self, SizeAudit, Summary};
+use xtask::sizes::{Field, Sizes};
+use xtask::sources::Provenance;
+use xtask::verify::Status;
 
-fn statuses(out: &Path) -> serde_json::Value {
+fn statuses(out: &Path) -> Summary {
     common::summary(out, "fixture-kem")
-}
-
-fn status_of<'a>(s: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
-    s["instances"].as_array().unwrap().iter().find(|i| i["label"] == label).unwrap()
 }
 
 #[test]
@@ -28,20 +29,43 @@ fn model_is_deterministic_and_mode_sensitive() {
     assert_ne!(model_digest(16, false, 10), model_digest(16, false, 3));
 }
 
+/// One fixture tree, its archive and manifest, and an evidence folder.
+struct Case {
+    tmp: tempfile::TempDir,
+    tree: PathBuf,
+    root: PathBuf,
+    zip: PathBuf,
+    manifest: PathBuf,
+    out: PathBuf,
+    instances: Vec<Inst>,
+}
+
+impl Case {
+    fn new() -> Case {
+        let tmp = tempfile::tempdir().unwrap();
+        let tree = tmp.path().join("tree");
+        let instances = plain_instances();
+        let root = write_tree(&tree, &instances);
+        let zip = tmp.path().join("Fixture KEM v1.zip");
+        zip_tree(&tree, &zip);
+        let manifest = manifest_dir(&tmp.path().join("with patch"), &zip, true, &instances);
+        let out = tmp.path().join("out");
+        Case { tree, root, zip, manifest, out, instances, tmp }
+    }
+}
+
 #[test]
 fn fixture_archive_in_container_gives_every_status() {
-    let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join("tree");
-    let instances = plain_instances();
-    let root = write_tree(&tree, &instances);
-    let zip = tmp.path().join("Fixture KEM v1.zip");
-    zip_tree(&tree, &zip);
-    let m = manifest_dir(&tmp.path().join("with patch"), &zip, true, &instances);
-    let m = m.to_str().unwrap();
-    let out = tmp.path().join("out");
-    let out_s = out.to_str().unwrap();
+    let c = Case::new();
     let _ = std::fs::remove_file("/tmp/ngcc-fixture-binary-was-run");
+    refusals(&c);
+    every_status(&c);
+    bench_and_source_dir(&c);
+    no_patch(&c);
+}
 
+fn refusals(c: &Case) {
+    let (m, out_s, zip, tmp) = (c.manifest.to_str().unwrap(), c.out.to_str().unwrap(), &c.zip, &c.tmp);
     // Missing archive: an actionable message, nothing built.
     let missing = xtask(&["verify", m, "--engine", "podman", "--out", out_s], None);
     assert!(!missing.status.success());
@@ -50,7 +74,7 @@ fn fixture_archive_in_container_gives_every_status() {
 
     // A tampered archive is refused before extraction (fresh cache stays empty).
     let bad_zip = tmp.path().join("tampered.zip");
-    let mut bytes = std::fs::read(&zip).unwrap();
+    let mut bytes = std::fs::read(zip).unwrap();
     let last = bytes.len() - 30;
     bytes[last] ^= 1;
     std::fs::write(&bad_zip, bytes).unwrap();
@@ -62,18 +86,21 @@ fn fixture_archive_in_container_gives_every_status() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("refusing"));
     assert!(!cache.join("sources").exists(), "nothing may be extracted from a refused archive");
+}
 
+fn every_status(c: &Case) {
+    let (m, out_s, zip, out) = (c.manifest.to_str().unwrap(), c.out.to_str().unwrap(), &c.zip, &c.out);
     // The real run: every status, in the container.
     let run = xtask(
         &["verify", m, "--engine", "podman", "--out", out_s, "--archive", zip.to_str().unwrap(), "--timeout", "5"],
         None,
     );
     assert!(!run.status.success(), "bad instances must fail the run");
-    let s = statuses(&out);
-    assert_eq!(s["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
-    assert_eq!(s["source"]["kind"], "archive");
-    assert_eq!(s["patches"][0]["file"], "0001-drop-error.patch");
-    assert_eq!(s["patches"][0]["sha256"], sha256(PATCH.as_bytes()));
+    let s = statuses(out);
+    assert_eq!(s.toolchain.gcc_version, "gcc (Debian 14.2.0-19) 14.2.0");
+    assert!(matches!(s.source, Provenance::Archive { .. }));
+    assert_eq!(s.patches[0].file, "0001-drop-error.patch");
+    assert_eq!(s.patches[0].sha256.as_str(), sha256(PATCH.as_bytes()));
     for (label, want) in [
         ("fix-16", "PASS"),
         ("fix-32", "PASS"),
@@ -85,12 +112,9 @@ fn fixture_archive_in_container_gives_every_status() {
         ("fix-crash", "CRASH"),
         ("fix-hang", "TIMEOUT"),
     ] {
-        assert_eq!(status_of(&s, label)["status"], want, "{label}");
+        assert_eq!(entry(&s, label).status.name(), want, "{label}");
     }
-    assert_eq!(
-        status_of(&s, "fix-16")["flags"],
-        serde_json::json!(["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2"])
-    );
+    assert_eq!(entry(&s, "fix-16").flags, ["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2"]);
     let text = String::from_utf8_lossy(&run.stdout);
     assert!(text.contains("patched (0001-drop-error.patch sha256"), "{text}");
     assert!(text.contains("first differing record"), "{text}");
@@ -98,7 +122,7 @@ fn fixture_archive_in_container_gives_every_status() {
     // The never-compile files stayed out (their #error would have been a BUILDFAIL) and
     // the shipped binary was neither run nor left executable.
     assert!(!Path::new("/tmp/ngcc-fixture-binary-was-run").exists());
-    let sha = sha256(&std::fs::read(&zip).unwrap());
+    let sha = sha256(&std::fs::read(zip).unwrap());
     let extracted = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target/ngcc-repro/sources")
         .join(&sha)
@@ -109,7 +133,11 @@ fn fixture_archive_in_container_gives_every_status() {
     // The patch went to a copy: the extracted original still has the #error line.
     let original = extracted.parent().unwrap().parent().unwrap().parent().unwrap().join("fix-patch/KEM_fix-patch.c");
     assert!(std::fs::read_to_string(original).unwrap().contains("#error"));
+}
 
+fn bench_and_source_dir(c: &Case) {
+    let (m, out_s, zip, out, tree, root) =
+        (c.manifest.to_str().unwrap(), c.out.to_str().unwrap(), &c.zip, &c.out, &c.tree, &c.root);
     // Timing through the ICCS adapter; the fixture has no row in the size catalog,
     // and the size audit says so.
     let bench = xtask(
@@ -132,13 +160,11 @@ fn fixture_archive_in_container_gives_every_status() {
         None,
     );
     assert!(bench.status.success());
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("local/records/fixture-kem/fix-32__enc.json")).unwrap())
-            .unwrap();
-    assert_eq!(rec["sizes"]["api"], serde_json::json!({"pk": 32, "sk": 32, "ct": 32, "ss": 32}));
-    assert_eq!(rec["patches"][0]["file"], "0001-drop-error.patch");
-    let audit = std::fs::read_to_string(out.join("local/records/fixture-kem/size_audit.json")).unwrap();
-    assert!(audit.contains("\"field\": \"row\""), "{audit}");
+    let rec = common::record(out, "fixture-kem", "fix-32", "enc");
+    assert_eq!(rec.sizes.api, Sizes { pk: 32, sk: 32, ct: 32, ss: 32 });
+    assert_eq!(rec.patches[0].file, "0001-drop-error.patch");
+    let audit: SizeAudit = schema::read(&common::layout(out).size_audit("fixture-kem")).unwrap().unwrap();
+    assert!(audit.disagreements.iter().any(|d| d.instance == "fix-32" && d.field == Field::Row), "{audit:?}");
     assert!(String::from_utf8_lossy(&bench.stdout).contains("fix-32: no row in the size catalog"));
 
     // The same fixture through --source-dir: unpinned directory with its tree digest.
@@ -162,14 +188,17 @@ fn fixture_archive_in_container_gives_every_status() {
         None,
     );
     assert!(dir_run.status.success());
-    let s = statuses(&out);
-    assert_eq!(s["source"]["kind"], "directory");
-    assert_eq!(s["source"]["note"], "unpinned directory");
-    assert_eq!(s["source"]["path"], root.canonicalize().unwrap().to_str().unwrap());
+    let s = statuses(out);
+    let Provenance::Directory { path, note, .. } = &s.source else { panic!("{:?}", s.source) };
+    assert_eq!(note, "unpinned directory");
+    assert_eq!(path, root.canonicalize().unwrap().to_str().unwrap());
     assert!(String::from_utf8_lossy(&dir_run.stdout).contains("unpinned directory"));
+}
 
+fn no_patch(c: &Case) {
+    let (out_s, zip, out, tmp, instances) = (c.out.to_str().unwrap(), &c.zip, &c.out, &c.tmp, &c.instances);
     // Without the patch the shipped source does not compile: BUILDFAIL, no fallback.
-    let m2 = manifest_dir(&tmp.path().join("no patch"), &zip, false, &instances);
+    let m2 = manifest_dir(&tmp.path().join("no patch"), zip, false, instances);
     let no_patch = xtask(
         &[
             "verify",
@@ -186,8 +215,8 @@ fn fixture_archive_in_container_gives_every_status() {
         None,
     );
     assert!(!no_patch.status.success());
-    let s = statuses(&out);
-    assert_eq!(status_of(&s, "fix-patch")["status"], "BUILDFAIL");
+    let s = statuses(out);
+    assert_eq!(entry(&s, "fix-patch").status, Status::Buildfail);
     assert!(String::from_utf8_lossy(&no_patch.stdout).contains("only compiles once the patch removes it"));
 }
 
@@ -218,22 +247,22 @@ fn an_aarch64_patch_leaves_the_x86_64_build_untouched() {
     };
     let (ok, before) = verify("x86-no-patch", "x86_64");
     assert!(ok, "x86-64 builds the shipped code as it is");
-    let entry = |s: &serde_json::Value| status_of(s, "fix-x86only").clone();
+    let x86only = |s: &Summary| entry(s, "fix-x86only").clone();
     let patches = m.parent().unwrap().join("fixture-kem/patches");
     std::fs::write(patches.join("0001-aarch64-no-x86intrin.patch"), X86_PATCH).unwrap();
     let (ok, with_patch) = verify("x86-patch-present", "x86_64");
     assert!(ok);
-    assert_eq!(entry(&with_patch)["build_key"], entry(&before)["build_key"], "the x86-64 build is the same build");
-    assert_eq!(entry(&with_patch)["library_sha256"], entry(&before)["library_sha256"]);
-    assert_eq!(with_patch["patches"], serde_json::json!([]), "a patch for AArch64 is not listed on x86-64");
+    assert_eq!(x86only(&with_patch).build_key, x86only(&before).build_key, "the x86-64 build is the same build");
+    assert_eq!(x86only(&with_patch).library_sha256, x86only(&before).library_sha256);
+    assert!(with_patch.patches.is_empty(), "a patch for AArch64 is not listed on x86-64");
     let (ok, arm) = verify("arm", "aarch64");
     assert!(ok, "AArch64 builds with the patch");
-    assert_eq!(entry(&arm)["status"], "PASS");
-    assert_eq!(entry(&arm)["actual_sha256"], entry(&before)["actual_sha256"]);
-    assert_eq!(arm["patches"][0]["file"], "0001-aarch64-no-x86intrin.patch");
-    assert_eq!(arm["patches"][0]["arches"], serde_json::json!(["aarch64"]));
+    assert_eq!(x86only(&arm).status, Status::Pass);
+    assert_eq!(x86only(&arm).actual_sha256, x86only(&before).actual_sha256);
+    assert_eq!(arm.patches[0].file, "0001-aarch64-no-x86intrin.patch");
+    assert_eq!(arm.patches[0].arches, [Arch::Aarch64]);
     std::fs::remove_file(patches.join("0001-aarch64-no-x86intrin.patch")).unwrap();
     let (ok, unpatched) = verify("arm-no-patch", "aarch64");
     assert!(!ok);
-    assert_eq!(entry(&unpatched)["status"], "BUILDFAIL", "without the patch AArch64 cannot build it");
+    assert_eq!(x86only(&unpatched).status, Status::Buildfail, "without the patch AArch64 cannot build it");
 }

@@ -4,6 +4,9 @@
 mod common;
 
 use common::{sha256, stdout, summary};
+use xtask::engine::{Backend, Engine};
+use xtask::schema::Summary;
+use xtask::verify::Status;
 
 fn xtask(args: &[&str]) -> std::process::Output {
     common::xtask(args, None)
@@ -15,13 +18,12 @@ const PUBLISHED: [(&str, &str); 3] = [
     ("ML-KEM-1024", "f580d851e5fb27e6876e5e203fa18be4cdbfd49e05d48fec3d3992c8f43a13e6"),
 ];
 
-fn assert_all_pass(s: &serde_json::Value) {
-    let instances = s["instances"].as_array().unwrap();
-    assert_eq!(instances.len(), 3);
-    for (inst, (label, sha)) in instances.iter().zip(PUBLISHED) {
-        assert_eq!(inst["label"], label);
-        assert_eq!(inst["status"], "PASS");
-        assert_eq!(inst["actual_sha256"], sha);
+fn assert_all_pass(s: &Summary) {
+    assert_eq!(s.instances.len(), 3);
+    for (inst, (label, sha)) in s.instances.iter().zip(PUBLISHED) {
+        assert_eq!(inst.label, label);
+        assert_eq!(inst.status, Status::Pass);
+        assert_eq!(inst.actual_sha256.as_ref().unwrap().as_str(), sha);
     }
 }
 
@@ -36,13 +38,13 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
     assert_eq!(stdout(&run).matches(" PASS ").count(), 3);
     let s = summary(&out, "pqclean-ml-kem");
     assert_all_pass(&s);
-    assert_eq!(s["toolchain"]["toolchain"], "debian-13");
-    assert_eq!(s["toolchain"]["pinned"], true);
-    assert_eq!(s["toolchain"]["engine"], "podman");
-    assert_eq!(s["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
-    assert_eq!(s["toolchain"]["cmake_version"], "cmake version 3.31.6");
-    assert!(s["toolchain"]["image_id"].as_str().unwrap().len() == 64);
-    assert_eq!(s["source"]["checksum"], "eb14d207f3749e8a59a026c22ceaa72d70fff931cfbf4c8d9b08f3fc56dc6e60");
+    assert_eq!(s.toolchain.toolchain, "debian-13");
+    assert!(s.toolchain.pinned);
+    assert_eq!(s.toolchain.engine, Backend::Container(Engine::Podman));
+    assert_eq!(s.toolchain.gcc_version, "gcc (Debian 14.2.0-19) 14.2.0");
+    assert_eq!(s.toolchain.cmake_version, "cmake version 3.31.6");
+    assert_eq!(s.toolchain.image_id.as_ref().unwrap().len(), 64);
+    assert_eq!(s.source.digest(), "eb14d207f3749e8a59a026c22ceaa72d70fff931cfbf4c8d9b08f3fc56dc6e60");
     // The KAT log is the program's output itself: its digest is the published one.
     let log = std::fs::read(out.join("local/kat/pqclean-ml-kem/ML-KEM-512.log")).unwrap();
     assert_eq!(sha256(&log), PUBLISHED[0].1);
@@ -98,9 +100,9 @@ fn host_engine_passes_and_says_unpinned() {
     assert_eq!(stdout(&run).matches("host (unpinned) PASS").count(), 3);
     let s = summary(&out, "pqclean-ml-kem");
     assert_all_pass(&s);
-    assert_eq!(s["toolchain"]["toolchain"], "host (unpinned)");
-    assert_eq!(s["toolchain"]["pinned"], false);
-    assert_eq!(s["toolchain"]["image_id"], serde_json::Value::Null);
+    assert_eq!(s.toolchain.toolchain, "host (unpinned)");
+    assert!(!s.toolchain.pinned);
+    assert_eq!(s.toolchain.image_id, None);
 }
 
 #[test]
@@ -113,8 +115,8 @@ fn docker_engine_verifies_against_the_published_digests() {
     assert!(run.status.success());
     let s = summary(&out, "pqclean-ml-kem");
     assert_all_pass(&s);
-    assert_eq!(s["toolchain"]["engine"], "docker");
-    assert_eq!(s["toolchain"]["gcc_version"], "gcc (Debian 14.2.0-19) 14.2.0");
+    assert_eq!(s.toolchain.engine, Backend::Container(Engine::Docker));
+    assert_eq!(s.toolchain.gcc_version, "gcc (Debian 14.2.0-19) 14.2.0");
     let check = xtask(&["image", "check", "debian-13", "--engine", "docker"]);
     assert!(check.status.success());
     assert!(stdout(&check).contains(".docker.lock.json"));

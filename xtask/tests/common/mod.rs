@@ -3,6 +3,10 @@
 
 use std::path::Path;
 
+use camino::Utf8Path;
+use xtask::evidence::Layout;
+use xtask::schema::{self, InstanceResult, Record, Summary};
+
 pub mod fixture;
 use std::process::{Command, Output};
 
@@ -32,10 +36,24 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// `<out>/local/kat/<id>/summary.json`.
-pub fn summary(out: &Path, id: &str) -> serde_json::Value {
-    let path = out.join("local/kat").join(id).join("summary.json");
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("summary.json")).unwrap()
+/// The evidence layout of `<out>` for the `local` system.
+pub fn layout(out: &Path) -> Layout {
+    Layout::new(Utf8Path::from_path(out).expect("UTF-8 test path"), "local")
+}
+
+/// `<out>/local/kat/<id>/summary.json`, through the schema the tool writes it with.
+pub fn summary(out: &Path, id: &str) -> Summary {
+    schema::read(&layout(out).kat_summary(id)).unwrap().expect("summary.json")
+}
+
+/// `<out>/local/records/<id>/<label>__<op>.json`.
+pub fn record(out: &Path, id: &str, label: &str, op: &str) -> Record {
+    schema::read(&layout(out).record(id, label, op)).unwrap().expect("timing record")
+}
+
+/// One instance's entry of a summary.
+pub fn entry<'a>(s: &'a Summary, label: &str) -> &'a InstanceResult {
+    s.instances.iter().find(|i| i.label == label).unwrap_or_else(|| panic!("no entry {label}"))
 }
 
 pub fn sha256(bytes: &[u8]) -> String {

@@ -1,0 +1,69 @@
+//! ngcc-repro as a library: the commands of `cargo xtask` and the evidence schema
+//! they write. The binary (`main.rs`) only dispatches; tests read evidence through
+//! the same types (`schema`) the commands write it with.
+
+pub mod bench;
+pub mod builder;
+pub mod campaign;
+pub mod doctor;
+pub mod emulation;
+pub mod engine;
+pub mod env;
+pub mod evidence;
+pub mod flags;
+#[cfg(test)]
+mod fuzz;
+pub mod hostgate;
+pub mod image;
+pub mod interrupt;
+pub mod kat;
+pub mod list;
+pub mod merge;
+pub mod project;
+pub mod recipe;
+pub mod report;
+pub mod sandbox;
+pub mod schema;
+pub mod sha;
+pub mod sizes;
+pub mod sources;
+pub mod stats;
+pub mod submission;
+pub mod systems;
+pub mod toolchain;
+pub mod verify;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use xshell::Shell;
+
+use crate::flags::{Cmd, EvidenceCmd, ImageCmd};
+
+/// The whole command line: parse, find the project root, dispatch.
+pub fn run() -> Result<()> {
+    let mut flags = flags::Xtask::parse();
+    let root = project::locate_root()?;
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let cwd = camino::Utf8PathBuf::from_path_buf(cwd)
+        .map_err(|p| anyhow::anyhow!("non-UTF-8 working directory {}", p.display()))?;
+    flags.resolve_paths(&cwd);
+    // std::fs and xshell then agree: every path is absolute or relative to the root.
+    std::env::set_current_dir(&root).with_context(|| format!("cannot enter {root}"))?;
+    interrupt::install();
+    let sh = Shell::new()?;
+    sh.change_dir(&root);
+    match flags.cmd {
+        Cmd::List(cmd) => cmd.run(&sh),
+        Cmd::Image(ImageCmd::Build(cmd)) => cmd.run(&sh),
+        Cmd::Image(ImageCmd::Check(cmd)) => cmd.run(&sh),
+        Cmd::Verify(cmd) => cmd.run(&sh),
+        Cmd::Bench(cmd) => cmd.run(&sh),
+        Cmd::Env(cmd) => cmd.run(&sh),
+        Cmd::Doctor(cmd) => cmd.run(&sh),
+        Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(&sh),
+        Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(&sh),
+        Cmd::Merge(cmd) => cmd.run(&sh),
+        Cmd::Campaign(cmd) => cmd.run(&sh),
+        Cmd::Report(cmd) => cmd.run(&sh),
+    }
+}

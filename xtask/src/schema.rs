@@ -1,0 +1,446 @@
+//! The evidence schema: every JSON file the tool writes and reads back, as plain
+//! serde types with a schema version. Nothing reads these files any other way
+//! (`evidence_is_read_through_its_types_only`), so renaming a field fails to compile
+//! where it is used, and an old file is refused with a message instead of half-read.
+//!
+//! | file | type |
+//! |---|---|
+//! | `<out>/<system>/kat/<id>/summary.json` | [`Summary`] |
+//! | `<out>/<system>/records/<id>/<label>__<op>.json` | [`Record`] |
+//! | `<out>/<system>/records/<id>/environment.json` | [`Environment`] |
+//! | `<out>/<system>/records/<id>/size_audit.json` | [`SizeAudit`] |
+//! | `<cache>/images/<tag>.<engine>.lock.json` | [`ImageLock`] |
+//! | `<cache>/builds/<id>/<key>/build.json` | [`BuildRecord`] |
+//!
+//! Field types that carry a rule of their own (statistics, gate, sizes, plans) live
+//! with that rule and are used here.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+
+use crate::bench::CounterKind;
+use crate::engine::Backend;
+use crate::flags::{Arch, Op};
+use crate::hostgate::Gate;
+use crate::kat;
+use crate::recipe::Plan;
+use crate::sandbox::{Limits, Outcome};
+use crate::sha::Sha256Hex;
+use crate::sizes::{Basis, CatalogRow, Field, Sizes};
+use crate::sources::{PatchRecord, Provenance};
+use crate::stats::{Aggregate, PlanSpec, Trial};
+use crate::systems::SystemProfile;
+use crate::verify::Status;
+
+/// A file the tool writes and reads back: through its type, at one schema version.
+pub trait Evidence: Serialize + serde::de::DeserializeOwned {
+    /// What the file is, for messages.
+    const KIND: &'static str;
+    const SCHEMA: u32;
+}
+
+macro_rules! evidence {
+    ($($t:ty: $kind:literal, $schema:literal;)*) => {
+        $(impl Evidence for $t {
+            const KIND: &'static str = $kind;
+            const SCHEMA: u32 = $schema;
+        })*
+    };
+}
+
+evidence! {
+    Summary: "KAT summary", 2;
+    Record: "timing record", 2;
+    Environment: "environment manifest", 1;
+    SizeAudit: "size audit", 1;
+    ImageLock: "image lock", 1;
+    BuildRecord: "build record", 1;
+}
+
+/// The schema version this harness writes for `T`.
+pub const fn version<T: Evidence>() -> u32 {
+    T::SCHEMA
+}
+
+/// Read an evidence file; None when there is none. A file of another schema is refused
+/// with a message saying what to re-run, never half-read.
+pub fn read<T: Evidence>(path: &Utf8Path) -> Result<Option<T>> {
+    #[derive(Deserialize)]
+    struct Version {
+        schema: Option<u32>,
+    }
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    let version: Version = serde_json::from_str(&text).with_context(|| format!("{path} is not a {}", T::KIND))?;
+    if version.schema != Some(T::SCHEMA) {
+        let found = version.schema.map_or("none".to_owned(), |s| s.to_string());
+        bail!(
+            "{path} is a {} of schema {found}; this harness reads schema {}: re-run the command that writes it",
+            T::KIND,
+            T::SCHEMA
+        );
+    }
+    let value =
+        serde_json::from_str(&text).with_context(|| format!("{path}: not a {} of schema {}", T::KIND, T::SCHEMA))?;
+    Ok(Some(value))
+}
+
+/// The one text form of every evidence file: pretty JSON and a final newline.
+pub fn text<T: Evidence>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("evidence types are plain data");
+    text.push('\n');
+    text
+}
+
+/// Write an evidence file atomically.
+pub fn write<T: Evidence>(path: &Utf8Path, value: &T) -> Result<()> {
+    crate::project::write_atomic(path, text(value).as_bytes())
+}
+
+/// Read `path` through its type and write it again: the same bytes, or why not.
+pub fn round_trip<T: Evidence>(path: &Utf8Path) -> std::result::Result<(), String> {
+    let value: T = read(path).map_err(|e| format!("{e:#}"))?.ok_or("missing")?;
+    let bytes = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    if text(&value) == bytes {
+        Ok(())
+    } else {
+        Err(format!("{path} does not read back as a {} byte for byte", T::KIND))
+    }
+}
+
+// ---- KAT summary (verify)
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: u32,
+    pub id: String,
+    pub name: String,
+    pub system: String,
+    pub system_profile: SystemProfile,
+    pub harness_commit: String,
+    pub started: String,
+    pub finished: String,
+    pub toolchain: ToolchainRecord,
+    pub source: Provenance,
+    pub patches: Vec<PatchRecord>,
+    pub kat_manifest: String,
+    pub kat_manifest_sha256: String,
+    pub limits: Limits,
+    pub kat_timeout_secs: u64,
+    pub build_timeout_secs: u64,
+    /// In manifest order; entries of earlier runs with the same toolchain, source and
+    /// KAT manifest are kept when a run covers only some instances.
+    pub instances: Vec<InstanceResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstanceResult {
+    pub label: String,
+    pub status: Status,
+    pub flag_set: String,
+    pub flags: Vec<String>,
+    pub kat_file: Option<String>,
+    pub mode: Option<kat::Mode>,
+    pub records: Option<usize>,
+    pub expected_sha256: Option<Sha256Hex>,
+    pub actual_sha256: Option<Sha256Hex>,
+    pub log: Option<String>,
+    pub build_key: String,
+    pub build_reused: bool,
+    /// Digests the host took of the instance library and the KAT program after the build.
+    pub library_sha256: Option<String>,
+    pub program_sha256: Option<String>,
+    pub commands: Vec<Vec<String>>,
+    pub run_command: Vec<String>,
+    pub run_outcome: Option<Outcome>,
+    pub run_seconds: Option<f64>,
+    /// Bytes the program printed (the log keeps at most the output cap).
+    pub output_bytes: Option<u64>,
+    pub message: Option<String>,
+    pub finished: String,
+    pub harness_commit: String,
+}
+
+// ---- Timing record (bench)
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub schema: u32,
+    pub id: String,
+    pub label: String,
+    pub op: Op,
+    pub system: String,
+    pub quick: bool,
+    pub emulated: bool,
+    /// False under emulation: such figures must never be presented as measurements.
+    pub timing_comparable: bool,
+    pub counter: Counter,
+    pub plan: PlanRecord,
+    /// Every trial run, including replaced ones; `slot` is the trial position.
+    pub trials: Vec<SlotTrial>,
+    pub disturbed_trials: usize,
+    pub reruns: usize,
+    pub aggregate: Aggregate,
+    pub sizes: SizeRecord,
+    pub memory: Memory,
+    pub environment: Environment,
+    pub toolchain: ToolchainRecord,
+    pub sandbox: Limits,
+    pub host_gate: Gate,
+    pub source: Provenance,
+    pub patches: Vec<PatchRecord>,
+    /// The build the figures come from (`<cache>/builds/<id>/<key[..20]>/`).
+    pub build_key: String,
+    pub library_sha256: String,
+    pub driver_source_sha256: String,
+    pub driver_sha256: String,
+    pub harness_commit: String,
+    pub commands: Commands,
+    pub started: String,
+    pub finished: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Counter {
+    pub name: CounterKind,
+    /// Only then are `mean_ticks` cycles.
+    pub hardware_cycles: bool,
+    pub measured_hz: f64,
+    pub nominal_hz: Option<u64>,
+    /// Why there are no hardware cycles: ENOENT/EOPNOTSUPP = the machine exposes none,
+    /// EPERM/EACCES = forbidden (`perf_event_paranoid` or a seccomp filter).
+    pub cycles_unavailable: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub spec: PlanSpec,
+    pub iterations: u64,
+    pub warmups: u64,
+    pub fixed_iterations: bool,
+    pub calibration: Vec<Calibration>,
+    pub estimate_ns_per_op: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Calibration {
+    pub iterations: u64,
+    pub ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SlotTrial {
+    pub slot: usize,
+    #[serde(flatten)]
+    pub trial: Trial,
+    pub baseline_rss_kib: i64,
+    pub peak_rss_kib: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SizeRecord {
+    /// What the instance's API reports as maximum lengths.
+    pub api: Sizes,
+    /// What the calls returned.
+    pub returned: Sizes,
+    pub external: Option<CatalogRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Memory {
+    /// Sum of the `PT_LOAD` memory sizes of the instance library.
+    pub static_image_bytes: u64,
+    /// Median over the aggregated trials of the resident set after setup.
+    pub baseline_rss_kib: i64,
+    /// Highest `VmHWM` of any aggregated trial (driver and libc included).
+    pub peak_rss_kib: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Commands {
+    pub engine: Backend,
+    pub image: Option<String>,
+    pub build: Vec<Vec<String>>,
+    pub driver: Vec<String>,
+    /// One trial, as run in the sandbox (`timeout` added by the harness).
+    pub trial: Vec<String>,
+}
+
+// ---- Environment manifest (env, bench)
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    pub schema: u32,
+    pub system: SystemProfile,
+    pub processor: String,
+    pub logical_cpus: usize,
+    pub machine: String,
+    pub clock: String,
+    pub memory_mib: u64,
+    pub os: String,
+    pub kernel: String,
+    pub compiler: String,
+    pub build_tool: String,
+    pub virtualized: bool,
+    pub campaign_start: String,
+    pub campaign_end: Option<String>,
+    pub gate: Gate,
+    pub warnings: Vec<String>,
+}
+
+// ---- Size audit (bench)
+
+/// The API sizes of one submission against the external catalog.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SizeAudit {
+    pub schema: u32,
+    pub id: String,
+    pub disagreements: Vec<Disagreement>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Disagreement {
+    pub id: String,
+    pub instance: String,
+    pub field: Field,
+    pub api: Option<u64>,
+    pub catalog: Option<u64>,
+    pub basis: Option<Basis>,
+}
+
+// ---- Toolchain, image lock, build record (cache)
+
+/// The toolchain a run used, as every record states it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolchainRecord {
+    /// The spec name, or `host (unpinned)`.
+    pub toolchain: String,
+    pub pinned: bool,
+    pub engine: Backend,
+    pub arch: Arch,
+    pub emulated: bool,
+    pub image: Option<String>,
+    pub image_id: Option<String>,
+    pub rootfs_sha256: Option<String>,
+    pub gcc_version: String,
+    pub cmake_version: String,
+}
+
+/// What an image turned out to contain; kept in the cache and copied into records.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ImageLock {
+    pub schema: u32,
+    pub toolchain: String,
+    pub spec_sha256: String,
+    pub arch: Arch,
+    pub tag: String,
+    pub image_id: String,
+    pub rootfs_sha256: Option<String>,
+    pub gcc_version: String,
+    pub cmake_version: String,
+    pub uname_m: String,
+    /// Every installed package and version.
+    pub packages: BTreeMap<String, String>,
+    pub checked_at: String,
+}
+
+/// What the host knows of a finished build; lives next to `out/`, out of every
+/// sandbox's reach.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildRecord {
+    pub schema: u32,
+    pub key: String,
+    pub plan: Plan,
+    /// Every file the build left in `out/` (relative path → `file <sha256>`,
+    /// `link <target>` or `special`), read without following links.
+    pub files: BTreeMap<String, String>,
+    /// Optional steps that failed, with the end of their output.
+    pub optional_failures: Vec<StepFailure>,
+    pub finished: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepFailure {
+    pub what: String,
+    pub log: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn golden(file: &str) -> camino::Utf8PathBuf {
+        crate::project::root().join("xtask/tests/golden").join(file)
+    }
+
+    #[test]
+    fn one_file_of_each_kind_round_trips_byte_for_byte() {
+        // Written by real runs (the size audit by hand, with both kinds of row): a
+        // renamed, dropped or re-typed field fails here before it reaches a page.
+        let checks = [
+            round_trip::<Summary>(&golden("summary.json")),
+            round_trip::<Record>(&golden("record.json")),
+            round_trip::<Environment>(&golden("environment.json")),
+            round_trip::<SizeAudit>(&golden("size_audit.json")),
+            round_trip::<ImageLock>(&golden("image_lock.json")),
+            round_trip::<BuildRecord>(&golden("build_record.json")),
+        ];
+        for c in checks {
+            c.unwrap();
+        }
+    }
+
+    #[test]
+    fn another_schema_is_refused_with_what_to_do() {
+        let t = tempfile::tempdir().unwrap();
+        let path = camino::Utf8Path::from_path(t.path()).unwrap().join("summary.json");
+        let text = std::fs::read_to_string(golden("summary.json")).unwrap();
+        std::fs::write(&path, text.replacen("\"schema\": 2", "\"schema\": 1", 1)).unwrap();
+        let e = format!("{:#}", read::<Summary>(&path).unwrap_err());
+        assert!(e.contains("KAT summary of schema 1; this harness reads schema 2: re-run"), "{e}");
+        std::fs::write(&path, "[]").unwrap();
+        assert!(read::<SizeAudit>(&path).is_err(), "a bare list is not a size audit");
+        assert!(read::<Summary>(&path.with_file_name("none.json")).unwrap().is_none());
+    }
+
+    /// Indexing by a string key (`v["field"]`): the character before `["` is part of
+    /// an expression, not `&`, `!`, `(` or a space.
+    fn string_key_lookups(code: &str) -> Vec<usize> {
+        code.match_indices("[\"")
+            .filter(|(i, _)| code[..*i].chars().next_back().is_some_and(|c| c.is_alphanumeric() || "_])".contains(c)))
+            .map(|(i, _)| code[..i].lines().count())
+            .collect()
+    }
+
+    #[test]
+    fn evidence_is_read_through_its_types_only() {
+        // Everything the crate, its tests and benches read back goes through this
+        // module's types: no untyped JSON, no lookups by string key. The one exception
+        // is the engine's own seccomp profile, which is not evidence.
+        let root = crate::project::root().join("xtask");
+        let mut offences = Vec::new();
+        for dir in ["src", "tests", "tests/common", "benches"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = camino::Utf8PathBuf::from_path_buf(entry.unwrap().path()).unwrap();
+                if path.extension() != Some("rs") || path.ends_with("src/sandbox.rs") || path.ends_with("src/schema.rs")
+                {
+                    continue;
+                }
+                let code = std::fs::read_to_string(&path).unwrap();
+                for banned in ["serde_json::Value", "json!", "as_str().unwrap_or(\"-\")"] {
+                    if code.contains(banned) {
+                        offences.push(format!("{path}: {banned}"));
+                    }
+                }
+                offences.extend(string_key_lookups(&code).iter().map(|l| format!("{path}:{l}: string key")));
+            }
+        }
+        assert!(offences.is_empty(), "{offences:#?}");
+        assert_eq!(string_key_lookups("let a = v[\"x\"];\nf(&[\"a\"]); vec![\"b\"]; r[0][\"y\"]"), [1, 2]);
+    }
+}
