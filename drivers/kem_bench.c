@@ -152,6 +152,26 @@ static long resident_kib(void) {
     return resident < 0 ? -1 : (long)resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+#ifdef NGCC_PROFILE
+/* The profiling variant of the library (drivers/profile.c) counts the wrapped calls. */
+typedef uint64_t (*ngcc_counter_fn)(void);
+void ngcc_profile_begin(ngcc_counter_fn read);
+int ngcc_profile_count(void);
+const char *ngcc_profile_name(int i);
+uint64_t ngcc_profile_calls(int i);
+uint64_t ngcc_profile_ticks(int i);
+
+static void print_profile(void) {
+    int i;
+    printf(",\"profile\":[");
+    for (i = 0; i < ngcc_profile_count(); i++) {
+        printf("%s{\"symbol\":\"%s\",\"calls\":%llu,\"ticks\":%llu}", i ? "," : "", ngcc_profile_name(i),
+               (unsigned long long)ngcc_profile_calls(i), (unsigned long long)ngcc_profile_ticks(i));
+    }
+    printf("]");
+}
+#endif
+
 static void nop(void) {}
 static void (*volatile nop_fn)(void) = nop;
 
@@ -254,6 +274,9 @@ int main(int argc, char **argv) {
     for (i = 0; i < warmups; i++) {
         run_op(op);
     }
+#ifdef NGCC_PROFILE
+    ngcc_profile_begin(counter_read);
+#endif
     t0 = now_ns();
     c0 = counter_read();
     for (i = 0; i < iterations; i++) {
@@ -267,9 +290,13 @@ int main(int argc, char **argv) {
            "\"ns\":%llu,\"ticks\":%llu,\"counter\":\"%s\",\"counter_nominal_hz\":%llu,\"perf_errno\":%d,"
            "\"baseline_rss_kib\":%ld,\"peak_rss_kib\":%ld,\"ru_maxrss_kib\":%ld,"
            "\"api_sizes\":{\"pk\":%llu,\"sk\":%llu,\"ct\":%llu,\"ss\":%llu},"
-           "\"returned_sizes\":{\"pk\":%llu,\"sk\":%llu,\"ct\":%llu,\"ss\":%llu}}\n",
+           "\"returned_sizes\":{\"pk\":%llu,\"sk\":%llu,\"ct\":%llu,\"ss\":%llu}",
            BENCH_API, ops[op], iterations, warmups, cpu, (unsigned long long)(t1 - t0),
            (unsigned long long)(c1 - c0), counter, (unsigned long long)counter_nominal_hz(), perf_errno, baseline,
            status_kib("VmHWM:"), ru.ru_maxrss, pk_max, sk_max, ct_max, ss_max, pk_len, sk_len, ct_len, ss_len);
+#ifdef NGCC_PROFILE
+    print_profile();
+#endif
+    printf("}\n");
     return 0;
 }

@@ -41,6 +41,16 @@ pub struct DriverReport {
     pub peak_rss_kib: i64,
     pub api_sizes: Sizes,
     pub returned_sizes: Sizes,
+    /// Wrapped-call counts of the profiling variant (`-DNGCC_PROFILE`), in symbol order.
+    #[serde(default)]
+    pub profile: Vec<WrappedCount>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct WrappedCount {
+    pub symbol: String,
+    pub calls: u64,
+    pub ticks: u64,
 }
 
 /// Sum of the `PT_LOAD` memory sizes of an ELF file (a build output: read without
@@ -54,13 +64,13 @@ pub fn static_image_bytes(path: &Utf8Path) -> Result<u64> {
     Ok(headers.iter().filter(|h| h.p_type(endian) == object::elf::PT_LOAD).map(|h| h.p_memsz(endian)).sum())
 }
 
-struct Ctx<'a> {
-    sh: &'a Shell,
-    sb: &'a Sandbox,
-    build: &'a Build,
-    src: &'a Source,
-    cpu: Option<usize>,
-    timeout: Duration,
+pub(crate) struct Ctx<'a> {
+    pub sh: &'a Shell,
+    pub sb: &'a Sandbox,
+    pub build: &'a Build,
+    pub src: &'a Source,
+    pub cpu: Option<usize>,
+    pub timeout: Duration,
 }
 
 impl DriverReport {
@@ -312,7 +322,7 @@ impl Bench {
 
     /// Calibrate (unless iterations are fixed), plan, run the trials and re-run
     /// disturbed ones a bounded number of times.
-    fn time_op(&self, ctx: &Ctx, op: Op) -> Result<Timed> {
+    pub(crate) fn time_op(&self, ctx: &Ctx, op: Op) -> Result<Timed> {
         let spec = self.plan_spec();
         let mut calibration = Vec::new();
         let (plan, estimate) = if let Some(n) = self.iterations {
@@ -535,13 +545,20 @@ impl Memory {
     }
 }
 
-struct Timed {
-    spec: PlanSpec,
-    plan: stats::Plan,
-    estimate: f64,
-    calibration: Vec<Calibration>,
-    slots: Vec<Vec<(Trial, DriverReport)>>,
-    disturbed_total: usize,
+pub(crate) struct Timed {
+    pub spec: PlanSpec,
+    pub plan: stats::Plan,
+    pub estimate: f64,
+    pub calibration: Vec<Calibration>,
+    pub slots: Vec<Vec<(Trial, DriverReport)>>,
+    pub disturbed_total: usize,
+}
+
+impl Timed {
+    /// The runs that count: the last of each slot (earlier ones were replaced).
+    pub fn kept(&self) -> impl Iterator<Item = &(Trial, DriverReport)> {
+        self.slots.iter().filter_map(|s| s.last())
+    }
 }
 
 fn print_audit(audit: &[Disagreement]) {
@@ -607,6 +624,7 @@ mod tests {
             peak_rss_kib: 1,
             api_sizes: Sizes::default(),
             returned_sizes: Sizes::default(),
+            profile: Vec::new(),
         }
     }
 

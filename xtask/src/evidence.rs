@@ -7,6 +7,8 @@
 //! <out>/<system>/records/<id>/<label>__<op>.json  one timed operation
 //! <out>/<system>/records/<id>/size_audit.json     API sizes against the catalog
 //! <out>/<system>/records/<id>/environment.json    environment manifest, campaign start/end
+//! <out>/<system>/profile/<id>/<label>__<op>.json  symmetric-primitive profile of one operation
+//! <out>/<system>/profile/<id>/survey.json         compiled-in and reached primitives, verdict
 //! <out>/<system>/report/<id>.md              the page rendered from the above
 //! <out>/EVIDENCE.sha256                       index of every file above
 //! <out>/EVIDENCE.sha256.sha256                the index's own digest
@@ -21,7 +23,7 @@ use xshell::Shell;
 
 use crate::flags::{EvidenceCheck, EvidenceIndex};
 use crate::project;
-use crate::schema::{self, Environment, Record, SizeAudit, Summary};
+use crate::schema::{self, Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
 
 pub struct Layout {
     pub out: Utf8PathBuf,
@@ -69,6 +71,18 @@ impl Layout {
 
     pub fn report(&self, id: &str) -> Utf8PathBuf {
         self.system_dir.join("report").join(format!("{id}.md"))
+    }
+
+    pub fn profile_dir(&self, id: &str) -> Utf8PathBuf {
+        self.system_dir.join("profile").join(id)
+    }
+
+    pub fn profile(&self, id: &str, label: &str, op: &str) -> Utf8PathBuf {
+        self.profile_dir(id).join(format!("{label}__{op}.json"))
+    }
+
+    pub fn survey(&self, id: &str) -> Utf8PathBuf {
+        self.profile_dir(id).join("survey.json")
     }
 
     pub fn environment(&self, id: &str) -> Utf8PathBuf {
@@ -147,6 +161,8 @@ fn typed(root: &Utf8Path, rel: &Utf8Path) -> Option<std::result::Result<(), Stri
         [_, "kat", _, "summary.json"] => Some(schema::round_trip::<Summary>(&path)),
         [_, "records", _, "environment.json"] => Some(schema::round_trip::<Environment>(&path)),
         [_, "records", _, "size_audit.json"] => Some(schema::round_trip::<SizeAudit>(&path)),
+        [_, "profile", _, "survey.json"] => Some(schema::round_trip::<Survey>(&path)),
+        [_, "profile", _, file] if file.ends_with(".json") => Some(schema::round_trip::<ProfileRecord>(&path)),
         [_, "records", _, file] if file.contains("__") && file.ends_with(".json") => {
             Some(schema::round_trip::<Record>(&path))
         }

@@ -27,6 +27,15 @@ pub enum Cmd {
     Verify(Verify),
     /// Time keygen, enc and dec of every instance (cycles or ticks, time, ops/s, memory, sizes).
     Bench(Bench),
+    /// Profile the symmetric primitives: build a variant of each instance library with
+    /// link-time wrappers (-Wl,--wrap=) around the manifest's [profile] symbols (ICCS
+    /// pseudohash/pseudoXOF/sm3hash and get_random_number, or a submission's own
+    /// SHAKE/SHA-2/AES and randombytes), time every operation on it and on the reference
+    /// build with the bench plan, and write each group's share of the ticks, the calls per
+    /// operation, the wrappers' overhead, and a survey verdict (ICCS-only, bypass, mixed,
+    /// instance-dependent) derived from the library's constants and the measured calls,
+    /// under <out>/<system>/profile/<id>/. Takes every option of `bench`.
+    Profile(Profile),
     /// Image, verify and bench for a set of submissions on one system, resumable.
     Campaign(Campaign),
     /// Render a submission's evidence as a page with the structure of the seed pages.
@@ -222,6 +231,12 @@ pub struct Bench {
     /// CI mode: 3 short trials; same record format, marked quick.
     #[arg(long)]
     pub quick: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Profile {
+    #[command(flatten)]
+    pub bench: Bench,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -440,6 +455,7 @@ impl Xtask {
                 }
             }
             Cmd::Bench(b) => b.inputs.resolve(cwd),
+            Cmd::Profile(p) => p.bench.inputs.resolve(cwd),
             Cmd::Campaign(c) => {
                 absolute_ids(&mut c.ids, cwd);
                 absolute(&mut c.out, cwd);

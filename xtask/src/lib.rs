@@ -19,6 +19,7 @@ pub mod interrupt;
 pub mod kat;
 pub mod list;
 pub mod merge;
+pub mod profile;
 pub mod project;
 pub mod recipe;
 pub mod report;
@@ -58,6 +59,7 @@ pub fn run() -> Result<()> {
         Cmd::Image(ImageCmd::Check(cmd)) => cmd.run(&sh),
         Cmd::Verify(cmd) => cmd.run(&sh),
         Cmd::Bench(cmd) => cmd.run(&sh),
+        Cmd::Profile(cmd) => cmd.run(&sh),
         Cmd::Env(cmd) => cmd.run(&sh),
         Cmd::Doctor(cmd) => cmd.run(&sh),
         Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(&sh),

@@ -9,6 +9,8 @@
 //! | `<out>/<system>/records/<id>/<label>__<op>.json` | [`Record`] |
 //! | `<out>/<system>/records/<id>/environment.json` | [`Environment`] |
 //! | `<out>/<system>/records/<id>/size_audit.json` | [`SizeAudit`] |
+//! | `<out>/<system>/profile/<id>/<label>__<op>.json` | [`ProfileRecord`] |
+//! | `<out>/<system>/profile/<id>/survey.json` | [`Survey`] |
 //! | `<cache>/images/<tag>.<engine>.lock.json` | [`ImageLock`] |
 //! | `<cache>/builds/<id>/<key>/build.json` | [`BuildRecord`] |
 //!
@@ -32,6 +34,7 @@ use crate::sha::Sha256Hex;
 use crate::sizes::{Basis, CatalogRow, Field, Sizes};
 use crate::sources::{PatchRecord, Provenance};
 use crate::stats::{Aggregate, PlanSpec, Trial};
+use crate::submission::GroupKind;
 use crate::systems::SystemProfile;
 use crate::verify::Status;
 
@@ -58,6 +61,8 @@ evidence! {
     SizeAudit: "size audit", 1;
     ImageLock: "image lock", 1;
     BuildRecord: "build record", 1;
+    ProfileRecord: "profile record", 1;
+    Survey: "symmetric-primitive survey", 1;
 }
 
 /// The schema version this harness writes for `T`.
@@ -291,6 +296,116 @@ pub struct Environment {
     pub campaign_end: Option<String>,
     pub gate: Gate,
     pub warnings: Vec<String>,
+}
+
+// ---- Symmetric-primitive profile (profile)
+
+/// One operation of one instance, timed on the profiling variant of its library.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileRecord {
+    pub schema: u32,
+    pub id: String,
+    pub label: String,
+    pub op: Op,
+    pub system: String,
+    pub emulated: bool,
+    pub counter: CounterKind,
+    /// Measured operations: iterations of the kept trials (warm-ups excluded).
+    pub operations: u64,
+    /// Per trial process, as planned (warm-ups run before the counters start).
+    pub iterations: u64,
+    pub warmups: u64,
+    pub total_ticks: u64,
+    pub groups: Vec<GroupShare>,
+    /// Wrapped symbol → references from inside its own object file, which no
+    /// wrapper sees (counted only when reached through another wrapped entry point).
+    pub unseen_call_sites: BTreeMap<String, u64>,
+    /// Mean time per operation: profiling variant over reference build, same run.
+    pub overhead_ratio: f64,
+    pub reference_mean_ns: f64,
+    pub profiled_mean_ns: f64,
+    pub warnings: Vec<String>,
+    pub build_key: String,
+    pub reference_build_key: String,
+    pub library_sha256: String,
+    pub toolchain: ToolchainRecord,
+    pub host_gate: Gate,
+    pub harness_commit: String,
+    pub started: String,
+    pub finished: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupShare {
+    pub name: String,
+    pub kind: GroupKind,
+    pub family: String,
+    /// Wrapped ticks over all ticks of the measured operations.
+    pub share: f64,
+    pub ticks: u64,
+    pub symbols: Vec<SymbolCalls>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SymbolCalls {
+    pub symbol: String,
+    pub calls: u64,
+    /// Mean over the measured operations: fractional where the count varies.
+    pub calls_per_op: f64,
+    pub ticks: u64,
+}
+
+/// Which symmetric implementations a submission compiles in and reaches, and the
+/// verdict derived from them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Survey {
+    pub schema: u32,
+    pub id: String,
+    pub system: String,
+    pub verdict: Verdict,
+    /// The rule that produced the verdicts, in words.
+    pub rule: String,
+    pub notes: Vec<String>,
+    pub instances: Vec<InstanceSurvey>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstanceSurvey {
+    pub label: String,
+    pub verdict: Verdict,
+    /// Family → what shows it is in the library (constants found, symbols defined).
+    pub compiled_in: BTreeMap<String, Vec<String>>,
+    /// Groups with at least one measured call, with the operations that made them.
+    pub reached: BTreeMap<String, Vec<Op>>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    #[serde(rename = "ICCS-only")]
+    IccsOnly,
+    #[serde(rename = "bypass")]
+    Bypass,
+    #[serde(rename = "mixed")]
+    Mixed,
+    #[serde(rename = "instance-dependent")]
+    InstanceDependent,
+    /// No wrapped primitive was reached at all.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            Verdict::IccsOnly => "ICCS-only",
+            Verdict::Bypass => "bypass",
+            Verdict::Mixed => "mixed",
+            Verdict::InstanceDependent => "instance-dependent",
+            Verdict::None => "none",
+        };
+        f.pad(s)
+    }
 }
 
 // ---- Size audit (bench)

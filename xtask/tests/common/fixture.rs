@@ -36,10 +36,10 @@ pub fn squeeze(s: &mut u64, n: usize) -> Vec<u8> {
 
 pub struct Drng(u64);
 impl Drng {
-    fn new(seed: &[u8]) -> Drng {
+    pub fn new(seed: &[u8]) -> Drng {
         Drng(absorb(0xcbf29ce484222325, seed))
     }
-    fn get(&mut self, n: usize) -> Vec<u8> {
+    pub fn get(&mut self, n: usize) -> Vec<u8> {
         squeeze(&mut self.0, n)
     }
 }
@@ -146,7 +146,7 @@ pub fn write_tree(dir: &Path, instances: &[Inst]) -> PathBuf {
         let d = root.join(label);
         std::fs::create_dir_all(d.join("KAT")).unwrap();
         std::fs::create_dir_all(d.join("prebuilt")).unwrap();
-        for f in ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "hostile.h"] {
+        for f in ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "hostile.h", "keccak.h", "keccak.c"] {
             std::fs::copy(Path::new(FIXTURE).join(f), d.join(f)).unwrap();
         }
         let mut h = header(label, n, extra);
@@ -236,6 +236,24 @@ reference = "{{dir}}/KAT/KAT_KEM_{{label}}.txt"
 [bench]
 api = "iccs"
 header = "{{dir}}/KEM_{{label}}.h"
+
+[[profile.groups]]
+name = "hash"
+kind = "iccs-hash"
+family = "ICCS"
+symbols = ["pseudohash", "pseudoXOF", "sm3hash"]
+
+[[profile.groups]]
+name = "drng"
+kind = "iccs-drng"
+family = "ICCS"
+symbols = ["get_random_number"]
+
+[[profile.groups]]
+name = "keccak"
+kind = "direct"
+family = "Keccak"
+symbols = ["fixture_keccak_f1600"]
 "#
     );
     for (label, _, _) in instances {

@@ -1,0 +1,375 @@
+//! `cargo xtask profile`: the seed pages' "Symmetric primitives" section, measured.
+//! Each instance gets a profiling variant of its library with link-time wrappers
+//! around the manifest's `[profile]` symbols (`drivers/profile.c`); each operation is
+//! timed with the bench plan on both builds in the same run. A record per (instance,
+//! operation) holds each group's share of the ticks and the calls per operation; the
+//! survey derives, from constants and symbols in the library and the measured calls,
+//! which implementations are compiled in and which are reached, and the verdict.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{bail, Context, Result};
+use camino::Utf8Path;
+use xshell::Shell;
+
+use crate::bench::{Ctx, Timed};
+use crate::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::flags::{Bench, Op, Profile};
+use crate::hostgate::Gate;
+use crate::sandbox::Limits;
+use crate::schema::{self, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict};
+use crate::sources::Source;
+use crate::submission::{GroupKind, Instance, ProfileSpec, Submission};
+use crate::systems::SystemProfile;
+use crate::{project, recipe, stats};
+
+/// Byte patterns that show an implementation is in a library: every needle of a family
+/// must occur. Tables in data are found on every architecture; constants built into
+/// instructions only where the instruction set keeps them whole (x86-64).
+const CONSTANTS: &[(&str, &str, &[&[u8]])] = &[
+    ("Keccak", "Keccak-f round constants", &[&[0x82, 0x80, 0, 0, 0, 0, 0, 0, 0x8a, 0x80, 0, 0, 0, 0, 0, 0x80]]),
+    ("SHA-2", "SHA-256 round constants", &[&[0x98, 0x2f, 0x8a, 0x42], &[0x91, 0x44, 0x37, 0x71]]),
+    ("SM3", "SM3 initial value", &[&[0x6f, 0x16, 0x80, 0x73], &[0xb9, 0xb2, 0x14, 0x49]]),
+    ("AES", "AES S-box", &[&[0x63, 0x7c, 0x77, 0x7b, 0xf2, 0x6b, 0x6f, 0xc5, 0x30, 0x01, 0x67, 0x2b]]),
+];
+
+pub const RULE: &str = "Per instance, over every measured operation: ICCS-only when only ICCS groups \
+(placeholder hash functions, DRNG) had calls; bypass when only the submission's own primitives \
+(direct groups) had calls; mixed when both did; none when neither. Across instances: their common \
+verdict, else instance-dependent. A family is dead when it is compiled in (constants or symbols \
+in the library) and no wrapper of it saw a call and no call site inside its own objects exists.";
+
+/// What the profiling library shows without running it.
+#[derive(Debug, Default, Clone)]
+pub struct Static {
+    /// Family → evidence.
+    pub compiled_in: BTreeMap<String, Vec<String>>,
+    pub unseen_call_sites: BTreeMap<String, u64>,
+}
+
+/// Constants and defined symbols of the library, and references to wrapped symbols
+/// from outside the wrappers (calls inside the defining object, which `--wrap`
+/// cannot redirect). Needs a library linked with `--emit-relocs`.
+pub fn inspect(lib: &Utf8Path, spec: &ProfileSpec) -> Result<Static> {
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
+    let data = project::read_regular(lib, 256 << 20)?;
+    let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(&*data)
+        .with_context(|| format!("{lib} is not a 64-bit ELF"))?;
+    let mut st = Static::default();
+    for (family, what, needles) in CONSTANTS {
+        if needles.iter().all(|n| data.windows(n.len()).any(|w| w == *n)) {
+            st.compiled_in.entry((*family).to_owned()).or_default().push(format!("constants: {what}"));
+        }
+    }
+    let defined: BTreeSet<&str> = elf.symbols().filter(|s| s.is_definition()).filter_map(|s| s.name().ok()).collect();
+    for g in &spec.groups {
+        let found: Vec<&str> = g.symbols.iter().map(String::as_str).filter(|s| defined.contains(s)).collect();
+        if !found.is_empty() {
+            st.compiled_in.entry(g.family.clone()).or_default().push(format!("symbols: {}", found.join(", ")));
+        }
+    }
+    let wrappers: Vec<(u64, u64)> = elf
+        .symbols()
+        .filter(|s| s.name().is_ok_and(|n| n.starts_with("__wrap_")))
+        .map(|s| (s.address(), s.address() + s.size()))
+        .collect();
+    let wrapped: BTreeSet<&str> = spec.groups.iter().flat_map(|g| g.symbols.iter().map(String::as_str)).collect();
+    for section in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
+        for (at, reloc) in section.relocations() {
+            let RelocationTarget::Symbol(i) = reloc.target() else { continue };
+            let Ok(name) = elf.symbol_by_index(i).and_then(|s| s.name()) else { continue };
+            if wrapped.contains(name) && !wrappers.iter().any(|(a, b)| (*a..*b).contains(&at)) {
+                *st.unseen_call_sites.entry(name.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    Ok(st)
+}
+
+/// Each group's share and calls per operation from the kept trials of one operation.
+/// The counts come from the candidate's own process: they must name exactly the
+/// manifest's symbols, and the wrapped ticks cannot exceed the operation's.
+pub(crate) fn shares(spec: &ProfileSpec, timed: &Timed) -> Result<(u64, u64, Vec<GroupShare>)> {
+    let (mut operations, mut total) = (0, 0);
+    let mut by_symbol: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let want: Vec<&String> = spec.groups.iter().flat_map(|g| &g.symbols).collect();
+    for (trial, report) in timed.kept() {
+        let got: Vec<&String> = report.profile.iter().map(|c| &c.symbol).collect();
+        let wrapped = report.profile.iter().try_fold(0u64, |a, c| a.checked_add(c.ticks));
+        if got != want || wrapped.is_none_or(|w| w > report.ticks) {
+            bail!("the profiling driver reported counts that do not fit its symbols or its ticks");
+        }
+        operations += trial.iterations;
+        total = report.ticks.saturating_add(total);
+        for c in &report.profile {
+            let e = by_symbol.entry(c.symbol.as_str()).or_default();
+            e.0 = e.0.saturating_add(c.calls);
+            e.1 = e.1.saturating_add(c.ticks);
+        }
+    }
+    let groups = spec
+        .groups
+        .iter()
+        .map(|g| {
+            let symbols: Vec<SymbolCalls> = g
+                .symbols
+                .iter()
+                .map(|s| {
+                    let (calls, ticks) = by_symbol.get(s.as_str()).copied().unwrap_or_default();
+                    SymbolCalls { symbol: s.clone(), calls, calls_per_op: calls as f64 / operations as f64, ticks }
+                })
+                .collect();
+            let ticks = symbols.iter().map(|s| s.ticks).sum::<u64>();
+            let share = if total == 0 { 0.0 } else { ticks as f64 / total as f64 };
+            GroupShare { name: g.name.clone(), kind: g.kind, family: g.family.clone(), share, ticks, symbols }
+        })
+        .collect();
+    Ok((operations, total, groups))
+}
+
+/// The survey of one submission from its instances' static facts and records.
+pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileRecord>)]) -> Survey {
+    let surveyed: Vec<InstanceSurvey> = instances.iter().map(|(l, st, recs)| survey_instance(l, st, recs)).collect();
+    let first = surveyed.first().map_or(Verdict::None, |s| s.verdict);
+    let verdict = if surveyed.iter().all(|s| s.verdict == first) { first } else { Verdict::InstanceDependent };
+    let common: Vec<String> = surveyed
+        .first()
+        .map(|s| s.notes.iter().filter(|n| surveyed.iter().all(|o| o.notes.contains(n))).cloned().collect())
+        .unwrap_or_default();
+    Survey {
+        schema: schema::version::<Survey>(),
+        id: id.to_owned(),
+        system: system.to_owned(),
+        verdict,
+        rule: RULE.to_owned(),
+        notes: common,
+        instances: surveyed,
+    }
+}
+
+fn survey_instance(label: &str, st: &Static, recs: &[ProfileRecord]) -> InstanceSurvey {
+    let mut reached: BTreeMap<String, Vec<Op>> = BTreeMap::new();
+    let mut kinds = BTreeSet::new();
+    let mut families_reached = BTreeSet::new();
+    for r in recs {
+        for g in r.groups.iter().filter(|g| g.symbols.iter().any(|s| s.calls > 0)) {
+            reached.entry(g.name.clone()).or_default().push(r.op);
+            kinds.insert(if g.kind.is_iccs() {
+                "iccs"
+            } else if g.kind == GroupKind::Direct {
+                "own"
+            } else {
+                "rng"
+            });
+            families_reached.insert(g.family.clone());
+        }
+    }
+    let verdict = match (kinds.contains("iccs"), kinds.contains("own")) {
+        (true, false) => Verdict::IccsOnly,
+        (false, true) => Verdict::Bypass,
+        (true, true) => Verdict::Mixed,
+        (false, false) => Verdict::None,
+    };
+    let mut notes = Vec::new();
+    let groups = recs.first().map(|r| r.groups.as_slice()).unwrap_or_default();
+    for family in st.compiled_in.keys().filter(|f| !families_reached.contains(*f)) {
+        let mine: Vec<&GroupShare> = groups.iter().filter(|g| &g.family == family).collect();
+        let unseen: u64 = mine
+            .iter()
+            .flat_map(|g| &g.symbols)
+            .map(|s| st.unseen_call_sites.get(&s.symbol).copied().unwrap_or(0))
+            .sum();
+        notes.push(match (mine.is_empty(), unseen) {
+            (true, _) => format!("{family} compiled in, not measured (no [profile] group wraps it)"),
+            (false, 0) => format!("{family} dead"),
+            (false, n) => {
+                format!("{family} not reached through its wrappers ({n} call sites inside its objects unseen)")
+            }
+        });
+    }
+    InstanceSurvey { label: label.to_owned(), verdict, compiled_in: st.compiled_in.clone(), reached, notes }
+}
+
+/// `drng 11, pseudohash 2`: every symbol with calls, mean per operation.
+pub fn calls_text(groups: &[GroupShare]) -> String {
+    let mut parts = Vec::new();
+    for g in groups {
+        for s in g.symbols.iter().filter(|s| s.calls > 0) {
+            let n = format!("{:.1}", s.calls_per_op);
+            parts.push(format!("{} {}", s.symbol, n.strip_suffix(".0").unwrap_or(&n)));
+        }
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+impl Profile {
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let system = SystemProfile::load(&self.bench.inputs.system)?;
+        let bench = self.bench.with_profile(&system)?;
+        let gate = bench.gate(&system)?;
+        let run = bench.inputs.prepare(sh, check)?;
+        let mut failures = Vec::new();
+        for (sub, src) in &run.work {
+            failures.extend(profile_submission(&bench, sh, (&run.ctx, &gate), (sub, src))?);
+        }
+        crate::evidence::reindex(&bench.inputs.out)?;
+        if !failures.is_empty() {
+            bail!("some instances could not be profiled:\n  {}", failures.join("\n  "));
+        }
+        Ok(())
+    }
+}
+
+/// Only submissions with a `[profile]` and a `[bench]` section can be profiled.
+pub fn check(sub: &Submission) -> Result<()> {
+    Bench::check(sub)?;
+    if sub.profile.is_none() {
+        bail!("{} has no [profile] section: its manifest names no symbols to wrap", sub.id);
+    }
+    Ok(())
+}
+
+/// What the records of one submission share.
+struct Facts<'a> {
+    bench: &'a Bench,
+    sub: &'a Submission,
+    spec: &'a ProfileSpec,
+    tc: &'a ToolchainRecord,
+    gate: &'a Gate,
+    harness_commit: String,
+}
+
+fn profile_submission(
+    bench: &Bench,
+    sh: &Shell,
+    (run, gate): (&RunCtx, &Gate),
+    (sub, src): (&Submission, &Source),
+) -> Result<Vec<String>> {
+    let sb = run.env.sandbox(Limits { perf_events: true, ..bench.inputs.limits() });
+    let tc = run.env.record(sh, &sb)?;
+    let bctx = BuildCtx { sh, env: &run.env, tc: &tc, sb: &sb, sub, src, inputs: &bench.inputs };
+    let spec = sub.profile.as_ref().context("no [profile] section")?;
+    let facts = Facts { bench, sub, spec, tc: &tc, gate, harness_commit: project::harness_commit(sh) };
+    println!("{} ({}): symmetric-primitive profile, {} on {}", sub.id, sub.name, tc.gcc_version, run.env.arch.uname());
+    println!("  {:<18} {:<6} {:>9} {:>9} {:>9}  calls per operation", "instance", "op", "ICCS hash", "DRNG", "other");
+    let mut failures = Vec::new();
+    let mut surveyed = Vec::new();
+    for inst in sub.instances.iter().filter(|i| bench.inputs.selects(i)) {
+        let (Built::Ok(reference), Built::Ok(profiled)) = (bctx.ensure(inst)?, bctx.ensure_profile(inst)?) else {
+            failures.push(format!("{} {}: a build failed (see `cargo xtask verify`)", sub.id, inst.label));
+            continue;
+        };
+        let st = inspect(&profiled.out.join(recipe::LIBRARY), spec)?;
+        let mut recs = Vec::new();
+        for &op in &bench.ops {
+            let ctx =
+                |build| Ctx { sh, sb: &sb, build, src, cpu: bench.cpu, timeout: std::time::Duration::from_hours(1) };
+            let started = project::now_utc();
+            let reference_timed = bench.time_op(&ctx(&reference), op)?;
+            let timed = bench.time_op(&ctx(&profiled), op)?;
+            let rec = record(&facts, inst, (&reference, &profiled), &st, (op, &reference_timed, &timed), started)?;
+            print_row(&rec);
+            schema::write(&run.layout.profile(&sub.id, &inst.label, op.name()), &rec)?;
+            recs.push(rec);
+        }
+        surveyed.push((inst.label.clone(), st, recs));
+    }
+    let survey = survey(&sub.id, &bench.inputs.system, &surveyed);
+    print_survey(&survey);
+    schema::write(&run.layout.survey(&sub.id), &survey)?;
+    Ok(failures)
+}
+
+fn record(
+    f: &Facts,
+    inst: &Instance,
+    (reference, profiled): (&Build, &Build),
+    st: &Static,
+    (op, reference_timed, timed): (Op, &Timed, &Timed),
+    started: String,
+) -> Result<ProfileRecord> {
+    let (operations, total_ticks, groups) = shares(f.spec, timed)?;
+    let mean = |t: &Timed| stats::aggregate(&t.kept().map(|k| k.0.clone()).collect::<Vec<_>>()).mean_ns;
+    let (reference_mean_ns, profiled_mean_ns) = (mean(reference_timed), mean(timed));
+    let mut warnings = Vec::new();
+    if f.tc.emulated {
+        warnings.push("emulated: shares are of the emulator's time, not of the architecture".into());
+    }
+    if !st.unseen_call_sites.is_empty() {
+        let list: Vec<String> = st.unseen_call_sites.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        warnings.push(format!("call sites inside the defining objects, not seen by wrappers: {}", list.join(", ")));
+    }
+    Ok(ProfileRecord {
+        schema: schema::version::<ProfileRecord>(),
+        id: f.sub.id.clone(),
+        label: inst.label.clone(),
+        op,
+        system: f.bench.inputs.system.clone(),
+        emulated: f.tc.emulated,
+        counter: timed.kept().next().context("no trial")?.1.counter,
+        operations,
+        iterations: timed.plan.iterations,
+        warmups: timed.plan.warmups,
+        total_ticks,
+        groups,
+        unseen_call_sites: st.unseen_call_sites.clone(),
+        overhead_ratio: profiled_mean_ns / reference_mean_ns,
+        reference_mean_ns,
+        profiled_mean_ns,
+        warnings,
+        build_key: profiled.record.key.clone(),
+        reference_build_key: reference.record.key.clone(),
+        library_sha256: profiled.record.output_sha256(recipe::LIBRARY).context("no library")?.to_owned(),
+        toolchain: f.tc.clone(),
+        host_gate: f.gate.clone(),
+        harness_commit: f.harness_commit.clone(),
+        started,
+        finished: project::now_utc(),
+    })
+}
+
+/// The share of a kind of group, for tables.
+pub fn kind_share(groups: &[GroupShare], pick: impl Fn(GroupKind) -> bool) -> f64 {
+    // A fold, not sum(): an empty float sum is -0.0.
+    groups.iter().filter(|g| pick(g.kind)).fold(0.0, |a, g| a + g.share)
+}
+
+fn print_row(r: &ProfileRecord) {
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    println!(
+        "  {:<18} {:<6} {:>9} {:>9} {:>9}  {}  (overhead ×{:.2})",
+        r.label,
+        r.op.name(),
+        pct(kind_share(&r.groups, |k| k == GroupKind::IccsHash)),
+        pct(kind_share(&r.groups, |k| k == GroupKind::IccsDrng)),
+        pct(kind_share(&r.groups, |k| !k.is_iccs())),
+        calls_text(&r.groups),
+        r.overhead_ratio
+    );
+    for w in &r.warnings {
+        println!("      note: {w}");
+    }
+}
+
+fn print_survey(s: &Survey) {
+    println!(
+        "  survey verdict: {}{}",
+        s.verdict,
+        if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) }
+    );
+    for i in &s.instances {
+        let compiled: Vec<&str> = i.compiled_in.keys().map(String::as_str).collect();
+        let reached: Vec<&str> = i.reached.keys().map(String::as_str).collect();
+        println!(
+            "    {:<18} {:<18} compiled in: {}; reached: {}",
+            i.label,
+            i.verdict.to_string(),
+            compiled.join(", "),
+            reached.join(", ")
+        );
+    }
+}
