@@ -13,17 +13,18 @@ use crate::evidence::{self, Layout};
 use crate::flags::{Bench, Campaign, Inputs, Op, Verify};
 use crate::hostgate::Gate;
 use crate::interrupt::Interrupted;
-use crate::project;
 use crate::schema::Summary;
 use crate::submission::Submission;
 use crate::systems::SystemProfile;
 use crate::verify::Status;
+use crate::{profile, project};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
     Image,
     Verify(String),
     Bench(String),
+    Profile(String),
 }
 
 impl std::fmt::Display for Step {
@@ -32,6 +33,7 @@ impl std::fmt::Display for Step {
             Step::Image => write!(f, "image"),
             Step::Verify(id) => write!(f, "verify {id}"),
             Step::Bench(id) => write!(f, "bench {id}"),
+            Step::Profile(id) => write!(f, "profile {id}"),
         }
     }
 }
@@ -68,6 +70,26 @@ impl Campaign {
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
+    fn profile_done(&self, layout: &Layout, sub: &Submission) -> bool {
+        let rel = layout.profile_dir(&sub.id);
+        layout.survey(&sub.id).is_file() && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+    }
+
+    /// Timing settings of one submission: the campaign's, with the profile's defaults.
+    fn bench(&self, id: &str, ctx: &RunCtx) -> Result<Bench> {
+        Bench {
+            inputs: self.inputs(Some(id)),
+            ops: vec![Op::Keygen, Op::Enc, Op::Dec],
+            trials: None,
+            trial_target: None,
+            iterations: None,
+            cpu: None,
+            allow_unfixed_host: self.allow_unfixed_host,
+            quick: self.quick,
+        }
+        .with_profile(&ctx.profile)
+    }
+
     /// The inputs of one submission's step (or of none: the image step).
     fn inputs(&self, id: Option<&str>) -> Inputs {
         let ids = id.map(|i| vec![i.to_owned()]).unwrap_or_default();
@@ -94,6 +116,9 @@ impl Campaign {
             steps.push(Step::Verify(sub.id.clone()));
             if !self.no_bench {
                 steps.push(Step::Bench(sub.id.clone()));
+                if !self.no_profile && sub.profile.is_some() {
+                    steps.push(Step::Profile(sub.id.clone()));
+                }
             }
         }
         let total = steps.len();
@@ -104,8 +129,10 @@ impl Campaign {
         let mut unverified = std::collections::BTreeSet::new();
         for (n, step) in steps.iter().enumerate() {
             let label = format!("[{}/{total}] {step}", n + 1);
-            let sub = subs.iter().find(|s| matches!(step, Step::Verify(id) | Step::Bench(id) if *id == s.id));
-            if let Step::Bench(id) = step {
+            let sub = subs
+                .iter()
+                .find(|s| matches!(step, Step::Verify(id) | Step::Bench(id) | Step::Profile(id) if *id == s.id));
+            if let Step::Bench(id) | Step::Profile(id) = step {
                 if unverified.contains(id) {
                     println!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
                     continue;
@@ -115,6 +142,7 @@ impl Campaign {
                 && match (step, sub) {
                     (Step::Verify(_), Some(s)) => self.verify_done(&layout, s),
                     (Step::Bench(_), Some(s)) => self.bench_done(&layout, s),
+                    (Step::Profile(_), Some(s)) => self.profile_done(&layout, s),
                     _ => false,
                 };
             if done {
@@ -172,26 +200,23 @@ impl Campaign {
             }
             Step::Bench(id) => {
                 let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
-                let bench = Bench {
-                    inputs: self.inputs(Some(id)),
-                    ops: vec![Op::Keygen, Op::Enc, Op::Dec],
-                    trials: None,
-                    trial_target: None,
-                    iterations: None,
-                    cpu: None,
-                    allow_unfixed_host: self.allow_unfixed_host,
-                    quick: self.quick,
-                }
-                .with_profile(&ctx.profile)?;
-                // The host gate is evaluated once per campaign.
-                let gate = match &state.gate {
-                    Some(g) => g.clone(),
-                    None => state.gate.insert(bench.gate(&ctx.profile)?).clone(),
-                };
+                let bench = self.bench(id, ctx)?;
+                let gate = gate_once(&mut state.gate, &bench, ctx)?;
                 let work = bench.inputs.obtain(sh, &ctx.profile, Bench::check)?;
                 let failures = bench.bench_all(sh, ctx, &work, &gate)?;
                 if !failures.is_empty() {
                     bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
+                }
+                Ok(())
+            }
+            Step::Profile(id) => {
+                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let bench = self.bench(id, ctx)?;
+                let gate = gate_once(&mut state.gate, &bench, ctx)?;
+                let work = bench.inputs.obtain(sh, &ctx.profile, profile::check)?;
+                let failures = profile::profile_all(&bench, sh, (ctx, &gate), &work)?;
+                if !failures.is_empty() {
+                    bail!("some instances could not be profiled:\n  {}", failures.join("\n  "));
                 }
                 Ok(())
             }
@@ -204,6 +229,14 @@ struct State {
     profile: SystemProfile,
     ctx: Option<RunCtx>,
     gate: Option<Gate>,
+}
+
+/// The host gate, evaluated once per campaign.
+fn gate_once(slot: &mut Option<Gate>, bench: &Bench, ctx: &RunCtx) -> Result<Gate> {
+    match slot {
+        Some(g) => Ok(g.clone()),
+        None => Ok(slot.insert(bench.gate(&ctx.profile)?).clone()),
+    }
 }
 
 /// Seconds left: each remaining step costs the mean of finished steps of its kind,

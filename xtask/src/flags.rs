@@ -281,9 +281,13 @@ pub struct Campaign {
     /// Time even though the host gate failed (recorded in every record).
     #[arg(long)]
     pub allow_unfixed_host: bool,
-    /// Verify only; no timing.
+    /// Verify only; no timing (and no profile).
     #[arg(long)]
     pub no_bench: bool,
+    /// No symmetric-primitive profile (by default it follows bench for every submission
+    /// whose manifest has a [profile] section).
+    #[arg(long)]
+    pub no_profile: bool,
     /// The archive of one submission, as verify's --archive (repeatable).
     #[arg(long = "archive", value_name = "ID=PATH|URL", value_parser = id_path)]
     pub archives: Vec<(String, Utf8PathBuf)>,

@@ -129,7 +129,13 @@ pub(crate) fn shares(spec: &ProfileSpec, timed: &Timed) -> Result<(u64, u64, Vec
 
 /// The survey of one submission from its instances' static facts and records.
 pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileRecord>)]) -> Survey {
-    let surveyed: Vec<InstanceSurvey> = instances.iter().map(|(l, st, recs)| survey_instance(l, st, recs)).collect();
+    let surveyed: Vec<InstanceSurvey> = instances
+        .iter()
+        .map(|(l, st, recs)| {
+            let ops: Vec<(Op, &[GroupShare])> = recs.iter().map(|r| (r.op, r.groups.as_slice())).collect();
+            survey_instance(l, st, &ops)
+        })
+        .collect();
     let first = surveyed.first().map_or(Verdict::None, |s| s.verdict);
     let verdict = if surveyed.iter().all(|s| s.verdict == first) { first } else { Verdict::InstanceDependent };
     let common: Vec<String> = surveyed
@@ -147,13 +153,14 @@ pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileR
     }
 }
 
-fn survey_instance(label: &str, st: &Static, recs: &[ProfileRecord]) -> InstanceSurvey {
+/// One instance's verdict and notes from what each operation reached.
+fn survey_instance(label: &str, st: &Static, recs: &[(Op, &[GroupShare])]) -> InstanceSurvey {
     let mut reached: BTreeMap<String, Vec<Op>> = BTreeMap::new();
     let mut kinds = BTreeSet::new();
     let mut families_reached = BTreeSet::new();
-    for r in recs {
-        for g in r.groups.iter().filter(|g| g.symbols.iter().any(|s| s.calls > 0)) {
-            reached.entry(g.name.clone()).or_default().push(r.op);
+    for (op, groups) in recs {
+        for g in groups.iter().filter(|g| g.symbols.iter().any(|s| s.calls > 0)) {
+            reached.entry(g.name.clone()).or_default().push(*op);
             kinds.insert(if g.kind.is_iccs() {
                 "iccs"
             } else if g.kind == GroupKind::Direct {
@@ -171,7 +178,7 @@ fn survey_instance(label: &str, st: &Static, recs: &[ProfileRecord]) -> Instance
         (false, false) => Verdict::None,
     };
     let mut notes = Vec::new();
-    let groups = recs.first().map(|r| r.groups.as_slice()).unwrap_or_default();
+    let groups = recs.first().map(|r| r.1).unwrap_or_default();
     for family in st.compiled_in.keys().filter(|f| !families_reached.contains(*f)) {
         let mine: Vec<&GroupShare> = groups.iter().filter(|g| &g.family == family).collect();
         let unseen: u64 = mine
@@ -212,16 +219,27 @@ impl Profile {
         let bench = self.bench.with_profile(&system)?;
         let gate = bench.gate(&system)?;
         let run = bench.inputs.prepare(sh, check)?;
-        let mut failures = Vec::new();
-        for (sub, src) in &run.work {
-            failures.extend(profile_submission(&bench, sh, (&run.ctx, &gate), (sub, src))?);
-        }
+        let failures = profile_all(&bench, sh, (&run.ctx, &gate), &run.work)?;
         crate::evidence::reindex(&bench.inputs.out)?;
         if !failures.is_empty() {
             bail!("some instances could not be profiled:\n  {}", failures.join("\n  "));
         }
         Ok(())
     }
+}
+
+/// Profile every submission of `work`; the instances that could not be profiled.
+pub fn profile_all(
+    bench: &Bench,
+    sh: &Shell,
+    run: (&RunCtx, &Gate),
+    work: &[(Submission, Source)],
+) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    for (sub, src) in work {
+        failures.extend(profile_submission(bench, sh, run, (sub, src))?);
+    }
+    Ok(failures)
 }
 
 /// Only submissions with a `[profile]` and a `[bench]` section can be profiled.
@@ -371,5 +389,49 @@ fn print_survey(s: &Survey) {
             compiled.join(", "),
             reached.join(", ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(name: &str, kind: GroupKind, family: &str, calls: u64) -> GroupShare {
+        let symbols = vec![SymbolCalls { symbol: format!("{name}_fn"), calls, calls_per_op: calls as f64, ticks: 0 }];
+        GroupShare { name: name.into(), kind, family: family.into(), share: 0.0, ticks: 0, symbols }
+    }
+
+    fn compiled(families: &[&str]) -> Static {
+        let compiled_in = families.iter().map(|f| ((*f).to_owned(), vec!["constants".to_owned()])).collect();
+        Static { compiled_in, unseen_call_sites: BTreeMap::new() }
+    }
+
+    #[test]
+    fn verdicts_and_notes_follow_the_rule() {
+        let iccs = |n| group("hash", GroupKind::IccsHash, "ICCS", n);
+        let keccak = |n| group("keccak", GroupKind::Direct, "Keccak", n);
+        let rng = group("randombytes", GroupKind::Randombytes, "randombytes", 1);
+        let st = compiled(&["Keccak", "AES"]);
+        let v = |groups: &[GroupShare]| survey_instance("x", &st, &[(Op::Keygen, groups)]);
+        assert_eq!(v(&[iccs(2), keccak(0)]).verdict, Verdict::IccsOnly);
+        assert_eq!(v(&[iccs(0), keccak(3), rng.clone()]).verdict, Verdict::Bypass);
+        assert_eq!(v(&[iccs(1), keccak(1)]).verdict, Verdict::Mixed);
+        assert_eq!(v(&[iccs(0), keccak(0), rng]).verdict, Verdict::None, "randomness alone is no primitive");
+        let notes = v(&[iccs(2), keccak(0)]).notes;
+        assert_eq!(notes, ["AES compiled in, not measured (no [profile] group wraps it)", "Keccak dead"]);
+        // A call site inside Keccak's own object may reach it unseen: not called dead.
+        let mut hidden = compiled(&["Keccak"]);
+        hidden.unseen_call_sites.insert("keccak_fn".into(), 2);
+        let n = survey_instance("x", &hidden, &[(Op::Enc, &[iccs(1), keccak(0)][..])]).notes;
+        assert_eq!(n, ["Keccak not reached through its wrappers (2 call sites inside its objects unseen)"]);
+    }
+
+    #[test]
+    fn calls_are_shown_as_the_seed_pages_show_them() {
+        let mut g = group("drng", GroupKind::IccsDrng, "ICCS", 106);
+        g.symbols[0].calls_per_op = 10.6;
+        let h = group("hash", GroupKind::IccsHash, "ICCS", 2);
+        assert_eq!(calls_text(&[g, h]), "drng_fn 10.6, hash_fn 2");
+        assert_eq!(calls_text(&[group("x", GroupKind::Direct, "AES", 0)]), "-");
     }
 }

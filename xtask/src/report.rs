@@ -9,8 +9,9 @@ use xshell::Shell;
 
 use crate::evidence::{self, Layout};
 use crate::flags::{Op, Report};
-use crate::schema::{self, Disagreement, Environment, Record, SizeAudit, Summary};
+use crate::schema::{self, Disagreement, Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
 use crate::sources::Provenance;
+use crate::submission::GroupKind;
 use crate::submission::Submission;
 use crate::{project, stats};
 
@@ -22,14 +23,17 @@ struct Evidence {
     env: Option<Environment>,
     records: Vec<Record>,
     audit: Vec<Disagreement>,
+    survey: Option<Survey>,
+    profiles: Vec<ProfileRecord>,
 }
 
 impl Evidence {
     fn read(layout: &Layout, sub: &Submission) -> Result<Evidence> {
-        let mut records = Vec::new();
+        let (mut records, mut profiles) = (Vec::new(), Vec::new());
         for inst in &sub.instances {
             for op in OPS {
                 records.extend(schema::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
+                profiles.extend(schema::read::<ProfileRecord>(&layout.profile(&sub.id, &inst.label, op.name()))?);
             }
         }
         let audit_path = layout.size_audit(&sub.id);
@@ -39,6 +43,8 @@ impl Evidence {
             env: schema::read(&layout.environment(&sub.id))?,
             records,
             audit,
+            survey: schema::read(&layout.survey(&sub.id))?,
+            profiles,
         })
     }
 }
@@ -68,7 +74,7 @@ impl Report {
 
 pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     let e = Evidence::read(layout, sub)?;
-    if e.kat.is_none() && e.records.is_empty() {
+    if e.kat.is_none() && e.records.is_empty() && e.survey.is_none() {
         bail!("no evidence for {} under {}: run verify and bench first", sub.id, layout.system_dir);
     }
     let mut p = String::new();
@@ -78,6 +84,7 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     performance(&mut p, &e)?;
     resources(&mut p, &e)?;
     sizes(&mut p, &e)?;
+    symmetric(&mut p, &e)?;
     index(&mut p, layout, sub)?;
     Ok(p)
 }
@@ -239,12 +246,58 @@ fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
     Ok(())
 }
 
+/// The seed pages' "Symmetric primitives": the derived survey verdict, then the share
+/// of each operation in the ICCS hash functions and DRNG (and the submission's own
+/// primitives), and the calls per operation.
+fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
+    writeln!(w, "\n## Symmetric primitives\n")?;
+    let Some(s) = &e.survey else {
+        writeln!(w, "Not profiled: run `cargo xtask profile`.")?;
+        return Ok(());
+    };
+    let notes = if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) };
+    writeln!(w, "Survey verdict: {}{notes}\n", s.verdict)?;
+    for i in s.instances.iter().filter(|i| i.verdict != s.verdict || !i.notes.is_empty()) {
+        writeln!(w, "- {}: {}{}", i.label, i.verdict, i.notes.iter().map(|n| format!("; {n}")).collect::<String>())?;
+    }
+    writeln!(w, "\nRule: {}\n", s.rule)?;
+    writeln!(
+        w,
+        "Share of each operation spent in the wrapped functions (profiling variant with link-time wrappers, \
+         measured in the same run as its reference build):\n"
+    )?;
+    writeln!(
+        w,
+        "| instance | operation | pseudohash/XOF/sm3 | DRNG | own primitives | calls per operation | wrapper overhead |\n\
+         |---|---|---|---|---|---|---|"
+    )?;
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    for r in &e.profiles {
+        let share = |pick: &dyn Fn(GroupKind) -> bool| pct(crate::profile::kind_share(&r.groups, pick));
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} | ×{:.2} |",
+            r.label,
+            r.op.name(),
+            share(&|k| k == GroupKind::IccsHash),
+            share(&|k| k == GroupKind::IccsDrng),
+            share(&|k| k == GroupKind::Direct),
+            crate::profile::calls_text(&r.groups),
+            r.overhead_ratio
+        )?;
+    }
+    if e.profiles.iter().any(|r| r.emulated) {
+        writeln!(w, "\nEmulated: these shares are of the emulator's time, not measurements of the architecture.")?;
+    }
+    Ok(())
+}
+
 fn index(w: &mut String, layout: &Layout, sub: &Submission) -> Result<()> {
     writeln!(w, "\n## 7. Raw evidence index\n")?;
     writeln!(w, "Paths are relative to the evidence root; `{}` lists every file with its SHA-256.\n", evidence::INDEX)?;
     writeln!(w, "| file | sha256 |\n|---|---|")?;
     let root = layout.system_dir.parent().unwrap_or(&layout.system_dir);
-    let prefixes = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id)];
+    let prefixes = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id)];
     for (path, sha) in evidence::read_index(root).unwrap_or_default() {
         if prefixes.iter().any(|p| root.join(&path).starts_with(p)) {
             writeln!(w, "| {path} | {}… |", &sha[..16.min(sha.len())])?;

@@ -13,17 +13,21 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     let first = xtask(&args, None);
     assert!(first.status.success());
     let text = stdout(&first);
-    for step in ["[1/3] image", "[2/3] verify pqclean-ml-kem", "[3/3] bench pqclean-ml-kem"] {
+    let steps =
+        ["[1/4] image", "[2/4] verify pqclean-ml-kem", "[3/4] bench pqclean-ml-kem", "[4/4] profile pqclean-ml-kem"];
+    for step in steps {
         assert!(text.contains(&format!("{step}: done in")), "{step}\n{text}");
     }
     assert!(text.contains("s left"));
     assert!(out.join("local/records/pqclean-ml-kem/ML-KEM-1024__dec.json").is_file());
+    assert!(out.join("local/profile/pqclean-ml-kem/survey.json").is_file());
 
     let resumed = xtask(&[&args[..], &["--resume"]].concat(), None);
     assert!(resumed.status.success());
     let text = stdout(&resumed);
-    assert!(text.contains("[2/3] verify pqclean-ml-kem: evidence present and indexed, skipped"), "{text}");
-    assert!(text.contains("[3/3] bench pqclean-ml-kem: evidence present and indexed, skipped"), "{text}");
+    for step in &steps[1..] {
+        assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{text}");
+    }
 
     // Evidence that no longer matches the index is not trusted: that step runs again.
     let log = out.join("local/kat/pqclean-ml-kem/ML-KEM-512.log");

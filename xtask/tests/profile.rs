@@ -93,6 +93,15 @@ fn profile_counts_calls_exactly_and_derives_the_survey() {
     assert_eq!(of("fix-keccak").verdict, Verdict::Mixed);
     assert!(of("fix-keccak").notes.is_empty(), "{:?}", of("fix-keccak").notes);
     assert_eq!(survey.verdict, Verdict::InstanceDependent);
+    // The page: the seed pages' section, and the records in the raw evidence index.
+    let report = xtask(&["report", m.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
+    assert!(report.status.success());
+    let page = std::fs::read_to_string(common::layout(&out).report("fixture-kem")).unwrap();
+    let section = &page[page.find("## Symmetric primitives").unwrap()..page.find("## 7.").unwrap()];
+    assert!(section.contains("Survey verdict: instance-dependent"), "{section}");
+    assert!(section.contains("| fix-16 | dec | "), "{section}");
+    assert!(section.contains("| pseudohash 2, pseudoXOF 1 |"), "{section}");
+    assert!(page.contains("| local/profile/fixture-kem/fix-vary__keygen.json |"), "{page}");
     let check = xtask(&["evidence", "check", out.to_str().unwrap()], None);
     assert!(check.status.success(), "profile records and survey are indexed and read back");
 }
