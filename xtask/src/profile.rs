@@ -317,6 +317,9 @@ fn record(
     if f.tc.emulated {
         warnings.push("emulated: shares are of the emulator's time, not of the architecture".into());
     }
+    if profiled.record.plan.flags.iter().any(|f| f.starts_with("-flto")) {
+        warnings.push("built with LTO: --wrap cannot see calls the link-time optimiser resolves or inlines".into());
+    }
     if !st.unseen_call_sites.is_empty() {
         let list: Vec<String> = st.unseen_call_sites.iter().map(|(s, n)| format!("{s} {n}")).collect();
         warnings.push(format!("call sites inside the defining objects, not seen by wrappers: {}", list.join(", ")));
@@ -424,6 +427,49 @@ mod tests {
         hidden.unseen_call_sites.insert("keccak_fn".into(), 2);
         let n = survey_instance("x", &hidden, &[(Op::Enc, &[iccs(1), keccak(0)][..])]).notes;
         assert_eq!(n, ["Keccak not reached through its wrappers (2 call sites inside its objects unseen)"]);
+    }
+
+    fn timed(counts: Vec<crate::bench::WrappedCount>, ticks: u64) -> Timed {
+        let report: crate::bench::DriverReport = serde_json::from_str(&format!(
+            r#"{{"iterations":10,"ns":1000,"ticks":{ticks},"counter":"tsc","counter_nominal_hz":0,"perf_errno":2,
+               "baseline_rss_kib":1,"peak_rss_kib":1,"api_sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}},
+               "returned_sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}}}}"#
+        ))
+        .unwrap();
+        let report = crate::bench::DriverReport { profile: counts, ..report };
+        let trial = crate::stats::Trial { iterations: 10, ns: 1000, ticks, disturbed: false, replaced: false };
+        Timed {
+            spec: crate::stats::PlanSpec::quick(),
+            plan: crate::stats::Plan { iterations: 10, warmups: 0 },
+            estimate: 100.0,
+            calibration: Vec::new(),
+            slots: vec![vec![(trial, report)]],
+            disturbed_total: 0,
+        }
+    }
+
+    #[test]
+    fn forged_counts_from_the_candidates_process_are_refused() {
+        let spec = ProfileSpec {
+            groups: vec![crate::submission::Group {
+                name: "hash".into(),
+                kind: GroupKind::IccsHash,
+                family: "ICCS".into(),
+                symbols: vec!["pseudohash".into()],
+            }],
+        };
+        let count = |symbol: &str, ticks| crate::bench::WrappedCount { symbol: symbol.into(), calls: 20, ticks };
+        let (ops, total, groups) = shares(&spec, &timed(vec![count("pseudohash", 400)], 1000)).unwrap();
+        assert_eq!((ops, total), (10, 1000));
+        assert_eq!((groups[0].share, groups[0].symbols[0].calls_per_op), (0.4, 2.0));
+        // Another symbol, more wrapped ticks than the operation had, an overflowing sum.
+        assert!(shares(&spec, &timed(vec![count("pseudoXOF", 400)], 1000)).is_err());
+        assert!(shares(&spec, &timed(vec![count("pseudohash", 1001)], 1000)).is_err());
+        assert!(shares(&spec, &timed(vec![], 1000)).is_err());
+        let two = ProfileSpec {
+            groups: vec![crate::submission::Group { symbols: vec!["a".into(), "b".into()], ..spec.groups[0].clone() }],
+        };
+        assert!(shares(&two, &timed(vec![count("a", u64::MAX), count("b", 2)], u64::MAX)).is_err());
     }
 
     #[test]
