@@ -40,6 +40,11 @@ pub enum Cmd {
     Campaign(Campaign),
     /// Render a submission's evidence as a page with the structure of the seed pages.
     Report(Report),
+    /// A static site from one evidence set: an index of systems and submissions, one
+    /// HTML page per (system, submission) with the seed pages' breadcrumb, sections and
+    /// links to the other systems, SVG charts beside their tables, and the Markdown
+    /// pages. No scripts or network assets; the same evidence renders the same bytes.
+    Site(Site),
     /// Index evidence sets and check them against their index.
     #[command(subcommand)]
     Evidence(EvidenceCmd),
@@ -317,6 +322,16 @@ pub struct Report {
     pub system: String,
 }
 
+#[derive(Debug, Args)]
+pub struct Site {
+    /// Evidence directory (one folder per system).
+    #[arg(default_value = "out")]
+    pub dir: Utf8PathBuf,
+    /// Where the site goes (outside the evidence set, which it does not change).
+    #[arg(long, default_value = "site")]
+    pub out: Utf8PathBuf,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum EvidenceCmd {
     /// Name every changed, missing or extra file; exit non-zero unless all match.
@@ -467,6 +482,10 @@ impl Xtask {
                 c.source_dirs.iter_mut().for_each(|(_, p)| absolute(p, cwd));
             }
             Cmd::Report(r) => absolute(&mut r.out, cwd),
+            Cmd::Site(s) => {
+                absolute(&mut s.dir, cwd);
+                absolute(&mut s.out, cwd);
+            }
             Cmd::Evidence(EvidenceCmd::Check(e)) => absolute(&mut e.dir, cwd),
             Cmd::Evidence(EvidenceCmd::Index(e)) => absolute(&mut e.dir, cwd),
             Cmd::Merge(m) => {

@@ -26,6 +26,7 @@ pub mod report;
 pub mod sandbox;
 pub mod schema;
 pub mod sha;
+pub mod site;
 pub mod sizes;
 pub mod sources;
 pub mod stats;
@@ -67,5 +68,6 @@ pub fn run() -> Result<()> {
         Cmd::Merge(cmd) => cmd.run(&sh),
         Cmd::Campaign(cmd) => cmd.run(&sh),
         Cmd::Report(cmd) => cmd.run(&sh),
+        Cmd::Site(cmd) => cmd.run(&sh),
     }
 }

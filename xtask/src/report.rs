@@ -90,7 +90,12 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
 }
 
 fn arch(e: &Evidence) -> &'static str {
-    let tc = e.records.first().map(|r| &r.toolchain).or(e.kat.as_ref().map(|k| &k.toolchain));
+    let tc = e
+        .records
+        .first()
+        .map(|r| &r.toolchain)
+        .or(e.kat.as_ref().map(|k| &k.toolchain))
+        .or(e.profiles.first().map(|p| &p.toolchain));
     tc.map_or("unknown", |t| t.arch.uname())
 }
 
@@ -101,7 +106,27 @@ fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Res
     writeln!(w, "## 1. Basic information\n")?;
     writeln!(w, "- Category: public-key algorithm; function: key encapsulation")?;
     writeln!(w, "- Algorithm: {}", sub.name)?;
-    writeln!(w, "- Parameter sets: {}", sub.instances.iter().map(|i| i.label.as_str()).collect::<Vec<_>>().join(", "))?;
+    // Measured: what this evidence set has a result for; the rest were only declared.
+    let measured: Vec<&str> = sub
+        .instances
+        .iter()
+        .map(|i| i.label.as_str())
+        .filter(|l| {
+            e.kat.as_ref().is_some_and(|k| k.instances.iter().any(|i| i.label == *l))
+                || e.records.iter().any(|r| r.label == *l)
+                || e.profiles.iter().any(|r| r.label == *l)
+        })
+        .collect();
+    writeln!(
+        w,
+        "- Parameter sets measured: {}",
+        if measured.is_empty() { "none".into() } else { measured.join(", ") }
+    )?;
+    let declared: Vec<&str> =
+        sub.instances.iter().map(|i| i.label.as_str()).filter(|l| !measured.contains(l)).collect();
+    if !declared.is_empty() {
+        writeln!(w, "- Declared, not measured here: {}", declared.join(", "))?;
+    }
     let first = e.records.first();
     if let Some(src) = first.map(|r| &r.source).or(e.kat.as_ref().map(|k| &k.source)) {
         writeln!(w, "- Source: {}", compact(src))?;

@@ -1,0 +1,360 @@
+//! `cargo xtask site`: a static site from one evidence set (one or more systems):
+//! an index of systems and submissions, one page per (system, submission) with the
+//! seed pages' breadcrumb and sections, links to the same submission on the other
+//! systems, SVG charts beside the tables they are drawn from, and the Markdown pages.
+//! No scripts, no network assets; the same evidence gives the same bytes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::{bail, Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use xshell::Shell;
+
+use crate::evidence::Layout;
+use crate::flags::{Op, Site};
+use crate::schema::{self, Record};
+use crate::submission::Submission;
+use crate::{project, report, stats};
+
+const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
+const COLORS: [&str; 3] = ["#4477aa", "#ee6677", "#228833"];
+const STYLE: &str = "body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left}\
+nav{font-size:.9em;margin-bottom:1em}figure{margin:1.5em 0}figcaption{font-size:.9em;color:#444}\
+code{background:#f3f3f3;padding:0 .2em}";
+
+impl Site {
+    pub fn run(self, _sh: &Shell) -> Result<()> {
+        let systems = systems(&self.dir)?;
+        if systems.is_empty() {
+            bail!("no evidence under {}: run a campaign (or verify/bench) first", self.dir);
+        }
+        let mut pages = Vec::new();
+        for (system, ids) in &systems {
+            for id in ids {
+                let sub = match Submission::load(id) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("skipping {system}/{id}: {e:#}");
+                        continue;
+                    }
+                };
+                let layout = Layout::new(&self.dir, system);
+                let markdown = report::render(&layout, &sub)?;
+                let html = page(&systems, system, &sub, &markdown, &charts(&layout, &sub)?);
+                write(&self.out.join(system).join(format!("{id}.md")), &markdown)?;
+                write(&self.out.join(system).join(format!("{id}.html")), &html)?;
+                pages.push((system.clone(), id.clone()));
+            }
+        }
+        write(&self.out.join("index.html"), &index(&systems))?;
+        println!("site: {} pages in {}/index.html", pages.len(), self.out);
+        Ok(())
+    }
+}
+
+fn write(path: &Utf8Path, text: &str) -> Result<()> {
+    std::fs::create_dir_all(path.parent().context("no parent")?).with_context(|| format!("cannot create {path}"))?;
+    project::write_atomic(path, text.as_bytes())
+}
+
+/// System → submission ids with evidence, both sorted.
+fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
+    let mut out = BTreeMap::new();
+    let list = |dir: Utf8PathBuf| -> Vec<String> {
+        dir.read_dir_utf8()
+            .map(|d| d.filter_map(Result::ok).filter(|e| e.path().is_dir()).map(|e| e.file_name().to_owned()).collect())
+            .unwrap_or_default()
+    };
+    for system in list(root.to_owned()) {
+        let dir = root.join(&system);
+        let mut ids: Vec<String> = ["kat", "records", "profile"].iter().flat_map(|k| list(dir.join(k))).collect();
+        ids.sort();
+        ids.dedup();
+        if !ids.is_empty() {
+            out.insert(system, ids);
+        }
+    }
+    Ok(out)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        esc(title)
+    )
+}
+
+fn index(systems: &BTreeMap<String, Vec<String>>) -> String {
+    let mut h = head("Performance measurements");
+    h.push_str("<h1>Performance measurements</h1>\n<table>\n<tr><th>submission</th>");
+    for s in systems.keys() {
+        let _ = write!(h, "<th>{}</th>", esc(s));
+    }
+    h.push_str("</tr>\n");
+    let mut ids: Vec<&String> = systems.values().flatten().collect();
+    ids.sort();
+    ids.dedup();
+    for id in ids {
+        let _ = write!(h, "<tr><td>{}</td>", esc(id));
+        for (s, have) in systems {
+            if have.contains(id) {
+                let _ = write!(h, "<td><a href=\"{0}/{1}.html\">{0}</a></td>", esc(s), esc(id));
+            } else {
+                h.push_str("<td>-</td>");
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n</body>\n</html>\n");
+    h
+}
+
+/// One page: breadcrumb with the other systems, the report as HTML, the charts after
+/// the performance table they are drawn from.
+fn page(systems: &BTreeMap<String, Vec<String>>, system: &str, sub: &Submission, md: &str, charts: &str) -> String {
+    let mut h = head(&format!("{} on {system}", sub.id));
+    let _ = write!(
+        h,
+        "<nav><a href=\"../index.html\">Performance measurements</a> › {} › {} · system:",
+        esc(system),
+        esc(&sub.id)
+    );
+    for (s, ids) in systems.iter().filter(|(_, ids)| ids.contains(&sub.id)) {
+        if s == system {
+            let _ = write!(h, " <strong>{}</strong>", esc(s));
+        } else {
+            let _ = write!(h, " <a href=\"../{0}/{1}.html\">{0}</a>", esc(s), esc(&sub.id));
+        }
+        let _ = ids;
+    }
+    h.push_str("</nav>\n");
+    h.push_str(&markdown_to_html(md, charts));
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// The Markdown subset `report` writes: headings, tables, lists, paragraphs, code
+/// spans. `insert` goes before section 5.
+fn markdown_to_html(md: &str, insert: &str) -> String {
+    let mut h = String::new();
+    let mut table = false;
+    let mut list = false;
+    let close = |h: &mut String, table: &mut bool, list: &mut bool| {
+        if std::mem::take(table) {
+            h.push_str("</table>\n");
+        }
+        if std::mem::take(list) {
+            h.push_str("</ul>\n");
+        }
+    };
+    for line in md.lines() {
+        if line.starts_with("|---") {
+            continue;
+        }
+        if let Some(row) = line.strip_prefix('|') {
+            let cell = if table { "td" } else { "th" };
+            if !table {
+                close(&mut h, &mut table, &mut list);
+                h.push_str("<table>\n");
+                table = true;
+            }
+            let cells: Vec<String> = row
+                .trim_end_matches('|')
+                .split('|')
+                .map(|c| format!("<{cell}>{}</{cell}>", inline(c.trim())))
+                .collect();
+            let _ = writeln!(h, "<tr>{}</tr>", cells.concat());
+            continue;
+        }
+        if let Some(item) = line.strip_prefix("- ") {
+            if !list {
+                close(&mut h, &mut table, &mut list);
+                h.push_str("<ul>\n");
+                list = true;
+            }
+            let _ = writeln!(h, "<li>{}</li>", inline(item));
+            continue;
+        }
+        close(&mut h, &mut table, &mut list);
+        if line.starts_with("## 5.") {
+            h.push_str(insert);
+        }
+        if let Some(t) = line.strip_prefix("## ") {
+            let _ = writeln!(h, "<h2>{}</h2>", inline(t));
+        } else if let Some(t) = line.strip_prefix("# ") {
+            let _ = writeln!(h, "<h1>{}</h1>", inline(t));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(h, "<p>{}</p>", inline(line));
+        }
+    }
+    close(&mut h, &mut table, &mut list);
+    h
+}
+
+/// Escape, then turn `code` spans into <code>.
+fn inline(s: &str) -> String {
+    let parts: Vec<String> = esc(s).split('`').map(str::to_owned).collect();
+    parts.iter().enumerate().map(|(i, p)| if i % 2 == 1 { format!("<code>{p}</code>") } else { p.clone() }).collect()
+}
+
+/// The charts of one page, from the timing records (none for emulated runs).
+fn charts(layout: &Layout, sub: &Submission) -> Result<String> {
+    let mut records = Vec::new();
+    for inst in &sub.instances {
+        for op in OPS {
+            records.extend(schema::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
+        }
+    }
+    if records.is_empty() || records.iter().any(|r| r.emulated) {
+        return Ok(String::new());
+    }
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<figure>\n{}<figcaption>Figure 1. Mean time per operation across parameter sets (log scale), from the \
+         table of section 4.</figcaption>\n</figure>\n",
+        times_chart(&records)
+    );
+    let _ = write!(
+        h,
+        "<figure>\n{}<figcaption>Figure 2. Each trial's time per operation relative to the median trial of its \
+         (instance, operation); replaced trials hollow. From the table below.</figcaption>\n</figure>\n",
+        spread_chart(&records)
+    );
+    h.push_str("<table>\n<tr><th>instance</th><th>operation</th><th>trial / median trial</th></tr>\n");
+    for r in &records {
+        let median = r.aggregate.median_trial_ns.max(1e-9);
+        let v: Vec<String> = r.trials.iter().map(|t| format!("{:.3}", t.trial.ns_per_op() / median)).collect();
+        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&r.label), r.op.name(), v.join(", "));
+    }
+    h.push_str("</table>\n");
+    Ok(h)
+}
+
+/// Grouped bars: one group per instance, one bar per operation, log10 of the mean ns.
+pub fn times_chart(records: &[Record]) -> String {
+    let labels: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for r in records {
+            if !v.contains(&r.label.as_str()) {
+                v.push(&r.label);
+            }
+        }
+        v
+    };
+    let logs: Vec<f64> = records.iter().map(|r| r.aggregate.mean_ns.max(1.0).log10()).collect();
+    let lo = logs.iter().copied().fold(f64::INFINITY, f64::min).floor();
+    let hi = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil().max(lo + 1.0);
+    let (w, ht, left, bottom, top) = (640.0, 320.0, 70.0, 40.0, 20.0);
+    let plot_h = ht - bottom - top;
+    let y = |l: f64| top + plot_h * (1.0 - (l - lo) / (hi - lo));
+    let group_w = (w - left - 10.0) / labels.len() as f64;
+    let bar_w = group_w / 4.0;
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" viewBox=\"0 0 {w} {ht}\" role=\"img\">\n");
+    let mut decade = lo;
+    while decade <= hi {
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" x2=\"{0}\" y1=\"{1:.1}\" y2=\"{1:.1}\" stroke=\"#ddd\"/><text x=\"{2}\" y=\"{3:.1}\" font-size=\"11\" text-anchor=\"end\">{4}</text>",
+            w - 10.0,
+            y(decade),
+            left - 4.0,
+            y(decade) + 4.0,
+            esc(&stats::human_time(10f64.powf(decade)))
+        );
+        decade += 1.0;
+    }
+    for (g, label) in labels.iter().enumerate() {
+        let x0 = left + g as f64 * group_w;
+        for (k, op) in OPS.iter().enumerate() {
+            let Some(r) = records.iter().find(|r| r.label == *label && r.op == *op) else { continue };
+            let top_y = y(r.aggregate.mean_ns.max(1.0).log10());
+            let _ = writeln!(
+                s,
+                "<rect x=\"{:.1}\" y=\"{top_y:.1}\" width=\"{bar_w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} {}: {}</title></rect>",
+                x0 + bar_w * (0.5 + k as f64),
+                (ht - bottom - top_y).max(1.0),
+                COLORS[k],
+                esc(label),
+                op.name(),
+                esc(&stats::human_time(r.aggregate.mean_ns))
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            x0 + group_w / 2.0,
+            ht - bottom + 16.0,
+            esc(label)
+        );
+    }
+    legend(&mut s, left, ht - 8.0);
+    s.push_str("</svg>\n");
+    s
+}
+
+fn legend(s: &mut String, x: f64, y: f64) {
+    for (k, op) in OPS.iter().enumerate() {
+        let x = x + 90.0 * k as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y}\" font-size=\"11\">{}</text>",
+            y - 9.0,
+            COLORS[k],
+            x + 14.0,
+            op.name()
+        );
+    }
+}
+
+/// One row per (instance, operation): every trial's ns per operation over the median.
+pub fn spread_chart(records: &[Record]) -> String {
+    let rows: Vec<(String, Vec<(f64, bool)>)> = records
+        .iter()
+        .map(|r| {
+            let median = r.aggregate.median_trial_ns.max(1e-9);
+            let dots = r.trials.iter().map(|t| (t.trial.ns_per_op() / median, t.trial.replaced)).collect();
+            (format!("{} {}", r.label, r.op.name()), dots)
+        })
+        .collect();
+    let spread = rows.iter().flat_map(|(_, d)| d.iter().map(|(v, _)| (v - 1.0).abs())).fold(0.02, f64::max);
+    let (lo, hi) = (1.0 - spread * 1.1, 1.0 + spread * 1.1);
+    let (w, left, row_h, top) = (640.0, 150.0, 18.0, 10.0);
+    let ht = top + row_h * rows.len() as f64 + 30.0;
+    let x = |v: f64| left + (w - left - 20.0) * (v - lo) / (hi - lo);
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" viewBox=\"0 0 {w} {ht}\" role=\"img\">\n");
+    let _ =
+        writeln!(s, "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{top}\" y2=\"{1}\" stroke=\"#999\"/>", x(1.0), ht - 30.0);
+    for (i, (label, dots)) in rows.iter().enumerate() {
+        let cy = top + row_h * (i as f64 + 0.5);
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            cy + 4.0,
+            esc(label)
+        );
+        for (v, replaced) in dots {
+            let fill = if *replaced { "none" } else { "#4477aa" };
+            let _ =
+                writeln!(s, "<circle cx=\"{:.1}\" cy=\"{cy:.1}\" r=\"4\" fill=\"{fill}\" stroke=\"#4477aa\"/>", x(*v));
+        }
+    }
+    for v in [lo, 1.0, hi] {
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{:.3}</text>",
+            x(v),
+            ht - 12.0,
+            v
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
