@@ -15,10 +15,18 @@ use crate::systems::SystemProfile;
 use crate::toolchain::Toolchain;
 
 impl Environment {
+    /// The CPUs the timing ran on, as the seed pages say it.
+    fn cpus(&self) -> String {
+        match self.gate.cpu {
+            Some(c) => format!("CPU {c}, one core"),
+            None => format!("{} logical CPUs", self.logical_cpus),
+        }
+    }
+
     /// The manifest as the pages and the `env` command show it.
     pub fn rows(&self) -> [(&'static str, String); 7] {
         [
-            ("processor", format!("{} ({} logical CPUs)", self.processor, self.logical_cpus)),
+            ("processor", format!("{} ({})", self.processor, self.cpus())),
             ("machine", self.machine.clone()),
             ("clock", self.clock.clone()),
             ("memory", format!("{} MiB", self.memory_mib)),

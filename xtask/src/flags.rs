@@ -45,6 +45,12 @@ pub enum Cmd {
     /// links to the other systems, SVG charts beside their tables, and the Markdown
     /// pages. No scripts or network assets; the same evidence renders the same bytes.
     Site(Site),
+    /// Compare the same operations in two evidence sets, or two systems of one set
+    /// (DIR:SYSTEM): B/A ratio per (instance, operation) with both spreads. Refuses when
+    /// compiler, build commands, image, library digest, CPU model or counter differ, or
+    /// one side is emulated, and lists the differences; --allow-differences compares
+    /// anyway and prints them on the page.
+    Compare(Compare),
     /// Index evidence sets and check them against their index.
     #[command(subcommand)]
     Evidence(EvidenceCmd),
@@ -323,6 +329,21 @@ pub struct Report {
 }
 
 #[derive(Debug, Args)]
+pub struct Compare {
+    /// Evidence directory A, or A:SYSTEM when it holds several systems.
+    pub a: Utf8PathBuf,
+    /// Evidence directory B, or B:SYSTEM.
+    pub b: Utf8PathBuf,
+    /// Compare although the figures differ in more than the machine.
+    #[arg(long)]
+    pub allow_differences: bool,
+    /// Also write the comparison page there: compare.md, and compare.html with the
+    /// same instance on both sides drawn next to each other.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<Utf8PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct Site {
     /// Evidence directory (one folder per system).
     #[arg(default_value = "out")]
@@ -482,6 +503,13 @@ impl Xtask {
                 c.source_dirs.iter_mut().for_each(|(_, p)| absolute(p, cwd));
             }
             Cmd::Report(r) => absolute(&mut r.out, cwd),
+            Cmd::Compare(c) => {
+                absolute(&mut c.a, cwd);
+                absolute(&mut c.b, cwd);
+                if let Some(o) = c.out.as_mut() {
+                    absolute(o, cwd);
+                }
+            }
             Cmd::Site(s) => {
                 absolute(&mut s.dir, cwd);
                 absolute(&mut s.out, cwd);

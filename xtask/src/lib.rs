@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod builder;
 pub mod campaign;
+pub mod compare;
 pub mod doctor;
 pub mod emulation;
 pub mod engine;
@@ -69,5 +70,6 @@ pub fn run() -> Result<()> {
         Cmd::Campaign(cmd) => cmd.run(&sh),
         Cmd::Report(cmd) => cmd.run(&sh),
         Cmd::Site(cmd) => cmd.run(&sh),
+        Cmd::Compare(cmd) => cmd.run(&sh),
     }
 }

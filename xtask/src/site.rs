@@ -3,6 +3,11 @@
 //! seed pages' breadcrumb and sections, links to the same submission on the other
 //! systems, SVG charts beside the tables they are drawn from, and the Markdown pages.
 //! No scripts, no network assets; the same evidence gives the same bytes.
+//!
+//! Charts are SVG written here rather than with a plotting crate: two chart kinds
+//! (grouped bars on a log scale, a dot strip) need about a hundred lines, every
+//! coordinate is printed with a fixed precision so the bytes are reproducible, and no
+//! font files or text-measuring code enter the build.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -79,11 +84,11 @@ fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
     Ok(out)
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-fn head(title: &str) -> String {
+pub(crate) fn head(title: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
         esc(title)
@@ -141,7 +146,7 @@ fn page(systems: &BTreeMap<String, Vec<String>>, system: &str, sub: &Submission,
 
 /// The Markdown subset `report` writes: headings, tables, lists, paragraphs, code
 /// spans. `insert` goes before section 5.
-fn markdown_to_html(md: &str, insert: &str) -> String {
+pub(crate) fn markdown_to_html(md: &str, insert: &str) -> String {
     let mut h = String::new();
     let mut table = false;
     let mut list = false;
@@ -239,23 +244,31 @@ fn charts(layout: &Layout, sub: &Submission) -> Result<String> {
 
 /// Grouped bars: one group per instance, one bar per operation, log10 of the mean ns.
 pub fn times_chart(records: &[Record]) -> String {
-    let labels: Vec<&str> = {
-        let mut v: Vec<&str> = Vec::new();
-        for r in records {
-            if !v.contains(&r.label.as_str()) {
-                v.push(&r.label);
-            }
+    let mut labels: Vec<&str> = Vec::new();
+    for r in records {
+        if !labels.contains(&r.label.as_str()) {
+            labels.push(&r.label);
         }
-        v
-    };
-    let logs: Vec<f64> = records.iter().map(|r| r.aggregate.mean_ns.max(1.0).log10()).collect();
+    }
+    let groups: Vec<(String, Vec<Option<f64>>)> = labels
+        .iter()
+        .map(|l| {
+            let ns = OPS.map(|op| records.iter().find(|r| r.label == *l && r.op == op).map(|r| r.aggregate.mean_ns));
+            ((*l).to_owned(), ns.to_vec())
+        })
+        .collect();
+    bars(&groups, &OPS.map(Op::name))
+}
+
+/// Grouped bars of times in ns on a log scale: one group per label, one bar per series.
+pub fn bars(groups: &[(String, Vec<Option<f64>>)], series: &[&str]) -> String {
+    let logs: Vec<f64> = groups.iter().flat_map(|g| g.1.iter().flatten()).map(|ns| ns.max(1.0).log10()).collect();
     let lo = logs.iter().copied().fold(f64::INFINITY, f64::min).floor();
     let hi = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil().max(lo + 1.0);
     let (w, ht, left, bottom, top) = (640.0, 320.0, 70.0, 40.0, 20.0);
-    let plot_h = ht - bottom - top;
-    let y = |l: f64| top + plot_h * (1.0 - (l - lo) / (hi - lo));
-    let group_w = (w - left - 10.0) / labels.len() as f64;
-    let bar_w = group_w / 4.0;
+    let y = |l: f64| top + (ht - bottom - top) * (1.0 - (l - lo) / (hi - lo));
+    let group_w = (w - left - 10.0) / groups.len().max(1) as f64;
+    let bar_w = group_w / (series.len() as f64 + 1.0);
     let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" viewBox=\"0 0 {w} {ht}\" role=\"img\">\n");
     let mut decade = lo;
     while decade <= hi {
@@ -270,20 +283,20 @@ pub fn times_chart(records: &[Record]) -> String {
         );
         decade += 1.0;
     }
-    for (g, label) in labels.iter().enumerate() {
+    for (g, (label, values)) in groups.iter().enumerate() {
         let x0 = left + g as f64 * group_w;
-        for (k, op) in OPS.iter().enumerate() {
-            let Some(r) = records.iter().find(|r| r.label == *label && r.op == *op) else { continue };
-            let top_y = y(r.aggregate.mean_ns.max(1.0).log10());
+        for (k, ns) in values.iter().enumerate() {
+            let Some(ns) = ns else { continue };
+            let top_y = y(ns.max(1.0).log10());
             let _ = writeln!(
                 s,
                 "<rect x=\"{:.1}\" y=\"{top_y:.1}\" width=\"{bar_w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} {}: {}</title></rect>",
                 x0 + bar_w * (0.5 + k as f64),
                 (ht - bottom - top_y).max(1.0),
-                COLORS[k],
+                COLORS[k % COLORS.len()],
                 esc(label),
-                op.name(),
-                esc(&stats::human_time(r.aggregate.mean_ns))
+                esc(series[k]),
+                esc(&stats::human_time(*ns))
             );
         }
         let _ = writeln!(
@@ -294,21 +307,21 @@ pub fn times_chart(records: &[Record]) -> String {
             esc(label)
         );
     }
-    legend(&mut s, left, ht - 8.0);
+    legend(&mut s, series, (left, ht - 8.0));
     s.push_str("</svg>\n");
     s
 }
 
-fn legend(s: &mut String, x: f64, y: f64) {
-    for (k, op) in OPS.iter().enumerate() {
+fn legend(s: &mut String, series: &[&str], (x, y): (f64, f64)) {
+    for (k, name) in series.iter().enumerate() {
         let x = x + 90.0 * k as f64;
         let _ = writeln!(
             s,
             "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y}\" font-size=\"11\">{}</text>",
             y - 9.0,
-            COLORS[k],
+            COLORS[k % COLORS.len()],
             x + 14.0,
-            op.name()
+            esc(name)
         );
     }
 }

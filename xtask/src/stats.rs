@@ -174,13 +174,20 @@ pub fn human_count(x: f64) -> String {
     }
 }
 
+/// Three significant digits without trailing zeros (`45 ms`, `22.2`, `1.96`), whole
+/// numbers from 100 up.
 pub fn three_digits(v: f64) -> String {
-    if v >= 100.0 {
+    let s = if v >= 99.95 {
         format!("{v:.0}")
-    } else if v >= 10.0 {
+    } else if v >= 9.995 {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
     }
 }
 
@@ -199,6 +206,13 @@ mod tests {
         assert_eq!(human_time(48_760.0), "48.8 µs");
         assert_eq!(human_count(48.72e6), "48.72 M");
         assert_eq!(three_digits(5.763), "5.76");
+        // Seed page kem-07 on x86_1: `45 ms`, `510 ms`, `22.2`, `8.16`, `1.96`.
+        assert_eq!(human_time(45e6), "45 ms");
+        assert_eq!(human_time(510e6), "510 ms");
+        assert_eq!(three_digits(22.2), "22.2");
+        assert_eq!(three_digits(1.96), "1.96");
+        assert_eq!(three_digits(99.97), "100");
+        assert_eq!(human_count(1.07e9), "1.07 G");
     }
 
     #[test]
