@@ -198,25 +198,19 @@ impl Campaign {
                 }
                 Ok(())
             }
-            Step::Bench(id) => {
+            Step::Bench(id) | Step::Profile(id) => {
                 let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
                 let bench = self.bench(id, ctx)?;
                 let gate = gate_once(&mut state.gate, &bench, ctx)?;
-                let work = bench.inputs.obtain(sh, &ctx.profile, Bench::check)?;
-                let failures = bench.bench_all(sh, ctx, &work, &gate)?;
+                let failures = if matches!(step, Step::Bench(_)) {
+                    let work = bench.inputs.obtain(sh, &ctx.profile, Bench::check)?;
+                    bench.bench_all(sh, ctx, &work, &gate)?
+                } else {
+                    let work = bench.inputs.obtain(sh, &ctx.profile, profile::check)?;
+                    profile::profile_all(&bench, sh, (ctx, &gate), &work)?
+                };
                 if !failures.is_empty() {
-                    bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
-                }
-                Ok(())
-            }
-            Step::Profile(id) => {
-                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
-                let bench = self.bench(id, ctx)?;
-                let gate = gate_once(&mut state.gate, &bench, ctx)?;
-                let work = bench.inputs.obtain(sh, &ctx.profile, profile::check)?;
-                let failures = profile::profile_all(&bench, sh, (ctx, &gate), &work)?;
-                if !failures.is_empty() {
-                    bail!("some instances could not be profiled:\n  {}", failures.join("\n  "));
+                    bail!("some instances could not be measured:\n  {}", failures.join("\n  "));
                 }
                 Ok(())
             }

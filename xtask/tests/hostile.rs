@@ -105,6 +105,15 @@ impl Env {
     }
 }
 
+/// Every attack has its status, and the plain instance beside them passes.
+fn assert_statuses<'a>(s: &Summary, attacks: impl Iterator<Item = &'a (&'static str, u32, &'static str)>) {
+    for &(label, _, want) in attacks {
+        let message = entry(s, label).message.as_deref().unwrap_or_default();
+        assert_eq!(entry(s, label).status.name(), want, "{label}: {message}");
+    }
+    assert_eq!(entry(s, "fix-16").status, Status::Pass);
+}
+
 /// Containers this xtask process left behind.
 fn leftover_containers(pid: u32) -> Vec<String> {
     let out = Command::new("podman").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
@@ -128,15 +137,7 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
     let (pid, run) = env.verify(&limits);
     assert!(!run.status.success(), "crashing instances fail the run");
     let s = env.summary();
-    for &(label, _, want) in ATTACKS {
-        assert_eq!(
-            entry(&s, label).status.name(),
-            want,
-            "{label}: {}",
-            entry(&s, label).message.as_deref().unwrap_or_default()
-        );
-    }
-    assert_eq!(entry(&s, "fix-16").status, Status::Pass);
+    assert_statuses(&s, ATTACKS.iter());
     let msg = |l: &str| entry(&s, l).message.clone().unwrap_or_default();
     assert!(msg("hx-sigkill").contains("killed by signal 9 (SIGKILL)"), "{}", msg("hx-sigkill"));
     assert!(msg("hx-oom").contains("out of memory (limit 512m)"), "{}", msg("hx-oom"));
@@ -218,15 +219,7 @@ fn the_docker_sandbox_names_faults_the_same_way() {
     assert!(!run.status.success());
     let s = env.summary();
     assert_eq!(s.toolchain.engine, Backend::Container(Engine::Docker));
-    for &(label, _, want) in ATTACKS.iter().filter(|a| keep.contains(&a.0)) {
-        assert_eq!(
-            entry(&s, label).status.name(),
-            want,
-            "{label}: {}",
-            entry(&s, label).message.as_deref().unwrap_or_default()
-        );
-    }
-    assert_eq!(entry(&s, "fix-16").status, Status::Pass);
+    assert_statuses(&s, ATTACKS.iter().filter(|a| keep.contains(&a.0)));
     let oom = entry(&s, "hx-oom").message.clone().unwrap();
     assert!(oom.contains("out of memory (limit 512m)"), "{oom}");
     assert!(entry(&s, "hx-background").run_seconds.unwrap() < 20.0);
