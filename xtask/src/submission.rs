@@ -452,6 +452,16 @@ mod tests {
             load_text(dir, &good.replace("SRC", "x.c").replace("driver:iccs_kem_kat.c", "driver:nope.c"))
         );
         assert!(e.contains(&format!("{path}:11:13")) && e.contains("drivers/"), "{e}");
+        // Profile symbols become linker options and macro arguments: identifiers only.
+        let profile = |symbols: &str| {
+            format!("{}\n[[profile.groups]]\nname = \"hash\"\nkind = \"iccs-hash\"\nfamily = \"ICCS\"\nsymbols = [{symbols}]\n", good.replace("SRC", "x.c"))
+        };
+        std::fs::write(&path, profile("\"pseudohash\", \"sm3hash\"")).unwrap();
+        assert_eq!(Submission::load(path.as_str()).unwrap().profile.unwrap().groups[0].symbols.len(), 2);
+        for bad in ["\"-Wl,--wrap=x\"", "\"x) X(1,y\"", "\"a\", \"a\"", ""] {
+            let e = format!("{:#}", load_text(dir, &profile(bad)));
+            assert!(e.contains(path.as_str()) && (e.contains("C identifier") || e.contains("needs")), "{bad}: {e}");
+        }
     }
 
     #[test]
