@@ -202,24 +202,6 @@ pub(crate) fn markdown_to_html(md: &str, insert: &str) -> String {
     h
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn evidence_text_cannot_become_markup() {
-        // Labels, messages and paths on a page come from manifests and sandboxes.
-        let md =
-            "# x <b>\n\n| a | b |\n|---|---|\n| <script>alert(1)</script> | `\"><img src=x onerror=1>` |\n- <iframe>\n";
-        let html = markdown_to_html(md, "");
-        assert!(
-            !html.contains("<script") && !html.contains("<img") && !html.contains("<iframe") && !html.contains("<b>")
-        );
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && html.contains("<code>&quot;&gt;&lt;img"));
-        assert!(html.contains("<th>a</th>") && html.contains("<li>&lt;iframe&gt;</li>"));
-    }
-}
-
 /// Escape, then turn `code` spans into <code>.
 fn inline(s: &str) -> String {
     let parts: Vec<String> = esc(s).split('`').map(str::to_owned).collect();
@@ -388,4 +370,22 @@ pub fn spread_chart(records: &[Record]) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_text_cannot_become_markup() {
+        // Labels, messages and paths on a page come from manifests and sandboxes.
+        let md =
+            "# x <b>\n\n| a | b |\n|---|---|\n| <script>alert(1)</script> | `\"><img src=x onerror=1>` |\n- <iframe>\n";
+        let html = markdown_to_html(md, "");
+        assert!(
+            !html.contains("<script") && !html.contains("<img") && !html.contains("<iframe") && !html.contains("<b>")
+        );
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && html.contains("<code>&quot;&gt;&lt;img"));
+        assert!(html.contains("<th>a</th>") && html.contains("<li>&lt;iframe&gt;</li>"));
+    }
 }
