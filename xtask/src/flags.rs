@@ -27,26 +27,29 @@ pub enum Cmd {
     Verify(Verify),
     /// Time keygen, enc and dec of every instance (cycles or ticks, time, ops/s, memory, sizes).
     Bench(Bench),
-    /// Profile the symmetric primitives: build a variant of each instance library with
-    /// link-time wrappers (-Wl,--wrap=) around the manifest's [profile] symbols (ICCS
+    /// Share of each operation in the ICCS hash functions, DRNG and own symmetric primitives.
+    ///
+    /// Builds a variant of each instance library with link-time wrappers (-Wl,--wrap=) around the manifest's [profile] symbols (ICCS
     /// pseudohash/pseudoXOF/sm3hash and get_random_number, or a submission's own
-    /// SHAKE/SHA-2/AES and randombytes), time every operation on it and on the reference
-    /// build with the bench plan, and write each group's share of the ticks, the calls per
+    /// SHAKE/SHA-2/AES and randombytes), times every operation on it and on the reference
+    /// build with the bench plan, and writes each group's share of the ticks, the calls per
     /// operation, the wrappers' overhead, and a survey verdict (ICCS-only, bypass, mixed,
     /// instance-dependent) derived from the library's constants and the measured calls,
     /// under <out>/<system>/profile/<id>/. Takes every option of `bench`.
     Profile(Profile),
-    /// Image, verify and bench for a set of submissions on one system, resumable.
+    /// Image, verify, bench and profile for a set of submissions on one system, resumable.
     Campaign(Campaign),
     /// Render a submission's evidence as a page with the structure of the seed pages.
     Report(Report),
-    /// A static site from one evidence set: an index of systems and submissions, one
-    /// HTML page per (system, submission) with the seed pages' breadcrumb, sections and
+    /// A static HTML site (pages, SVG charts, cross-system links) from an evidence set.
+    ///
+    /// An index of systems and submissions, one HTML page per (system, submission) with the seed pages' breadcrumb, sections and
     /// links to the other systems, SVG charts beside their tables, and the Markdown
     /// pages. No scripts or network assets; the same evidence renders the same bytes.
     Site(Site),
-    /// Compare the same operations in two evidence sets, or two systems of one set
-    /// (DIR:SYSTEM): B/A ratio per (instance, operation) with both spreads. Refuses when
+    /// Compare the same operations in two evidence sets or two systems, with spreads.
+    ///
+    /// Two evidence sets, or two systems of one set (DIR:SYSTEM): B/A ratio per (instance, operation) with both spreads. Refuses when
     /// compiler, build commands, image, library digest, CPU model or counter differ, or
     /// one side is emulated, and lists the differences; --allow-differences compares
     /// anyway and prints them on the page.
