@@ -10,7 +10,7 @@ use xshell::Shell;
 
 use crate::builder::RunCtx;
 use crate::evidence::{self, Layout};
-use crate::flags::{Bench, Campaign, Inputs, Op, Verify};
+use crate::flags::{Bench, Campaign, Inputs, Op, Verify, KAT_TIMEOUT_SECS};
 use crate::hostgate::Gate;
 use crate::interrupt::Interrupted;
 use crate::schema::Summary;
@@ -189,8 +189,12 @@ impl Campaign {
             }
             Step::Verify(id) => {
                 let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
-                let verify =
-                    Verify { inputs: self.inputs(Some(id)), kat_manifest: None, timeout: 600, resume: self.resume };
+                let verify = Verify {
+                    inputs: self.inputs(Some(id)),
+                    kat_manifest: None,
+                    timeout: KAT_TIMEOUT_SECS,
+                    resume: self.resume,
+                };
                 let work = verify.inputs.obtain(sh, &ctx.profile, |s| verify.check(s))?;
                 let failed = verify.verify_all(sh, ctx, &work)?;
                 if !failed.is_empty() {

@@ -211,13 +211,16 @@ pub struct Verify {
     #[arg(long)]
     pub kat_manifest: Option<Utf8PathBuf>,
     /// Wall-time limit of one KAT run, in seconds (the tool's own clock).
-    #[arg(long, default_value_t = 600, value_name = "SECS")]
+    #[arg(long, default_value_t = KAT_TIMEOUT_SECS, value_name = "SECS")]
     pub timeout: u64,
     /// Keep the current results of instances that already have one (same build, same
     /// KAT manifest, same toolchain and source) and run only the others.
     #[arg(long)]
     pub resume: bool,
 }
+
+/// Wall-clock limit of one KAT program run, unless `--timeout` says otherwise.
+pub const KAT_TIMEOUT_SECS: u64 = 600;
 
 #[derive(Debug, Args)]
 pub struct Bench {
