@@ -382,6 +382,11 @@ impl Ctx<'_> {
         let what = match outcome {
             Outcome::TimedOut => format!("timed out after {} s (the harness's clock)", self.verify.timeout),
             Outcome::OutOfMemory => format!("was killed: out of memory (limit {})", limits.memory),
+            // Some engines cannot see an OOM kill (podman nested in a container writes no
+            // `oom` file): say so rather than guess.
+            Outcome::Signalled(9) => {
+                format!("{outcome}; the engine reported no out-of-memory kill (limit {})", limits.memory)
+            }
             Outcome::OutputLimit => format!(
                 "printed more than the output cap ({} MiB) and was stopped; the log keeps the first {} MiB \
                  (raise --output-cap-mib)",
