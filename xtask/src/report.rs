@@ -159,7 +159,7 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
         writeln!(w, "No verify run in this evidence set.")?;
         return Ok(());
     };
-    writeln!(w, "KAT digests checked against `{}`.\n", k.kat_manifest)?;
+    writeln!(w, "KAT digests checked against {}.\n", shown_manifest(&k.kat_manifest, &k.kat_manifest_sha256))?;
     writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
     for i in &k.instances {
         writeln!(w, "| {} | {} | {} |", i.label, i.flag_set, i.status)?;
@@ -331,11 +331,47 @@ fn index(w: &mut String, layout: &Layout, sub: &Submission) -> Result<()> {
     Ok(())
 }
 
+/// The KAT manifest as a page names it: its checkout path, or for one outside the
+/// checkout its file name and digest (not the measuring machine's folders).
+fn shown_manifest(path: &str, sha256: &str) -> String {
+    let p = camino::Utf8Path::new(path);
+    if p.is_absolute() {
+        format!("`{}` outside the checkout (sha256 {sha256})", p.file_name().unwrap_or(""))
+    } else {
+        format!("`{path}` (sha256 {sha256})")
+    }
+}
+
 /// The source as the seed pages name it, with the full digest.
 fn compact(src: &Provenance) -> String {
     match src {
         Provenance::Crate { name, version, checksum } => format!("crate {name} {version} (sha256 {checksum})"),
         Provenance::Archive { file, sha256 } => format!("archive {file} (sha256 {sha256})"),
-        Provenance::Directory { path, tree_sha256, note } => format!("{note} {path} (tree sha256 {tree_sha256})"),
+        // The folder's own name only: where it lay on the measuring machine is no
+        // business of the page (the tree digest identifies it).
+        Provenance::Directory { path, tree_sha256, note } => {
+            let name = camino::Utf8Path::new(path).file_name().unwrap_or("");
+            format!("{note} `{name}` (tree sha256 {tree_sha256})")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sha::Sha256Hex;
+
+    #[test]
+    fn pages_name_no_folder_of_the_measuring_machine() {
+        let digest = "ab".repeat(32);
+        let dir = Provenance::Directory {
+            path: "/home/someone/work/Reference_Implementation".into(),
+            tree_sha256: Sha256Hex::computed(digest.clone()),
+            note: "unpinned directory".into(),
+        };
+        assert_eq!(compact(&dir), format!("unpinned directory `Reference_Implementation` (tree sha256 {digest})"));
+        let shown = shown_manifest("/tmp/x/m/fixture-kem/kat.sha256", &digest);
+        assert!(shown.starts_with("`kat.sha256` outside the checkout") && !shown.contains("/tmp"), "{shown}");
+        assert_eq!(shown_manifest("kat/a/kat.sha256", "d"), "`kat/a/kat.sha256` (sha256 d)");
     }
 }

@@ -193,6 +193,11 @@ fn bench_and_source_dir(c: &Case) {
     assert_eq!(note, "unpinned directory");
     assert_eq!(path, root.canonicalize().unwrap().to_str().unwrap());
     assert!(String::from_utf8_lossy(&dir_run.stdout).contains("unpinned directory"));
+    // The page names no folder of this machine (the manifest lives in a temporary one).
+    assert!(xtask(&["report", m, "--out", out_s], None).status.success());
+    let page = std::fs::read_to_string(common::layout(out).report("fixture-kem")).unwrap();
+    assert!(page.contains("`kat.sha256` outside the checkout (sha256 "), "{page}");
+    assert!(!page.contains(c.tmp.path().to_str().unwrap()), "{page}");
 }
 
 fn no_patch(c: &Case) {
