@@ -208,7 +208,31 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     if e.records.iter().any(|r| r.quick) {
         writeln!(w, "\nQuick mode: short trials for CI; the figures are indicative only.")?;
     }
+    let unchecked = unchecked_libraries(e);
+    if !unchecked.is_empty() {
+        writeln!(
+            w,
+            "\nNot the library the KAT run of section 3 checked (another build or source): {}. \
+             Their figures stand without a PASS.",
+            unchecked.join(", ")
+        )?;
+    }
     Ok(())
+}
+
+/// Instances whose timed library is not, byte for byte, one the KAT run passed.
+fn unchecked_libraries(e: &Evidence) -> Vec<String> {
+    let passed = |label: &str, sha: &str| {
+        e.kat.as_ref().is_some_and(|k| {
+            k.instances.iter().any(|i| {
+                i.label == label && i.status == crate::verify::Status::Pass && i.library_sha256.as_deref() == Some(sha)
+            })
+        })
+    };
+    let mut labels: Vec<String> =
+        e.records.iter().filter(|r| !passed(&r.label, &r.library_sha256)).map(|r| r.label.clone()).collect();
+    labels.dedup();
+    labels
 }
 
 fn resources(w: &mut String, e: &Evidence) -> Result<()> {
@@ -360,6 +384,33 @@ fn compact(src: &Provenance) -> String {
 mod tests {
     use super::*;
     use crate::sha::Sha256Hex;
+
+    #[test]
+    fn timing_of_a_library_the_kat_run_did_not_pass_is_marked() {
+        let golden = |f: &str| crate::project::root().join("xtask/tests/golden").join(f);
+        let record: Record = schema::read(&golden("record.json")).unwrap().unwrap();
+        let mut kat: Summary = schema::read(&golden("summary.json")).unwrap().unwrap();
+        let entry = kat.instances.iter_mut().find(|i| i.label == record.label).unwrap();
+        entry.library_sha256 = Some(record.library_sha256.clone());
+        let mut e = Evidence {
+            kat: Some(kat),
+            env: None,
+            records: vec![record],
+            audit: vec![],
+            survey: None,
+            profiles: vec![],
+        };
+        assert!(unchecked_libraries(&e).is_empty());
+        e.records[0].library_sha256 = "0".repeat(64);
+        assert_eq!(unchecked_libraries(&e), ["ML-KEM-512"]);
+        let mut page = String::new();
+        performance(&mut page, &e).unwrap();
+        assert!(
+            page.contains("Not the library the KAT run of section 3 checked (another build or source): ML-KEM-512.")
+        );
+        e.kat = None;
+        assert_eq!(unchecked_libraries(&e), ["ML-KEM-512"], "no KAT run, no PASS");
+    }
 
     #[test]
     fn pages_name_no_folder_of_the_measuring_machine() {
