@@ -504,6 +504,8 @@ mod tests {
             round_trip::<SizeAudit>(&golden("size_audit.json")),
             round_trip::<ImageLock>(&golden("image_lock.json")),
             round_trip::<BuildRecord>(&golden("build_record.json")),
+            round_trip::<ProfileRecord>(&golden("profile_record.json")),
+            round_trip::<Survey>(&golden("survey.json")),
         ];
         for c in checks {
             c.unwrap();
