@@ -51,7 +51,7 @@ pub struct Static {
 /// from outside the wrappers (calls inside the defining object, which `--wrap`
 /// cannot redirect). Needs a library linked with `--emit-relocs`.
 pub fn inspect(lib: &Utf8Path, spec: &ProfileSpec) -> Result<Static> {
-    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
+    use object::{Object, ObjectSymbol};
     let data = project::read_regular(lib, 256 << 20)?;
     let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(&*data)
         .with_context(|| format!("{lib} is not a 64-bit ELF"))?;
@@ -68,22 +68,37 @@ pub fn inspect(lib: &Utf8Path, spec: &ProfileSpec) -> Result<Static> {
             st.compiled_in.entry(g.family.clone()).or_default().push(format!("symbols: {}", found.join(", ")));
         }
     }
-    let wrappers: Vec<(u64, u64)> = elf
+    st.unseen_call_sites = unseen_call_sites(&elf, spec);
+    Ok(st)
+}
+
+/// References to wrapped symbols that no wrapper sees: from text outside the wrappers
+/// (`__wrap_*`) and outside the wrapped functions themselves (a call nested in a wrapped
+/// call counts once, by design). What remains are calls inside a defining object file
+/// from code no wrapper covers: real under-counts.
+fn unseen_call_sites(
+    elf: &object::read::elf::ElfFile64<object::Endianness>,
+    spec: &ProfileSpec,
+) -> BTreeMap<String, u64> {
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
+    let wrapped: BTreeSet<&str> = spec.groups.iter().flat_map(|g| g.symbols.iter().map(String::as_str)).collect();
+    let covered: Vec<(u64, u64)> = elf
         .symbols()
-        .filter(|s| s.name().is_ok_and(|n| n.starts_with("__wrap_")))
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+        .filter(|s| s.name().is_ok_and(|n| n.starts_with("__wrap_") || wrapped.contains(n)))
         .map(|s| (s.address(), s.address() + s.size()))
         .collect();
-    let wrapped: BTreeSet<&str> = spec.groups.iter().flat_map(|g| g.symbols.iter().map(String::as_str)).collect();
+    let mut unseen = BTreeMap::new();
     for section in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
         for (at, reloc) in section.relocations() {
             let RelocationTarget::Symbol(i) = reloc.target() else { continue };
             let Ok(name) = elf.symbol_by_index(i).and_then(|s| s.name()) else { continue };
-            if wrapped.contains(name) && !wrappers.iter().any(|(a, b)| (*a..*b).contains(&at)) {
-                *st.unseen_call_sites.entry(name.to_owned()).or_default() += 1;
+            if wrapped.contains(name) && !covered.iter().any(|(a, b)| (*a..*b).contains(&at)) {
+                *unseen.entry(name.to_owned()).or_default() += 1;
             }
         }
     }
-    Ok(st)
+    unseen
 }
 
 /// Each group's share and calls per operation from the kept trials of one operation.
@@ -470,6 +485,41 @@ mod tests {
             groups: vec![crate::submission::Group { symbols: vec!["a".into(), "b".into()], ..spec.groups[0].clone() }],
         };
         assert!(shares(&two, &timed(vec![count("a", u64::MAX), count("b", 2)], u64::MAX)).is_err());
+    }
+
+    #[test]
+    fn only_calls_no_wrapper_covers_are_unseen() {
+        // A library of this test's own: `hidden` calls `leaf` inside a.c, where --wrap
+        // cannot redirect it; `outer` does too, but it is wrapped itself (nested: counted
+        // once by design); b.c's calls cross objects and are wrapped.
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        std::fs::write(dir.join("a.c"), "int leaf(int x) { return x + 1; }\nint outer(int x) { return 2 * leaf(x); }\nint hidden(int x) { return leaf(x) + 3; }\n").unwrap();
+        std::fs::write(
+            dir.join("b.c"),
+            "int leaf(int);\nint outer(int);\nint use(int x) { return outer(x) + leaf(x); }\n",
+        )
+        .unwrap();
+        let profile_c = project::drivers_dir().join(recipe::PROFILE_DRIVER);
+        let lib = dir.join("libx.so");
+        let status = std::process::Command::new("gcc")
+            .args(["-O2", "-fPIC", "-shared", "-DNGCC_PROFILE_SYMBOLS=X(0,leaf) X(1,outer)"])
+            .args(["-Wl,--emit-relocs", "-Wl,--wrap=leaf", "-Wl,--wrap=outer", "-o", lib.as_str()])
+            .args([dir.join("a.c").as_str(), dir.join("b.c").as_str(), profile_c.as_str()])
+            .status()
+            .expect("gcc (installed by .ci/run)");
+        assert!(status.success());
+        let spec = ProfileSpec {
+            groups: vec![crate::submission::Group {
+                name: "g".into(),
+                kind: GroupKind::Direct,
+                family: "X".into(),
+                symbols: vec!["leaf".into(), "outer".into()],
+            }],
+        };
+        let st = inspect(&lib, &spec).unwrap();
+        assert_eq!(st.unseen_call_sites, BTreeMap::from([("leaf".to_owned(), 1)]));
+        assert_eq!(st.compiled_in.get("X").unwrap(), &["symbols: leaf, outer"]);
     }
 
     #[test]
