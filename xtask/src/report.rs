@@ -15,7 +15,19 @@ use crate::submission::GroupKind;
 use crate::submission::Submission;
 use crate::{project, stats};
 
-const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
+/// The operations a page shows, in its order.
+pub const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
+
+/// The timing records of one submission, in manifest and page order.
+pub fn records(layout: &Layout, sub: &Submission) -> Result<Vec<Record>> {
+    let mut records = Vec::new();
+    for inst in &sub.instances {
+        for op in OPS {
+            records.extend(schema::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
+        }
+    }
+    Ok(records)
+}
 
 /// The evidence of one submission on one system, read through its types.
 struct Evidence {
@@ -29,10 +41,10 @@ struct Evidence {
 
 impl Evidence {
     fn read(layout: &Layout, sub: &Submission) -> Result<Evidence> {
-        let (mut records, mut profiles) = (Vec::new(), Vec::new());
+        let records = records(layout, sub)?;
+        let mut profiles = Vec::new();
         for inst in &sub.instances {
             for op in OPS {
-                records.extend(schema::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
                 profiles.extend(schema::read::<ProfileRecord>(&layout.profile(&sub.id, &inst.label, op.name()))?);
             }
         }

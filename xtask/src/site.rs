@@ -18,11 +18,11 @@ use xshell::Shell;
 
 use crate::evidence::Layout;
 use crate::flags::{Op, Site};
-use crate::schema::{self, Record};
+use crate::report::OPS;
+use crate::schema::Record;
 use crate::submission::Submission;
 use crate::{project, report, stats};
 
-const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
 const COLORS: [&str; 3] = ["#4477aa", "#ee6677", "#228833"];
 const STYLE: &str = "body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left}\
@@ -210,12 +210,7 @@ fn inline(s: &str) -> String {
 
 /// The charts of one page, from the timing records (none for emulated runs).
 fn charts(layout: &Layout, sub: &Submission) -> Result<String> {
-    let mut records = Vec::new();
-    for inst in &sub.instances {
-        for op in OPS {
-            records.extend(schema::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
-        }
-    }
+    let records = report::records(layout, sub)?;
     if records.is_empty() || records.iter().any(|r| r.emulated) {
         return Ok(String::new());
     }
