@@ -68,7 +68,6 @@ pub(crate) struct Ctx<'a> {
     pub sh: &'a Shell,
     pub sb: &'a Sandbox,
     pub build: &'a Build,
-    pub src: &'a Source,
     pub cpu: Option<usize>,
     pub timeout: Duration,
 }
@@ -109,14 +108,14 @@ impl Ctx<'_> {
         let mut argv =
             vec![recipe::BENCH_PROGRAM.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
         argv.extend(self.cpu.map(|c| c.to_string()));
-        self.build.run_job(self.sb.backend, self.src, &argv, self.timeout).argv
+        self.build.run_job(self.sb.backend, &argv, self.timeout).argv
     }
 
     fn run(&self, op: Op, iterations: u64, warmups: u64) -> Result<DriverReport> {
         let mut argv =
             vec![recipe::BENCH_PROGRAM.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
         argv.extend(self.cpu.map(|c| c.to_string()));
-        let job = self.build.run_job(self.sb.backend, self.src, &argv, self.timeout);
+        let job = self.build.run_job(self.sb.backend, &argv, self.timeout);
         let (f, out) = self.sb.run_captured(self.sh, &job, DRIVER_OUTPUT)?;
         let line = job.argv.join(" ");
         if !f.outcome.success() {
@@ -262,7 +261,7 @@ impl Bench {
                     continue;
                 }
             };
-            let ctx = Ctx { sh, sb: &sb, build: &build, src, cpu: self.cpu, timeout: Duration::from_hours(1) };
+            let ctx = Ctx { sh, sb: &sb, build: &build, cpu: self.cpu, timeout: Duration::from_hours(1) };
             match self.bench_instance(&ctx, &facts, inst, &run.layout, &mut failures)? {
                 Some(api) => audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api)),
                 None => continue,

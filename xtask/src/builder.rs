@@ -132,6 +132,8 @@ pub struct Build {
     pub rebuilt_because: Option<String>,
     /// The build's own folder on the host.
     pub out: Utf8PathBuf,
+    /// Held while the build is in use.
+    _lock: KeyLock,
 }
 
 pub enum Built {
@@ -173,41 +175,75 @@ impl BuildCtx<'_> {
 
     /// Build `inst`, or reuse the build with the same key when its files are unchanged.
     pub fn ensure(&self, inst: &Instance) -> Result<Built> {
-        self.ensure_plan(recipe::plan(self.sub, inst, self.src, &self.places())?)
+        self.ensure_plan(inst, recipe::plan(self.sub, inst, self.src, &self.places())?)
     }
 
     /// The profiling variant of `inst` (`recipe::profile_plan`), built like any other.
     pub fn ensure_profile(&self, inst: &Instance) -> Result<Built> {
-        self.ensure_plan(recipe::profile_plan(self.sub, inst, self.src, &self.places())?)
+        self.ensure_plan(inst, recipe::profile_plan(self.sub, inst, self.src, &self.places())?)
     }
 
-    fn ensure_plan(&self, plan: Plan) -> Result<Built> {
+    fn ensure_plan(&self, inst: &Instance, plan: Plan) -> Result<Built> {
         let key = self.build_key(&plan)?;
+        let work = work_dir(self.sub);
+        std::fs::create_dir_all(&work).with_context(|| format!("cannot create {work}"))?;
         // Named by the key alone: instances with identical build steps share one build.
-        let dir = work_dir(self.sub).join(&key[..20]);
-        let (record_path, out) = (dir.join("build.json"), dir.join("out"));
+        let dir = work.join(&key[..20]);
+        let lock = KeyLock::exclusive(&work.join(format!("{}.lock", &key[..20])))?;
         let mut rebuilt_because = None;
         if !self.inputs.rebuild {
-            match reusable(&record_path, &out, &key) {
-                Ok(Some(record)) => return Ok(Built::Ok(Build { record, reused: true, rebuilt_because, out })),
+            match reusable(&dir.join("build.json"), &dir.join("out"), &key) {
+                Ok(Some(record)) => {
+                    let out = dir.join("out");
+                    return Ok(Built::Ok(Build { record, reused: true, rebuilt_because, out, _lock: lock.share()? }));
+                }
                 Ok(None) => {}
                 Err(why) => rebuilt_because = Some(why),
             }
         }
+        // Under the exclusive lock, any unfinished folder of this key is a dead run's.
+        remove_unfinished(&work, &key[..20]);
+        let tmp = work.join(format!("{}.tmp-{}", &key[..20], std::process::id()));
+        let built = self.build_into(&tmp, inst, (plan, key));
+        let record = match built {
+            Ok(Ok(record)) => record,
+            Ok(Err(failed)) => {
+                std::fs::remove_dir_all(&tmp).ok();
+                return Ok(failed);
+            }
+            Err(e) => {
+                // Interrupted or no engine: an unfinished build is neither sealed nor kept.
+                std::fs::remove_dir_all(&tmp).ok();
+                return Err(e);
+            }
+        };
         if dir.exists() {
             std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove the old build {dir}"))?;
         }
+        std::fs::rename(&tmp, &dir).with_context(|| format!("cannot move the new build into {dir}"))?;
+        let out = dir.join("out");
+        Ok(Built::Ok(Build { record, reused: false, rebuilt_because, out, _lock: lock.share()? }))
+    }
+
+    /// Build into `tmp` (`tmp/src`: the inputs the build may see; `tmp/out`: its own
+    /// folder) and write the record there. `Ok(Err)` is a failed build.
+    fn build_into(
+        &self,
+        tmp: &Utf8Path,
+        inst: &Instance,
+        (plan, key): (Plan, String),
+    ) -> Result<std::result::Result<BuildRecord, Built>> {
+        let (inputs, out) = (tmp.join("src"), tmp.join("out"));
         std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
+        if self.env.backend != Backend::Host {
+            let files = recipe::inputs(self.sub, inst, self.src)?;
+            copy_inputs(&self.src.root, &files, &inputs)?;
+        }
         let mut log = String::new();
         let mut optional_failures = Vec::new();
         let mut failed = false;
         for step in &plan.steps {
-            let ran = self.run_step(step, &out, &mut log);
-            if ran.is_err() {
-                // Interrupted or no engine: an unfinished build is neither sealed nor kept.
-                std::fs::remove_dir_all(&dir).ok();
-            }
-            if let Err(step_log) = ran? {
+            if let Err(step_log) = self.run_step(step, (&inputs, &out), &mut log)? {
                 if !step.optional {
                     failed = true;
                     break;
@@ -215,17 +251,16 @@ impl BuildCtx<'_> {
                 optional_failures.push(StepFailure { what: step.what.clone(), log: step_log });
             }
         }
+        std::fs::remove_dir_all(&inputs).ok();
         // Whatever the steps left, failed or not, is taken back before anything else;
         // what cannot be taken back or listed is no build.
         let files = seal(&out).and_then(|()| listing(&out));
         if let Err(e) = &files {
             log.push_str(&format!("the build left files the harness does not accept: {e:#}\n"));
-            // Not taken back, so not kept either.
-            std::fs::remove_dir_all(&out).ok();
         }
         let files = match files {
             Ok(files) if !failed => files,
-            _ => return Ok(Built::Failed { plan, key, log }),
+            _ => return Ok(Err(Built::Failed { plan, key, log })),
         };
         let record = BuildRecord {
             schema: crate::schema::version::<BuildRecord>(),
@@ -235,30 +270,27 @@ impl BuildCtx<'_> {
             optional_failures,
             finished: project::now_utc(),
         };
-        if let Some(why) = self.shipped_output(&record)? {
+        if let Some(why) = self.shipped_output(&record)?.or_else(|| missing_output(&record)) {
             log.push_str(&why);
-            return Ok(Built::Failed { plan: record.plan, key: record.key, log });
+            return Ok(Err(Built::Failed { plan: record.plan, key: record.key, log }));
         }
-        for step in record.plan.steps.iter().filter(|s| !s.optional) {
-            if let Some(name) = &step.output {
-                if record.output_sha256(name).is_none() {
-                    log.push_str(&format!("{}: the step left no regular file {name}\n", step.what));
-                    return Ok(Built::Failed { plan: record.plan, key: record.key, log });
-                }
-            }
-        }
-        crate::schema::write(&record_path, &record)?;
-        Ok(Built::Ok(Build { record, reused: false, rebuilt_because, out }))
+        crate::schema::write(&tmp.join("build.json"), &record)?;
+        Ok(Ok(record))
     }
 
     /// Run one build step in a fresh sandbox that can write only `out`. `Ok(Err(log))`
     /// is a failed step; `Err` an engine failure or an interruption.
-    fn run_step(&self, step: &Step, out: &Utf8Path, log: &mut String) -> Result<std::result::Result<(), String>> {
+    fn run_step(
+        &self,
+        step: &Step,
+        (inputs, out): (&Utf8Path, &Utf8Path),
+        log: &mut String,
+    ) -> Result<std::result::Result<(), String>> {
         let (workdir, mounts) = match self.env.backend {
             Backend::Container(_) => (
                 Utf8PathBuf::from(recipe::BUILD),
                 vec![
-                    Mount { host: self.src.root.clone(), guest: recipe::SRC, writable: false },
+                    Mount { host: inputs.to_owned(), guest: recipe::SRC, writable: false },
                     Mount { host: project::drivers_dir(), guest: recipe::DRIVERS, writable: false },
                     Mount { host: out.to_owned(), guest: recipe::BUILD, writable: true },
                 ],
@@ -266,7 +298,8 @@ impl BuildCtx<'_> {
             Backend::Host => (out.to_owned(), vec![]),
         };
         let disk = DiskGuard { dir: out.to_owned(), max_bytes: self.inputs.build_disk_mib << 20, max_files: MAX_FILES };
-        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout: self.build_timeout(), disk: Some(disk) };
+        let timeout = self.build_timeout();
+        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout, disk: Some(disk), stdin: None };
         let (f, stdout) = self.sb.run_captured(self.sh, &job, 1 << 20)?;
         let start = log.len();
         log.push_str(&format!("$ {}\n", step.argv.join(" ")));
@@ -354,6 +387,85 @@ fn reusable(record_path: &Utf8Path, out: &Utf8Path, key: &str) -> Result<Option<
     Ok(Some(record))
 }
 
+/// A required step whose output is not a regular file.
+fn missing_output(record: &BuildRecord) -> Option<String> {
+    record.plan.steps.iter().filter(|s| !s.optional).find_map(|step| {
+        let name = step.output.as_ref()?;
+        record.output_sha256(name).is_none().then(|| format!("{}: the step left no regular file {name}\n", step.what))
+    })
+}
+
+/// Copy `files` (relative to `root`) into the fresh folder `dest`, never through a link.
+fn copy_inputs(root: &Utf8Path, files: &std::collections::BTreeSet<String>, dest: &Utf8Path) -> Result<()> {
+    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {dest}"))?;
+    for rel in files {
+        let to = dest.join(rel);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {parent}"))?;
+        }
+        let mut from = project::open_regular(&root.join(rel))?;
+        let mut file = std::fs::File::create(&to).with_context(|| format!("cannot create {to}"))?;
+        std::io::copy(&mut from, &mut file).with_context(|| format!("cannot copy {rel} into the build inputs"))?;
+    }
+    Ok(())
+}
+
+/// Remove the folders an interrupted or killed run left while building `key`.
+fn remove_unfinished(work: &Utf8Path, key: &str) {
+    let prefix = format!("{key}.tmp-");
+    for entry in work.read_dir_utf8().into_iter().flatten().flatten() {
+        if entry.file_name().starts_with(&prefix) {
+            std::fs::remove_dir_all(entry.path()).ok();
+        }
+    }
+}
+
+/// One build key's lock (`flock`): exclusive while the build is checked or made, shared
+/// while it is used, so no run removes a build another is running.
+pub struct KeyLock(std::fs::File);
+
+impl KeyLock {
+    fn exclusive(path: &Utf8Path) -> Result<KeyLock> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open the build lock {path}"))?;
+        let lock = KeyLock(file);
+        lock.take(libc::LOCK_EX, path)?;
+        Ok(lock)
+    }
+
+    fn share(self) -> Result<KeyLock> {
+        // SAFETY: flock on a file descriptor this value owns.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&self.0), libc::LOCK_SH) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("cannot share the build lock");
+        }
+        Ok(self)
+    }
+
+    /// Wait for the lock, saying so once, and stay interruptible.
+    fn take(&self, how: i32, path: &Utf8Path) -> Result<()> {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.0);
+        let mut said = false;
+        // SAFETY: flock on a file descriptor this value owns.
+        while unsafe { libc::flock(fd, how | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(e).with_context(|| format!("cannot lock {path}"));
+            }
+            if !said {
+                println!("  waiting for another run that is using or making this build ({path})");
+                said = true;
+            }
+            crate::interrupt::check()?;
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Ok(())
+    }
+}
+
 /// Take a finished build folder back from the sandbox: owned by the tool (when it runs
 /// as root), no set-id, sticky or group/other-write bits, so that nothing a build
 /// leaves can be run with its rights or changed later by anyone but the tool.
@@ -407,28 +519,41 @@ fn listing(dir: &Utf8Path) -> Result<BTreeMap<String, String>> {
 
 impl Build {
     /// A job that runs a program of this build (`argv[0]` relative to the build folder)
-    /// with the build read-only and nothing writable but its private /tmp.
-    pub fn run_job(&self, backend: Backend, src: &Source, argv: &[String], timeout: Duration) -> Job {
+    /// with the build read-only and nothing writable but its private /tmp. No source
+    /// tree: a program that could read the shipped KAT text could print it.
+    pub fn run_job(&self, backend: Backend, argv: &[String], timeout: Duration) -> Job {
         let mut argv = argv.to_vec();
         match backend {
             Backend::Container(_) => {
                 argv[0] = Utf8Path::new(recipe::BUILD).join(&argv[0]).to_string();
-                Job {
-                    argv,
-                    workdir: "/tmp".into(),
-                    mounts: vec![
-                        Mount { host: self.out.clone(), guest: recipe::BUILD, writable: false },
-                        Mount { host: src.root.clone(), guest: recipe::SRC, writable: false },
-                    ],
-                    timeout,
-                    disk: None,
-                }
+                let mounts = vec![Mount { host: self.out.clone(), guest: recipe::BUILD, writable: false }];
+                Job { argv, workdir: "/tmp".into(), mounts, timeout, disk: None, stdin: None }
             }
             Backend::Host => {
                 argv[0] = self.out.join(&argv[0]).to_string();
-                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout, disk: None }
+                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout, disk: None, stdin: None }
             }
         }
+    }
+
+    /// The first record of `text` (a KAT text this build printed) found in the build's
+    /// outputs: a text that was embedded, not computed.
+    pub fn embedded_record(&self, text: &[u8]) -> Result<Option<String>> {
+        let needles = crate::kat::Needles::of_text(text);
+        if needles.is_empty() {
+            return Ok(None);
+        }
+        let outputs = self.record.plan.steps.iter().filter_map(|s| s.output.as_deref());
+        for name in outputs.chain(self.record.plan.run.first().map(String::as_str)) {
+            if self.record.output_sha256(name).is_none() {
+                continue;
+            }
+            let data = project::read_regular(&self.out.join(name), 1 << 30)?;
+            if let Some((what, at)) = needles.find(&data) {
+                return Ok(Some(format!("{name} contains {what} of its own KAT text (offset {at})")));
+            }
+        }
+        Ok(None)
     }
 }
 

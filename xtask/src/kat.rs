@@ -275,6 +275,71 @@ pub fn first_differing_record(expected: &[u8], actual: &[u8], mode: Mode) -> Opt
     })
 }
 
+/// Byte strings that a program embedding a KAT text, or its records, would contain:
+/// the first 16 hex digits (both cases) and the first 16 bytes of every long value.
+/// No honest build contains the keys, ciphertexts and secrets it computes from seeds.
+pub struct Needles {
+    found: std::collections::HashMap<[u8; NEEDLE], String>,
+    /// Whether any needle starts with these two bytes: most positions stop here.
+    first: Vec<bool>,
+}
+
+const NEEDLE: usize = 16;
+/// Values shorter than this many hex digits (lengths, counts, short tags) are left out.
+const MIN_VALUE_HEX: usize = 2 * NEEDLE;
+const MAX_NEEDLES: usize = 3000;
+
+impl Needles {
+    /// The needles of a KAT text (the `Name = HEX` lines of its records).
+    pub fn of_text(text: &[u8]) -> Needles {
+        let mut n = Needles { found: std::collections::HashMap::new(), first: vec![false; 1 << 16] };
+        let mut record = String::from("?");
+        for line in String::from_utf8_lossy(text).lines() {
+            let Some((name, value)) = line.split_once('=') else { continue };
+            let (name, value) = (name.trim(), value.trim());
+            if name.eq_ignore_ascii_case("count") {
+                value.clone_into(&mut record);
+            } else if value.len() >= MIN_VALUE_HEX && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+                n.add_value(&format!("record {record}'s {name}"), value);
+            }
+            if n.found.len() >= MAX_NEEDLES {
+                break;
+            }
+        }
+        n
+    }
+
+    fn add_value(&mut self, what: &str, hex: &str) {
+        let head = &hex.as_bytes()[..NEEDLE];
+        let bytes: Vec<u8> =
+            (0..NEEDLE).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_default()).collect();
+        for (form, needle) in [
+            ("as upper-case hex", head.to_ascii_uppercase()),
+            ("as lower-case hex", head.to_ascii_lowercase()),
+            ("as bytes", bytes),
+        ] {
+            let key: [u8; NEEDLE] = needle.try_into().expect("needles have NEEDLE bytes");
+            self.first[usize::from(u16::from_be_bytes([key[0], key[1]]))] = true;
+            self.found.entry(key).or_insert_with(|| format!("{what} {form}"));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// The first needle in `data`: what it is and where.
+    pub fn find(&self, data: &[u8]) -> Option<(String, usize)> {
+        data.windows(NEEDLE).enumerate().find_map(|(at, w)| {
+            if !self.first[usize::from(u16::from_be_bytes([w[0], w[1]]))] {
+                return None;
+            }
+            let key: &[u8; NEEDLE] = w.try_into().ok()?;
+            self.found.get(key).map(|what| (what.clone(), at))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,5 +425,23 @@ mod tests {
         assert_eq!(i, 2);
         assert_eq!((x.as_str(), y.as_str()), ("count = 1\nk = 2\n", "count = 1\nk = 3\n"));
         assert!(first_differing_record(a, a, Mode::Strict).is_none());
+    }
+
+    #[test]
+    fn needles_find_a_kat_text_embedded_as_text_or_bytes_and_nothing_else() {
+        let pk = "AABBCCDDEEFF00112233445566778899ABCDEF0123456789ABCDEF0123456789";
+        let text = format!("Count = 0\nSeed_Len = 64\nPK_Len = 32\nPK = {pk}\nSS = 01\n\nCount = 1\n");
+        let n = Needles::of_text(text.as_bytes());
+        assert!(!n.is_empty());
+        let mut lib = b"\x7fELF some code ".to_vec();
+        assert_eq!(n.find(&lib), None);
+        lib.extend_from_slice(pk.to_ascii_lowercase().as_bytes());
+        assert_eq!(n.find(&lib), Some(("record 0's PK as lower-case hex".into(), 15)));
+        let bytes: Vec<u8> = (0..16).map(|i| u8::from_str_radix(&pk[2 * i..2 * i + 2], 16).unwrap()).collect();
+        let mut array = vec![0u8; 5];
+        array.extend_from_slice(&bytes);
+        assert_eq!(n.find(&array).map(|f| f.0), Some("record 0's PK as bytes".into()));
+        // Short values (lengths, one-byte secrets) make no needle.
+        assert_eq!(n.find(b"= 64 01"), None);
     }
 }

@@ -23,6 +23,7 @@ pub mod merge;
 pub mod profile;
 pub mod project;
 pub mod recipe;
+pub mod replay;
 pub mod report;
 pub mod sandbox;
 pub mod schema;

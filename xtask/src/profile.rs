@@ -299,8 +299,7 @@ fn profile_submission(
         let st = inspect(&profiled.out.join(recipe::LIBRARY), spec)?;
         let mut recs = Vec::new();
         for &op in &bench.ops {
-            let ctx =
-                |build| Ctx { sh, sb: &sb, build, src, cpu: bench.cpu, timeout: std::time::Duration::from_hours(1) };
+            let ctx = |build| Ctx { sh, sb: &sb, build, cpu: bench.cpu, timeout: std::time::Duration::from_hours(1) };
             let started = project::now_utc();
             let reference_timed = bench.time_op(&ctx(&reference), op)?;
             let timed = bench.time_op(&ctx(&profiled), op)?;

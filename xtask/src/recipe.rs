@@ -20,6 +20,8 @@ pub const LIBRARY: &str = "libinstance.so";
 pub const KAT_PROGRAM: &str = "kat";
 pub const BENCH_DRIVER: &str = "kem_bench.c";
 pub const BENCH_PROGRAM: &str = "kem_bench";
+pub const REPLAY_DRIVER: &str = "kem_replay.c";
+pub const REPLAY_PROGRAM: &str = "kem_replay";
 
 /// One build step; it runs in the build folder, and `output` (relative to it) is the
 /// file it makes. An optional step may fail without failing the build.
@@ -136,7 +138,10 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
         Step { what: "kat program".into(), argv: prog, output: Some(KAT_PROGRAM.into()), optional: false },
     ];
     if sub.bench.is_some() {
-        steps.push(bench_step(sub, inst, src, places, &flags)?);
+        // The timing driver is optional (KATs are still checked without it); the replay
+        // driver is not: a PASS needs the replay whenever the API can be reached.
+        steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::BENCH)?);
+        steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::REPLAY)?);
     }
     Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run: vec![KAT_PROGRAM.into()] })
 }
@@ -153,6 +158,7 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
         bail!("{}: profiles need the cc recipe and a [bench] section", sub.id);
     }
     let mut plan = plan(sub, inst, src, places)?;
+    plan.steps.retain(|s| s.output.as_deref() != Some(REPLAY_PROGRAM));
     let symbols: Vec<&String> = spec.groups.iter().flat_map(|g| &g.symbols).collect();
     let list: Vec<String> = symbols.iter().enumerate().map(|(i, s)| format!("X({i},{s})")).collect();
     for step in &mut plan.steps {
@@ -209,10 +215,31 @@ fn link_to_library(program: &str) -> [String; 5] {
     ["-o".into(), program.into(), "-L.".into(), "-linstance".into(), "-Wl,-rpath,$ORIGIN".into()]
 }
 
-/// The timing driver, compiled with the build's flags and linked to the instance
-/// library; the manifest's `[bench]` picks the API adapter. Optional: a submission
-/// whose timing driver does not compile still has its KATs checked.
-fn bench_step(sub: &Submission, inst: &Instance, src: &Source, places: &Places, flags: &[String]) -> Result<Step> {
+/// A harness driver reaching the API through the manifest's `[bench]` adapter.
+struct Adapter {
+    what: &'static str,
+    driver: &'static str,
+    program: &'static str,
+    optional: bool,
+}
+
+impl Adapter {
+    const BENCH: Adapter =
+        Adapter { what: "timing driver", driver: BENCH_DRIVER, program: BENCH_PROGRAM, optional: true };
+    const REPLAY: Adapter =
+        Adapter { what: "replay driver", driver: REPLAY_DRIVER, program: REPLAY_PROGRAM, optional: false };
+}
+
+/// A harness driver compiled with the build's flags and linked to the instance
+/// library; the manifest's `[bench]` picks the API adapter.
+fn adapter_step(
+    sub: &Submission,
+    inst: &Instance,
+    src: &Source,
+    places: &Places,
+    flags: &[String],
+    adapter: Adapter,
+) -> Result<Step> {
     let spec = sub.bench.as_ref().with_context(|| format!("{} has no [bench] section", sub.id))?;
     let mut argv = vec!["gcc".to_owned()];
     argv.extend(flags.iter().cloned());
@@ -222,9 +249,9 @@ fn bench_step(sub: &Submission, inst: &Instance, src: &Source, places: &Places, 
     argv.extend(sub.build.defines.iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
     argv.extend(force_include(inst, src, places, &spec.header)?);
     argv.extend(["-include".into(), places.driver(&format!("bench_{}.h", spec.api.name()))]);
-    argv.push(places.driver(BENCH_DRIVER));
-    argv.extend(link_to_library(BENCH_PROGRAM));
-    Ok(Step { what: "timing driver".into(), argv, output: Some(BENCH_PROGRAM.into()), optional: true })
+    argv.push(places.driver(adapter.driver));
+    argv.extend(link_to_library(adapter.program));
+    Ok(Step { what: adapter.what.into(), argv, output: Some(adapter.program.into()), optional: adapter.optional })
 }
 
 /// Configure and build one target of the submission's `CMake` project.
@@ -287,6 +314,67 @@ fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
         bail!("source file {pattern} not found in {root}");
     }
     Ok(vec![pattern.to_owned()])
+}
+
+/// Extensions of the files a C build compiles or reads through `#include`.
+const CODE: &[&str] = &["c", "h", "inc", "S", "s", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "ipp", "tcc", "def"];
+/// Extensions of KAT request and response files, which no build may see.
+const KAT_DATA: &[&str] = &["rsp", "req", "kat"];
+
+/// The files of the tree a build of `inst` may see (relative paths): the files its plan
+/// compiles or force-includes and the code files of every folder it compiles from or
+/// includes; the cmake recipe, every file. Never KAT files: a build that could read the
+/// published KAT text could print it instead of computing it.
+pub fn inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<std::collections::BTreeSet<String>> {
+    let code = |rel: &str| sub.build.cmake.is_some() || has_extension(rel, CODE);
+    let kat_data = kat_files(sub, inst);
+    let mut files = std::collections::BTreeSet::new();
+    let mut folders = Vec::new();
+    for rel in named_inputs(sub, inst, src)? {
+        folders.push(Utf8Path::new(&rel).parent().map(Utf8Path::to_string).unwrap_or_default());
+        files.insert(rel);
+    }
+    folders.extend(sub.build.include.iter().chain(&sub.kat.include).map(|i| inst.expand(i)));
+    if sub.build.cmake.is_some() {
+        folders.push(String::new());
+    }
+    for folder in folders {
+        for entry in walkdir::WalkDir::new(src.root.join(&folder)).sort_by_file_name() {
+            let entry = entry.with_context(|| format!("cannot walk {folder} in {}", src.root))?;
+            let Some(path) = Utf8Path::from_path(entry.path()) else { continue };
+            let rel = path.strip_prefix(&src.root).unwrap_or(path).to_string();
+            if entry.file_type().is_file() && code(&rel) {
+                files.insert(rel);
+            }
+        }
+    }
+    files.retain(|f| !has_extension(f, KAT_DATA) && !kat_data.iter().any(|k| f == k || f.ends_with(&format!("/{k}"))));
+    Ok(files)
+}
+
+/// The files a manifest names for `inst`: compiled sources, KAT program sources of the
+/// tree, the API and timing headers.
+fn named_inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<String>> {
+    let mut named = Vec::new();
+    if sub.build.cmake.is_none() {
+        for pattern in &sub.build.sources {
+            named.extend(resolve(&src.root, &inst.expand(pattern))?);
+        }
+    }
+    named.extend(sub.kat.program.iter().map(|p| inst.expand(p)).filter(|p| !p.starts_with("driver:")));
+    named.extend(sub.kat.api_header.iter().chain(sub.bench.as_ref().map(|b| &b.header)).map(|h| inst.expand(h)));
+    Ok(named)
+}
+
+/// The instance's KAT file name and shipped reference KAT text, as the manifest names them.
+fn kat_files(sub: &Submission, inst: &Instance) -> Vec<String> {
+    let mut names = vec![inst.expand(&sub.kat.file)];
+    names.extend(sub.kat.reference.iter().map(|r| inst.expand(r)));
+    names
+}
+
+fn has_extension(rel: &str, set: &[&str]) -> bool {
+    Utf8Path::new(rel).extension().is_some_and(|e| set.contains(&e))
 }
 
 /// Digest of the harness's drivers folder, so that a changed driver or adapter rebuilds.
@@ -364,6 +452,8 @@ extra_flags = ["-DX=1"]
         assert!(kat.windows(2).any(|w| w == ["-include", "/src/i1/api.h"]));
         assert_eq!(p.steps[2].output.as_deref(), Some(BENCH_PROGRAM));
         assert!(p.steps[2].optional && !p.steps[0].optional);
+        assert_eq!(p.steps[3].output.as_deref(), Some(REPLAY_PROGRAM));
+        assert!(!p.steps[3].optional, "a PASS needs the replay");
         assert_eq!(p.run, [KAT_PROGRAM]);
     }
 
@@ -403,5 +493,22 @@ extra_flags = ["-DX=1"]
         std::fs::write(src.root.join("i1/demo.c"), "").unwrap();
         std::fs::remove_file(src.root.join("i1/api.h")).unwrap();
         assert!(format!("{:#}", check(&sub, &sub.instances[0], &src).unwrap_err()).contains("API header"));
+    }
+
+    #[test]
+    fn a_build_sees_its_code_and_never_a_kat_file() {
+        let (_t, sub, src) = fixture();
+        for f in
+            ["i1/KAT_L1.rsp", "i1/k_L1.txt", "i1/sub/x.h", "common/tables.inc", "Test_Vectors/k_L1.txt", "other/o.c"]
+        {
+            std::fs::create_dir_all(src.root.join(f).parent().unwrap()).unwrap();
+            std::fs::write(src.root.join(f), "Count = 0\n").unwrap();
+        }
+        let seen: Vec<String> = inputs(&sub, &sub.instances[0], &src).unwrap().into_iter().collect();
+        assert_eq!(
+            seen,
+            ["common/c.c", "common/tables.inc", "i1/a.c", "i1/api.h", "i1/b.c", "i1/demo.c", "i1/sub/x.h"],
+            "compiled and included folders' code only: no notes, no KAT files, no other folder"
+        );
     }
 }

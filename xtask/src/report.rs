@@ -9,10 +9,13 @@ use xshell::Shell;
 
 use crate::evidence::{self, Layout};
 use crate::flags::{Op, Report};
-use crate::schema::{self, Disagreement, Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
+use crate::schema::{
+    self, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary, Survey,
+};
 use crate::sources::Provenance;
 use crate::submission::GroupKind;
 use crate::submission::Submission;
+use crate::verify::Status;
 use crate::{project, stats};
 
 /// The operations a page shows, in its order.
@@ -175,6 +178,29 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
     for i in &k.instances {
         writeln!(w, "| {} | {} | {} |", i.label, i.flag_set, i.status)?;
+    }
+    replays(w, k)
+}
+
+/// Which PASSes a replay on run-time seeds corroborates, and which rest on the digest.
+fn replays(w: &mut String, k: &Summary) -> Result<()> {
+    let passed = k.instances.iter().filter(|i| i.status == Status::Pass);
+    let (replayed, digest_only): (Vec<_>, Vec<_>) = passed.partition(|i| i.replay.as_ref().is_some_and(|r| r.passed));
+    let names = |v: &[&InstanceResult]| v.iter().map(|i| i.label.as_str()).collect::<Vec<_>>().join(", ");
+    if !replayed.is_empty() {
+        writeln!(
+            w,
+            "\nReplayed on seeds drawn at run time (keygen, enc and dec in separate processes, shared secrets \
+             compared by the harness): {}.",
+            names(&replayed)
+        )?;
+    }
+    if !digest_only.is_empty() {
+        writeln!(
+            w,
+            "\nKAT digest only, no replay (the manifest gives no API to replay through): {}.",
+            names(&digest_only)
+        )?;
     }
     Ok(())
 }

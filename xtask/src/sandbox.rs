@@ -61,6 +61,8 @@ pub struct Job {
     pub timeout: Duration,
     /// Stop the command when its writable host folder grows past these bounds.
     pub disk: Option<DiskGuard>,
+    /// Bytes fed to the command's standard input (none: it reads end-of-file at once).
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// Bounds on a writable host folder, watched while the command runs (a mount has no
@@ -231,6 +233,7 @@ impl Sandbox {
             mounts: vec![],
             timeout: Duration::from_mins(1),
             disk: None,
+            stdin: None,
         };
         let (f, out) = self.run_captured(sh, &job, 16 << 20)?;
         if !f.outcome.success() {
@@ -267,7 +270,7 @@ impl Sandbox {
         shell.change_dir(scratch);
         let mut command = engine.command(&shell, &args);
         let child = command
-            .stdin(Stdio::null())
+            .stdin(stdin_of(job))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -323,6 +326,9 @@ impl Sandbox {
             "--env=HOME=/tmp".into(),
             format!("--workdir={}", job.workdir),
         ];
+        if job.stdin.is_some() {
+            args.push("--interactive".into());
+        }
         args.extend(engine.read_only_args());
         if l.perf_events && engine == Engine::Podman {
             match seccomp_with_perf()? {
@@ -413,8 +419,13 @@ fn watch(mut child: Child, job: &Job, cap: u64, stdout: &mut (dyn Write + Send),
     let over = AtomicBool::new(false);
     let out_pipe = child.stdout.take().context("no stdout pipe")?;
     let err_pipe = child.stderr.take().context("no stderr pipe")?;
+    let in_pipe = child.stdin.take();
     let start = Instant::now();
     std::thread::scope(|s| {
+        if let (Some(mut pipe), Some(bytes)) = (in_pipe, job.stdin.as_deref()) {
+            // A command that stops reading early closes the pipe: not the tool's failure.
+            s.spawn(move || drop(pipe.write_all(bytes)));
+        }
         let out = s.spawn(|| pump(out_pipe, stdout, cap, &over));
         let err = s.spawn(|| {
             let mut excerpt = Excerpt::default();
@@ -453,6 +464,14 @@ fn watch(mut child: Child, job: &Job, cap: u64, stdout: &mut (dyn Write + Send),
         let stderr = err.join().map_err(|_| anyhow::anyhow!("stderr reader panicked"))??;
         Ok(Watched { status, killed, stdout_bytes, stderr })
     })
+}
+
+fn stdin_of(job: &Job) -> Stdio {
+    if job.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    }
 }
 
 /// Copy `from` into `to` until EOF, writing at most `cap` bytes; past the cap the rest
@@ -530,7 +549,7 @@ fn run_host(job: &Job, cap: u64, stdout: &mut (dyn Write + Send)) -> Result<(Out
     let mut command: std::process::Command = cmd!(sh, "{program} {args...}").into();
     let child = command
         .process_group(0)
-        .stdin(Stdio::null())
+        .stdin(stdin_of(job))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -638,6 +657,7 @@ mod tests {
             mounts: vec![],
             timeout: Duration::from_secs(secs),
             disk: None,
+            stdin: None,
         };
         let (f, _) = sb.run_captured(&sh, &job(&["sleep", "30"], 1), 1024).unwrap();
         assert_eq!(f.outcome, Outcome::TimedOut);

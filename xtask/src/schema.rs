@@ -55,7 +55,7 @@ macro_rules! evidence {
 }
 
 evidence! {
-    Summary: "KAT summary", 2;
+    Summary: "KAT summary", 3;
     Record: "timing record", 2;
     Environment: "environment manifest", 1;
     SizeAudit: "size audit", 1;
@@ -166,9 +166,23 @@ pub struct InstanceResult {
     pub run_seconds: Option<f64>,
     /// Bytes the program printed (the log keeps at most the output cap).
     pub output_bytes: Option<u64>,
+    /// The replay on seeds drawn at run time that corroborates a matching digest; None
+    /// when the digest did not match, or the manifest gives no API to replay through.
+    pub replay: Option<Replay>,
     pub message: Option<String>,
     pub finished: String,
     pub harness_commit: String,
+}
+
+/// keygen, enc and dec in three separate processes on seeds the tool drew at run time,
+/// the shared secrets compared by the tool.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Replay {
+    /// The seeds, hex, in record order.
+    pub seeds: Vec<String>,
+    pub passed: bool,
+    /// What was compared, or the first thing that failed.
+    pub detail: String,
 }
 
 // ---- Timing record (bench)
@@ -517,9 +531,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let path = camino::Utf8Path::from_path(t.path()).unwrap().join("summary.json");
         let text = std::fs::read_to_string(golden("summary.json")).unwrap();
-        std::fs::write(&path, text.replacen("\"schema\": 2", "\"schema\": 1", 1)).unwrap();
+        std::fs::write(&path, text.replacen("\"schema\": 3", "\"schema\": 1", 1)).unwrap();
         let e = format!("{:#}", read::<Summary>(&path).unwrap_err());
-        assert!(e.contains("KAT summary of schema 1; this harness reads schema 2: re-run"), "{e}");
+        assert!(e.contains("KAT summary of schema 1; this harness reads schema 3: re-run"), "{e}");
         std::fs::write(&path, "[]").unwrap();
         assert!(read::<SizeAudit>(&path).is_err(), "a bare list is not a size audit");
         assert!(read::<Summary>(&path.with_file_name("none.json")).unwrap().is_none());

@@ -21,6 +21,7 @@ use crate::flags::Verify;
 use crate::kat::{self, Canonical, Manifest};
 use crate::project;
 use crate::recipe;
+use crate::replay;
 use crate::sandbox::Outcome;
 use crate::schema::{self, InstanceResult, Summary, ToolchainRecord};
 use crate::sha::Sha256Hex;
@@ -298,6 +299,7 @@ impl Ctx<'_> {
             run_outcome: None,
             run_seconds: None,
             output_bytes: None,
+            replay: None,
             message: None,
             finished: String::new(),
             harness_commit: self.harness_commit.clone(),
@@ -341,7 +343,7 @@ impl Ctx<'_> {
     ) -> Result<InstanceResult> {
         let (sub, layout, plan) = (self.build.sub, self.layout, &build.record.plan);
         let timeout = Duration::from_secs(self.verify.timeout);
-        let job = build.run_job(self.build.env.backend, self.build.src, &plan.run, timeout);
+        let job = build.run_job(self.build.env.backend, &plan.run, timeout);
         let log_path = layout.kat_log(&sub.id, &inst.label);
         let mut tee = Tee {
             file: std::io::BufWriter::new(tempfile::NamedTempFile::new_in(layout.kat_dir(&sub.id))?),
@@ -367,6 +369,9 @@ impl Ctx<'_> {
                     r.message = Some(mismatch_message(entry, &actual, &log_path, self.build.src, inst, sub));
                 }
                 r.actual_sha256 = Some(Sha256Hex::computed(actual));
+                if r.status == Status::Pass {
+                    self.corroborate(build, &log_path, &mut r)?;
+                }
             }
             Err(why) => {
                 r.status = Status::Mismatch;
@@ -374,6 +379,36 @@ impl Ctx<'_> {
             }
         }
         Ok(r.finish())
+    }
+
+    /// A matching digest is a PASS only when the build did not embed its text and, where
+    /// the API can be reached, the replay on seeds drawn now agrees.
+    fn corroborate(&self, build: &Build, log_path: &Utf8Path, r: &mut InstanceResult) -> Result<()> {
+        let text = read_prefix(log_path, DIFF_READ);
+        if let Some(found) = build.embedded_record(&text)? {
+            r.status = Status::Mismatch;
+            r.message = Some(format!("the KAT text has the published digest, but {found}: it was not computed"));
+            return Ok(());
+        }
+        if !replay::available(build) {
+            return Ok(());
+        }
+        let ctx = replay::Ctx {
+            sh: self.build.sh,
+            sb: self.build.sb,
+            build,
+            timeout: Duration::from_secs(self.verify.timeout),
+        };
+        let replay = replay::run(&ctx, &replay::draw_seeds()?)?;
+        if !replay.passed {
+            r.status = Status::Mismatch;
+            r.message = Some(format!(
+                "the KAT text has the published digest, but the replay on seeds drawn at run time failed: {}",
+                replay.detail
+            ));
+        }
+        r.replay = Some(replay);
+        Ok(())
     }
 
     /// What happened to a KAT program that did not finish cleanly.

@@ -85,6 +85,19 @@ pub fn model_lines(n: usize) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The submitted KAT text of a good instance (what the fixture ships under KAT/).
+pub fn model_text(n: usize) -> String {
+    let mut kat = String::new();
+    for rec in model_lines(n) {
+        for line in rec {
+            kat.push_str(&line);
+            kat.push_str("\r\n");
+        }
+        kat.push_str("\r\n");
+    }
+    kat
+}
+
 /// Digest of the model text under the manifest rules, computed here on purpose
 /// (strict: no empty lines, LF after every line; nolen: no `*_Len` lines).
 pub fn model_digest(n: usize, nolen: bool, records: usize) -> String {
@@ -146,7 +159,9 @@ pub fn write_tree(dir: &Path, instances: &[Inst]) -> PathBuf {
         let d = root.join(label);
         std::fs::create_dir_all(d.join("KAT")).unwrap();
         std::fs::create_dir_all(d.join("prebuilt")).unwrap();
-        for f in ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "hostile.h", "keccak.h", "keccak.c"] {
+        for f in
+            ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "hostile.h", "canned.h", "keccak.h", "keccak.c"]
+        {
             std::fs::copy(Path::new(FIXTURE).join(f), d.join(f)).unwrap();
         }
         let mut h = header(label, n, extra);
@@ -173,15 +188,7 @@ pub fn write_tree(dir: &Path, instances: &[Inst]) -> PathBuf {
         std::fs::write(&bin, "#!/bin/sh\ntouch /tmp/ngcc-fixture-binary-was-run\n").unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         // The submitted KAT text (correct per the model), with CRLF and blank lines.
-        let mut kat = String::new();
-        for rec in model_lines(n) {
-            for line in rec {
-                kat.push_str(&line);
-                kat.push_str("\r\n");
-            }
-            kat.push_str("\r\n");
-        }
-        std::fs::write(d.join(format!("KAT/KAT_KEM_{label}.txt")), kat).unwrap();
+        std::fs::write(d.join(format!("KAT/KAT_KEM_{label}.txt")), model_text(n)).unwrap();
     }
     root
 }
