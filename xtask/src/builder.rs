@@ -235,11 +235,14 @@ impl BuildCtx<'_> {
     ) -> Result<std::result::Result<BuildRecord, Built>> {
         let (inputs, out) = (tmp.join("src"), tmp.join("out"));
         std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
-        if self.env.backend != Backend::Host {
-            let files = recipe::inputs(self.sub, inst, self.src)?;
-            copy_inputs(&self.src.root, &files, &inputs)?;
-        }
         let mut log = String::new();
+        if self.env.backend != Backend::Host {
+            let seen = recipe::inputs(self.sub, inst, self.src)?;
+            copy_inputs(&self.src.root, &seen.files, &inputs)?;
+            for rel in &seen.left_out {
+                log.push_str(&format!("left out of the build's inputs (not a regular file): {rel}\n"));
+            }
+        }
         let mut optional_failures = Vec::new();
         let mut failed = false;
         for step in &plan.steps {

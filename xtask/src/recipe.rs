@@ -325,10 +325,11 @@ const KAT_DATA: &[&str] = &["rsp", "req", "kat"];
 /// compiles or force-includes and the code files of every folder it compiles from or
 /// includes; the cmake recipe, every file. Never KAT files: a build that could read the
 /// published KAT text could print it instead of computing it.
-pub fn inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<std::collections::BTreeSet<String>> {
+pub fn inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<Inputs> {
     let code = |rel: &str| sub.build.cmake.is_some() || has_extension(rel, CODE);
     let kat_data = kat_files(sub, inst);
     let mut files = std::collections::BTreeSet::new();
+    let mut left_out = std::collections::BTreeSet::new();
     let mut folders = Vec::new();
     for rel in named_inputs(sub, inst, src)? {
         folders.push(Utf8Path::new(&rel).parent().map(Utf8Path::to_string).unwrap_or_default());
@@ -345,11 +346,20 @@ pub fn inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<std::co
             let rel = path.strip_prefix(&src.root).unwrap_or(path).to_string();
             if entry.file_type().is_file() && code(&rel) {
                 files.insert(rel);
+            } else if !entry.file_type().is_dir() && code(&rel) {
+                left_out.insert(rel);
             }
         }
     }
     files.retain(|f| !has_extension(f, KAT_DATA) && !kat_data.iter().any(|k| f == k || f.ends_with(&format!("/{k}"))));
-    Ok(files)
+    Ok(Inputs { files, left_out })
+}
+
+/// What a build may see of the tree, and the code files left out as no regular files
+/// (links, FIFOs, devices).
+pub struct Inputs {
+    pub files: std::collections::BTreeSet<String>,
+    pub left_out: std::collections::BTreeSet<String>,
 }
 
 /// The files a manifest names for `inst`: compiled sources, KAT program sources of the
@@ -504,7 +514,10 @@ extra_flags = ["-DX=1"]
             std::fs::create_dir_all(src.root.join(f).parent().unwrap()).unwrap();
             std::fs::write(src.root.join(f), "Count = 0\n").unwrap();
         }
-        let seen: Vec<String> = inputs(&sub, &sub.instances[0], &src).unwrap().into_iter().collect();
+        std::os::unix::fs::symlink("a.c", src.root.join("i1/link.c")).unwrap();
+        let inputs = inputs(&sub, &sub.instances[0], &src).unwrap();
+        assert_eq!(inputs.left_out.into_iter().collect::<Vec<_>>(), ["i1/link.c"]);
+        let seen: Vec<String> = inputs.files.into_iter().collect();
         assert_eq!(
             seen,
             ["common/c.c", "common/tables.inc", "i1/a.c", "i1/api.h", "i1/b.c", "i1/demo.c", "i1/sub/x.h"],

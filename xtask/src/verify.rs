@@ -352,7 +352,6 @@ impl Ctx<'_> {
         let f = self.build.sb.run(self.build.sh, &job, &mut tee)?;
         let tmp =
             tee.file.into_inner().map_err(std::io::IntoInnerError::into_error).context("cannot write the KAT log")?;
-        project::persist(tmp, &log_path)?;
         r.log = Some(layout.relative(&log_path));
         r.run_outcome = Some(f.outcome);
         r.run_seconds = Some(f.wall.as_secs_f64());
@@ -360,17 +359,33 @@ impl Ctx<'_> {
         if let Some(status) = Status::from_run(f.outcome) {
             r.status = status;
             r.message = Some(self.describe(f.outcome, &f.stderr));
-            return Ok(r.finish());
+        } else {
+            let text = Utf8Path::from_path(tmp.path()).context("non-UTF-8 temp path")?;
+            self.judge(inst, build, (entry, tee.canonical, text), &mut r)?;
         }
-        match kat::finish_digest(tee.canonical) {
+        // The log lands only with its verdict: an interrupted replay leaves nothing.
+        project::persist(tmp, &log_path)?;
+        Ok(r.finish())
+    }
+
+    /// The verdict on a KAT text that finished cleanly (`text`: where it is now).
+    fn judge(
+        &self,
+        inst: &Instance,
+        build: &Build,
+        (entry, canonical, text): (&kat::Entry, Canonical<Sha256>, &Utf8Path),
+        r: &mut InstanceResult,
+    ) -> Result<()> {
+        let sub = self.build.sub;
+        match kat::finish_digest(canonical) {
             Ok(actual) => {
                 if entry.sha256 != *actual {
                     r.status = Status::Mismatch;
-                    r.message = Some(mismatch_message(entry, &actual, &log_path, self.build.src, inst, sub));
+                    r.message = Some(mismatch_message(entry, &actual, text, self.build.src, inst, sub));
                 }
                 r.actual_sha256 = Some(Sha256Hex::computed(actual));
                 if r.status == Status::Pass {
-                    self.corroborate(build, &log_path, &mut r)?;
+                    self.corroborate(build, text, r)?;
                 }
             }
             Err(why) => {
@@ -378,7 +393,7 @@ impl Ctx<'_> {
                 r.message = Some(format!("expected sha256 {}\nno digest: {why}", entry.sha256));
             }
         }
-        Ok(r.finish())
+        Ok(())
     }
 
     /// A matching digest is a PASS only when the build did not embed its text and, where
