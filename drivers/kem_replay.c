@@ -23,6 +23,14 @@ static void die(int code, const char *what, int record) {
     exit(code);
 }
 
+static unsigned char *buffer(unsigned long long len, int record) {
+    unsigned char *p = malloc((size_t)len + 1);
+    if (p == NULL) {
+        die(2, "out of memory", record);
+    }
+    return p;
+}
+
 static int nibble(char c) {
     if (c >= '0' && c <= '9') {
         return c - '0';
@@ -49,10 +57,7 @@ static unsigned char *field(char **p, unsigned long long room, unsigned long lon
         die(64, "a hex field of odd length", record);
     }
     *len = n / 2;
-    out = malloc((size_t)(*len > room ? *len : room) + 1);
-    if (out == NULL) {
-        die(2, "out of memory", record);
-    }
+    out = buffer(*len > room ? *len : room, record);
     for (i = 0; i < *len; i++) {
         int hi = nibble(s[2 * i]), lo = nibble(s[2 * i + 1]);
         if (hi < 0 || lo < 0) {
@@ -89,10 +94,7 @@ static void seed_from(char **p, int record) {
 
 static void keygen(char *line, int record) {
     unsigned long long pk_len = bench_pk_max(), sk_len = bench_sk_max();
-    unsigned char *pk = malloc((size_t)pk_len + 1), *sk = malloc((size_t)sk_len + 1);
-    if (pk == NULL || sk == NULL) {
-        die(2, "out of memory", record);
-    }
+    unsigned char *pk = buffer(pk_len, record), *sk = buffer(sk_len, record);
     seed_from(&line, record);
     if (bench_keygen(pk, &pk_len, sk, &sk_len) != 0) {
         die(2, "CRYPTOFAIL: keygen failed", record);
@@ -107,10 +109,7 @@ static void keygen(char *line, int record) {
 
 static void enc(char *line, int record) {
     unsigned long long pk_len, ct_len = bench_ct_max(), ss_len = bench_ss_max();
-    unsigned char *pk, *ct = malloc((size_t)ct_len + 1), *ss = malloc((size_t)ss_len + 1);
-    if (ct == NULL || ss == NULL) {
-        die(2, "out of memory", record);
-    }
+    unsigned char *pk, *ct = buffer(ct_len, record), *ss = buffer(ss_len, record);
     seed_from(&line, record);
     pk = field(&line, bench_pk_max(), &pk_len, record);
     if (bench_enc(pk, pk_len, ss, &ss_len, ct, &ct_len) != 0) {
@@ -129,10 +128,7 @@ static void dec(char *line, int record) {
     unsigned long long sk_len, ct_len, ss_len = bench_ss_max();
     unsigned char *sk = field(&line, bench_sk_max(), &sk_len, record);
     unsigned char *ct = field(&line, bench_ct_max(), &ct_len, record);
-    unsigned char *ss = malloc((size_t)ss_len + 1);
-    if (ss == NULL) {
-        die(2, "out of memory", record);
-    }
+    unsigned char *ss = buffer(ss_len, record);
     if (bench_dec(sk, sk_len, ct, ct_len, ss, &ss_len) != 0) {
         die(2, "CRYPTOFAIL: dec failed", record);
     }
