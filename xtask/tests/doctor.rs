@@ -37,6 +37,7 @@ fn doctor_passes_here_and_names_the_fix_for_a_hidden_prerequisite() {
     let (ok, text) = doctor(None, &[]);
     assert!(ok, "{text}");
     assert!(text.contains("ok   engine") && text.contains("ready:"), "{text}");
+    assert!(text.contains("ok   seccomp profile          /usr/share/containers/seccomp.json"), "{text}");
 
     let tmp = tempfile::tempdir().unwrap();
     path_without("mmdebstrap", tmp.path());
