@@ -31,6 +31,7 @@ const ATTACKS: &[(&str, u32, &str)] = &[
     ("hx-memfd-exec", 10, "PASS"),
     ("hx-execveat", 11, "PASS"),
     ("hx-host-files", 12, "PASS"),
+    ("hx-dev-mounts", 13, "PASS"),
     // The control: its allowed write counts as a hit, so the attack code demonstrably
     // runs and a hit demonstrably changes the verdict.
     ("hx-control", 9, "CRYPTOFAIL"),
