@@ -2,8 +2,9 @@
 //!
 //! Each command gets a fresh container (`run --init`, removed right after) as user
 //! 65534 with no capabilities, no network, a read-only root, a private `/tmp`, bounded
-//! memory, pids and file size, and only the mounts its [`Job`] names; at most one of
-//! them writable, a fresh folder. When the command ends, the container and every child
+//! memory, pids and file size, a seccomp profile without `memfd_create` and `execveat`,
+//! no host `/etc/hosts` or `resolv.conf`, and only the mounts its [`Job`] names; at most
+//! one of them writable, a fresh folder. When the command ends, the container and every child
 //! it left go with it. Time limits come from the tool's own clock, output is streamed
 //! with a cap, and an engine failure is an error, never an [`Outcome`].
 
