@@ -117,7 +117,9 @@ fn arch(e: &Evidence) -> &'static str {
 }
 
 fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Result<()> {
-    let system = layout.system_dir.file_name().unwrap_or_default();
+    let folder = layout.system_dir.file_name().unwrap_or_default();
+    let system = e.records.first().map(|r| r.system.as_str()).or(e.kat.as_ref().map(|k| k.system.as_str()));
+    let system = system.unwrap_or(folder);
     writeln!(w, "# {} {} — performance on {} (system {system})\n", sub.id, sub.name, arch(e))?;
     writeln!(w, "Independent measurement by ngcc-repro. Not a submitter self-assessment.\n")?;
     writeln!(w, "## 1. Basic information\n")?;
