@@ -232,6 +232,7 @@ fn the_docker_sandbox_names_faults_the_same_way() {
     let canary_dir = tempfile::tempdir().unwrap();
     let canary = canary_dir.path().join("canary.txt");
     std::fs::write(&canary, "canary\n").unwrap();
+    // Not hx-dev-mounts: docker's --volume has no nodev (README, "The sandbox").
     let keep = [
         "hx-writes",
         "hx-sigkill",
