@@ -174,11 +174,17 @@ impl Bench {
     /// The host gate, evaluated once per run: refused on an unfixed host unless
     /// overridden (and then marked so).
     pub fn gate(&self, profile: &SystemProfile) -> Result<Gate> {
+        self.gate_on(profile, Utf8Path::new("/"))
+    }
+
+    /// The gate on the host seen under `root`. It decides alike on every architecture,
+    /// emulated or not, and records that failed checks were let through.
+    fn gate_on(&self, profile: &SystemProfile, root: &Utf8Path) -> Result<Gate> {
         let arch = profile.arch(self.inputs.target.arch);
         let emulated = !emulation::native(arch);
-        let mut gate = hostgate::check(Utf8Path::new("/"), self.cpu, arch);
+        let mut gate = hostgate::check(root, self.cpu, arch);
         let failed = gate.failed();
-        if !failed.is_empty() && !emulated {
+        if !failed.is_empty() {
             let list: Vec<String> = failed.iter().map(|c| format!("  - {}", c.detail)).collect();
             if !self.allow_unfixed_host {
                 bail!(
@@ -610,6 +616,29 @@ fn print_row(r: &Record) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_gate_decides_alike_under_emulation_and_records_an_override() {
+        use crate::flags::Arch;
+        use clap::Parser;
+        // An unfixed host: no cpufreq, no topology, paranoid 3.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("proc/sys/kernel")).unwrap();
+        std::fs::write(root.path().join("proc/sys/kernel/perf_event_paranoid"), "3\n").unwrap();
+        let root = Utf8Path::from_path(root.path()).unwrap();
+        let profile = SystemProfile::load("local").unwrap();
+        for arch in [Arch::host(), if Arch::host() == Arch::X86_64 { Arch::Aarch64 } else { Arch::X86_64 }] {
+            let bench = |extra: &[&str]| {
+                let x = crate::flags::Xtask::parse_from([&["xtask", "bench", "--arch", arch.uname()], extra].concat());
+                let crate::flags::Cmd::Bench(b) = x.cmd else { panic!() };
+                b
+            };
+            let refused = bench(&[]).gate_on(&profile, root).unwrap_err();
+            assert!(format!("{refused:#}").contains("refusing to time on an unfixed host"), "{arch:?}: {refused:#}");
+            let gate = bench(&["--allow-unfixed-host"]).gate_on(&profile, root).unwrap();
+            assert!(!gate.failed().is_empty() && gate.overridden, "{arch:?}: failed checks let through are recorded");
+        }
+    }
 
     fn report(iterations: u64, ns: u64, ticks: u64) -> DriverReport {
         DriverReport {

@@ -588,7 +588,7 @@ impl Inputs {
         let backend = Backend::select(sh, self.target.engine)?;
         let arch = profile.arch(self.target.arch);
         let env = BuildEnv::prepare(sh, backend, &profile.toolchain(&self.toolchain), arch)?;
-        Ok(RunCtx { layout: Layout::new(&self.out, &self.system), profile, env })
+        Ok(RunCtx { layout: Layout::new(&self.out, &profile.evidence_name(arch)), profile, env })
     }
 
     /// The submissions these inputs name (else the profile's campaign set), checked,

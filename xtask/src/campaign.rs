@@ -110,7 +110,7 @@ impl Campaign {
                 bail!("--archive/--source-dir name {id}, which is not in this campaign");
             }
         }
-        let layout = Layout::new(&self.out, &self.system);
+        let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
         let mut steps = vec![Step::Image];
         for sub in &subs {
             steps.push(Step::Verify(sub.id.clone()));

@@ -166,6 +166,9 @@ impl Facts<'_> {
         let detail = format!("{init}: the init of every sandbox (`run --init`) so no child outlives its command");
         let init_package = if engine == Engine::Podman { "catatonit" } else { "tini" };
         v.push(self.finding("sandbox init", has_init, true, detail, self.installer.install(init_package)));
+        let (seccomp, package) = engine.seccomp_default();
+        let detail = format!("{seccomp}: the seccomp profile every sandbox's own is derived from");
+        v.push(self.finding("seccomp profile", seccomp.is_file(), true, detail, self.installer.install(package)));
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         if !root && engine == Engine::Podman {

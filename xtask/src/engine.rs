@@ -141,6 +141,40 @@ impl Engine {
         }
     }
 
+    /// The seccomp profile every sandbox starts from, and the package that installs it:
+    /// containers-common's default, podman's own. Docker reads the same format; its
+    /// built-in default is not on disk, so docker gets this one too.
+    pub fn seccomp_default(self) -> (&'static Utf8Path, &'static str) {
+        match self {
+            Engine::Podman | Engine::Docker => {
+                (Utf8Path::new("/usr/share/containers/seccomp.json"), "golang-github-containers-common")
+            }
+        }
+    }
+
+    /// A host folder or file mounted into a container. Podman mounts it `nodev`; docker's
+    /// `--volume` has no such option (its device cgroup still refuses every device node
+    /// but its defaults, and the sandbox user cannot create one).
+    pub fn volume_arg(self, host: &Utf8Path, guest: &str, writable: bool) -> String {
+        let mode = if writable { "rw" } else { "ro" };
+        match self {
+            Engine::Podman => format!("--volume={host}:{guest}:{mode},nodev"),
+            Engine::Docker => format!("--volume={host}:{guest}:{mode}"),
+        }
+    }
+
+    /// Flags that keep the host's `/etc/hosts` and `/etc/resolv.conf` out of a container
+    /// (both engines copy them in, `--network=none` or not). Podman 4 refuses `--dns=none`
+    /// beside `--network=none` (measured) and docker has neither that nor `--no-hosts`:
+    /// an empty file of the tool's is mounted over the file, and the engine then adds none.
+    pub fn no_host_files_args(self, empty: &Utf8Path) -> Vec<String> {
+        let over = |guest| self.volume_arg(empty, guest, false);
+        match self {
+            Engine::Podman => vec!["--no-hosts".into(), over("/etc/resolv.conf")],
+            Engine::Docker => vec![over("/etc/hosts"), over("/etc/resolv.conf")],
+        }
+    }
+
     /// The flag that sets an imported image's architecture.
     pub fn import_arch_arg(self, arch: Arch) -> String {
         match self {
@@ -254,5 +288,13 @@ mod tests {
         assert_eq!(Engine::Podman.import_arch_arg(Arch::Aarch64), "--arch=arm64");
         assert_eq!(Engine::Docker.import_arch_arg(Arch::X86_64), "--platform=linux/amd64");
         assert_eq!(Engine::Docker.remove_args("c"), ["rm", "-f", "c"]);
+        assert_eq!(Engine::Podman.volume_arg("/h".into(), "/src", false), "--volume=/h:/src:ro,nodev");
+        assert_eq!(Engine::Docker.volume_arg("/h".into(), "/b", true), "--volume=/h:/b:rw");
+        let e = Utf8Path::new("/c/empty");
+        assert_eq!(Engine::Podman.no_host_files_args(e), ["--no-hosts", "--volume=/c/empty:/etc/resolv.conf:ro,nodev"]);
+        assert_eq!(
+            Engine::Docker.no_host_files_args(e),
+            ["--volume=/c/empty:/etc/hosts:ro", "--volume=/c/empty:/etc/resolv.conf:ro"]
+        );
     }
 }

@@ -13,6 +13,9 @@
 //! <out>/EVIDENCE.sha256                       index of every file above
 //! <out>/EVIDENCE.sha256.sha256                the index's own digest
 //! ```
+//!
+//! `<system>` is the evidence folder `SystemProfile::evidence_name` gives: the system's
+//! name, or `<system>-<arch>` for a run off the profile's architecture.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -332,6 +332,10 @@ pub struct Report {
     /// System whose evidence is rendered.
     #[arg(long, default_value = "local")]
     pub system: String,
+    /// The architecture whose evidence is rendered, when not the system profile's
+    /// (its evidence lies in `<system>-<arch>`).
+    #[arg(long, value_enum)]
+    pub arch: Option<Arch>,
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ use crate::schema::{
 use crate::sources::Provenance;
 use crate::submission::GroupKind;
 use crate::submission::Submission;
+use crate::systems::SystemProfile;
 use crate::verify::Status;
 use crate::{project, stats};
 
@@ -74,7 +75,11 @@ fn kib(k: i64) -> String {
 
 impl Report {
     pub fn run(self, _sh: &Shell) -> Result<()> {
-        let layout = Layout::new(&self.out, &self.system);
+        let folder = match self.arch {
+            Some(arch) => SystemProfile::load(&self.system)?.evidence_name(arch),
+            None => self.system.clone(),
+        };
+        let layout = Layout::new(&self.out, &folder);
         for id in &self.ids {
             let sub = Submission::load(id)?;
             let page = render(&layout, &sub)?;
@@ -115,7 +120,9 @@ fn arch(e: &Evidence) -> &'static str {
 }
 
 fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Result<()> {
-    let system = layout.system_dir.file_name().unwrap_or_default();
+    let folder = layout.system_dir.file_name().unwrap_or_default();
+    let system = e.records.first().map(|r| r.system.as_str()).or(e.kat.as_ref().map(|k| k.system.as_str()));
+    let system = system.unwrap_or(folder);
     writeln!(w, "# {} {} — performance on {} (system {system})\n", sub.id, sub.name, arch(e))?;
     writeln!(w, "Independent measurement by ngcc-repro. Not a submitter self-assessment.\n")?;
     writeln!(w, "## 1. Basic information\n")?;
@@ -176,8 +183,24 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
     };
     writeln!(w, "KAT digests checked against {}.\n", shown_manifest(&k.kat_manifest, &k.kat_manifest_sha256))?;
     writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
+    let mut others = Vec::new();
     for i in &k.instances {
-        writeln!(w, "| {} | {} | {} |", i.label, i.flag_set, i.status)?;
+        // Beside timing, a KAT result stands only for the very library that was timed.
+        let timed: Vec<&Record> = e.records.iter().filter(|r| r.label == i.label).collect();
+        if timed.iter().any(|r| i.library_sha256.as_deref() != Some(r.library_sha256.as_str())) {
+            writeln!(w, "| {} | {} | not shown: another library than the one timed |", i.label, i.flag_set)?;
+            others.push(i.label.clone());
+        } else {
+            writeln!(w, "| {} | {} | {} |", i.label, i.flag_set, i.status)?;
+        }
+    }
+    if !others.is_empty() {
+        writeln!(
+            w,
+            "\nThe KAT run checked another library (SHA-256) than sections 4–5 timed for {}: its result is \
+             not theirs.",
+            others.join(", ")
+        )?;
     }
     replays(w, k)
 }
@@ -283,6 +306,14 @@ fn resources(w: &mut String, e: &Evidence) -> Result<()> {
         "Static memory is the sum of the library's PT_LOAD segments; peak memory is the process high-water \
          mark (VmHWM) including the driver and libc.\n"
     )?;
+    if e.records.iter().any(|r| r.emulated) {
+        writeln!(
+            w,
+            "Emulated: the RSS figures marked (qemu-user) are of the qemu-user process that ran the driver, \
+             not of the library on {}.\n",
+            arch(e)
+        )?;
+    }
     writeln!(
         w,
         "| instance | operation | static: ELF image (bytes) | baseline RSS | peak RSS |\n|---|---|---|---|---|"
@@ -290,12 +321,13 @@ fn resources(w: &mut String, e: &Evidence) -> Result<()> {
     for r in &e.records {
         let m = &r.memory;
         let (label, op) = (&r.label, r.op.name());
+        let rss = |k: i64| if r.emulated && k >= 0 { format!("{} (qemu-user)", kib(k)) } else { kib(k) };
         writeln!(
             w,
             "| {label} | {op} | {} | {} | {} |",
             m.static_image_bytes,
-            kib(m.baseline_rss_kib),
-            kib(m.peak_rss_kib)
+            rss(m.baseline_rss_kib),
+            rss(m.peak_rss_kib)
         )?;
     }
     Ok(())

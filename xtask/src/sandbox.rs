@@ -2,8 +2,9 @@
 //!
 //! Each command gets a fresh container (`run --init`, removed right after) as user
 //! 65534 with no capabilities, no network, a read-only root, a private `/tmp`, bounded
-//! memory, pids and file size, and only the mounts its [`Job`] names; at most one of
-//! them writable, a fresh folder. When the command ends, the container and every child
+//! memory, pids and file size, a seccomp profile without `memfd_create` and `execveat`,
+//! no host `/etc/hosts` or `resolv.conf`, and only the mounts its [`Job`] names; at most
+//! one of them writable, a fresh folder. When the command ends, the container and every child
 //! it left go with it. Time limits come from the tool's own clock, output is streamed
 //! with a cap, and an engine failure is an error, never an [`Outcome`].
 
@@ -330,15 +331,10 @@ impl Sandbox {
             args.push("--interactive".into());
         }
         args.extend(engine.read_only_args());
-        if l.perf_events && engine == Engine::Podman {
-            match seccomp_with_perf()? {
-                Some(profile) => args.push(format!("--security-opt=seccomp={profile}")),
-                None => eprintln!("warning: no podman seccomp profile found; perf_event_open stays blocked"),
-            }
-        }
+        args.push(format!("--security-opt=seccomp={}", seccomp_profile(engine, l.perf_events)?));
+        args.extend(engine.no_host_files_args(&empty_file()?));
         for m in &job.mounts {
-            let mode = if m.writable { "rw" } else { "ro" };
-            args.push(format!("--volume={}:{}:{mode}", m.host, m.guest));
+            args.push(engine.volume_arg(&m.host, m.guest, m.writable));
         }
         args.push(self.image.clone().context("a container sandbox needs an image")?);
         args.extend(job.argv.iter().cloned());
@@ -566,29 +562,72 @@ fn run_host(job: &Job, cap: u64, stdout: &mut (dyn Write + Send)) -> Result<(Out
     Ok((outcome, watched.stdout_bytes, watched.stderr))
 }
 
-/// The engine's default seccomp profile with `perf_event_open` allowed and nothing else
-/// changed; written to the cache. None when the engine's profile file is not found.
-fn seccomp_with_perf() -> Result<Option<Utf8PathBuf>> {
-    let default = Utf8Path::new("/usr/share/containers/seccomp.json");
-    let Ok(text) = std::fs::read_to_string(default) else { return Ok(None) };
-    let derived =
-        allow_syscall(&text, "perf_event_open").with_context(|| format!("unexpected seccomp profile {default}"))?;
-    let path = project::cache_dir().join("seccomp-perf.json");
+/// Syscalls no sandboxed command may make: `memfd_create` + `fexecve` (or `execveat`)
+/// would run code that is in no build folder, past the noexec `/tmp`.
+const DENIED_SYSCALLS: &[&str] = &["memfd_create", "execveat"];
+
+/// The engine's default seccomp profile with [`DENIED_SYSCALLS`] failing with EPERM
+/// and, for timing only, `perf_event_open` allowed; written to the cache. Without the
+/// default profile there is no sandbox: an error, never a weaker filter.
+fn seccomp_profile(engine: Engine, perf_events: bool) -> Result<Utf8PathBuf> {
+    let (default, package) = engine.seccomp_default();
+    let derived = derive_seccomp(default, package, perf_events)?;
+    let path = project::cache_dir().join(if perf_events { "seccomp-perf.json" } else { "seccomp.json" });
     project::write_atomic(&path, derived.as_bytes())?;
-    Ok(Some(path))
+    Ok(path)
 }
 
-/// Remove `name` from every rule of a seccomp profile and add one rule allowing it.
-pub fn allow_syscall(profile: &str, name: &str) -> Result<String> {
+fn derive_seccomp(default: &Utf8Path, package: &str, perf_events: bool) -> Result<String> {
+    let text = std::fs::read_to_string(default).with_context(|| {
+        format!(
+            "cannot read {default}, the seccomp profile every sandbox starts from: install {package} \
+             (`cargo xtask doctor` checks it)"
+        )
+    })?;
+    let unexpected = || format!("unexpected seccomp profile {default}");
+    let mut derived = set_syscalls(&text, DENIED_SYSCALLS, SyscallRule::Deny(libc::EPERM)).with_context(unexpected)?;
+    if perf_events {
+        derived = set_syscalls(&derived, &["perf_event_open"], SyscallRule::Allow).with_context(unexpected)?;
+    }
+    Ok(derived)
+}
+
+/// An empty file of the tool's, mounted read-only over the host files an engine would
+/// copy into a container.
+fn empty_file() -> Result<Utf8PathBuf> {
+    let path = project::cache_dir().join("empty");
+    if path.as_str().contains(':') || path.as_str().contains(',') {
+        bail!("cannot mount {path}: the path contains ':' or ','");
+    }
+    project::write_atomic(&path, b"")?;
+    Ok(path)
+}
+
+/// What a seccomp rule does with the syscalls it names.
+#[derive(Debug, Clone, Copy)]
+pub enum SyscallRule {
+    Allow,
+    /// Fail with this errno.
+    Deny(i32),
+}
+
+/// Remove `names` from every rule of a seccomp profile and add one unconditional rule
+/// for them.
+pub fn set_syscalls(profile: &str, names: &[&str], rule: SyscallRule) -> Result<String> {
     let mut p: serde_json::Value = serde_json::from_str(profile)?;
     let rules = p["syscalls"].as_array_mut().context("no syscalls array")?;
-    for rule in rules.iter_mut() {
-        if let Some(names) = rule["names"].as_array_mut() {
-            names.retain(|n| n != name);
+    for r in rules.iter_mut() {
+        if let Some(listed) = r["names"].as_array_mut() {
+            listed.retain(|n| n.as_str().is_none_or(|n| !names.contains(&n)));
         }
     }
     rules.retain(|r| r["names"].as_array().is_none_or(|n| !n.is_empty()));
-    rules.push(serde_json::json!({ "names": [name], "action": "SCMP_ACT_ALLOW", "args": [] }));
+    rules.push(match rule {
+        SyscallRule::Allow => serde_json::json!({ "names": names, "action": "SCMP_ACT_ALLOW", "args": [] }),
+        SyscallRule::Deny(errno) => {
+            serde_json::json!({ "names": names, "action": "SCMP_ACT_ERRNO", "errnoRet": errno, "args": [] })
+        }
+    });
     Ok(serde_json::to_string_pretty(&p)?)
 }
 
@@ -597,18 +636,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn allow_syscall_moves_one_name_into_an_allow_rule() {
+    fn set_syscalls_moves_the_names_into_one_rule() {
         let profile = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[
-            {"names":["read","write"],"action":"SCMP_ACT_ALLOW","args":[]},
+            {"names":["read","write","memfd_create"],"action":"SCMP_ACT_ALLOW","args":[]},
             {"names":["bpf","perf_event_open"],"action":"SCMP_ACT_ERRNO","args":[]},
-            {"names":["perf_event_open"],"action":"SCMP_ACT_ERRNO","args":[]}]}"#;
-        let out: serde_json::Value = serde_json::from_str(&allow_syscall(profile, "perf_event_open").unwrap()).unwrap();
+            {"names":["perf_event_open"],"action":"SCMP_ACT_ERRNO","args":[]},
+            {"names":["execveat"],"action":"SCMP_ACT_ALLOW","includes":{"caps":["CAP_SYS_ADMIN"]}}]}"#;
+        let out: serde_json::Value =
+            serde_json::from_str(&set_syscalls(profile, &["perf_event_open"], SyscallRule::Allow).unwrap()).unwrap();
         let rules = out["syscalls"].as_array().unwrap();
-        assert_eq!(rules.len(), 3);
+        assert_eq!(rules.len(), 4);
         assert_eq!(rules[1]["names"], serde_json::json!(["bpf"]));
         assert_eq!(rules[1]["action"], "SCMP_ACT_ERRNO");
-        assert_eq!(rules[2], serde_json::json!({"names": ["perf_event_open"], "action": "SCMP_ACT_ALLOW", "args": []}));
+        assert_eq!(rules[3], serde_json::json!({"names": ["perf_event_open"], "action": "SCMP_ACT_ALLOW", "args": []}));
         assert_eq!(out["defaultAction"], "SCMP_ACT_ERRNO");
+        // Denied names leave every rule that allowed them, conditional ones included.
+        let text = set_syscalls(profile, DENIED_SYSCALLS, SyscallRule::Deny(libc::EPERM)).unwrap();
+        let out: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let rules = out["syscalls"].as_array().unwrap();
+        assert_eq!(rules.len(), 4);
+        assert_eq!(rules[0]["names"], serde_json::json!(["read", "write"]));
+        let deny = serde_json::json!({"names": ["memfd_create", "execveat"], "action": "SCMP_ACT_ERRNO",
+            "errnoRet": 1, "args": []});
+        assert_eq!(rules[3], deny);
+    }
+
+    /// What a profile does with `name`: each rule naming it, as action and errno.
+    fn rules_for(profile: &serde_json::Value, name: &str) -> Vec<String> {
+        let rules = profile["syscalls"].as_array().unwrap();
+        let named = rules.iter().filter(|r| r["names"].as_array().unwrap().iter().any(|n| n == name));
+        named.map(|r| format!("{} {}", r["action"].as_str().unwrap(), r["errnoRet"])).collect()
+    }
+
+    #[test]
+    fn every_container_gets_the_derived_seccomp_profile_nodev_and_no_host_files() {
+        let job = Job {
+            argv: vec!["true".into()],
+            workdir: "/tmp".into(),
+            mounts: vec![Mount { host: "/x".into(), guest: "/src", writable: false }],
+            timeout: Duration::from_secs(1),
+            disk: None,
+            stdin: None,
+        };
+        for (engine, perf_events) in [(Engine::Podman, false), (Engine::Podman, true), (Engine::Docker, false)] {
+            let limits = Limits { perf_events, ..Limits::default() };
+            let sb = Sandbox { backend: Backend::Container(engine), image: Some("img".into()), limits };
+            if !engine.seccomp_default().0.exists() {
+                continue; // the error is tested below
+            }
+            let args = sb.run_args(engine, &job, "c").unwrap();
+            let seccomp = args.iter().find_map(|a| a.strip_prefix("--security-opt=seccomp=")).expect("a profile");
+            let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(seccomp).unwrap()).unwrap();
+            assert_eq!(rules_for(&p, "memfd_create"), ["SCMP_ACT_ERRNO 1"]);
+            assert_eq!(rules_for(&p, "execveat"), ["SCMP_ACT_ERRNO 1"]);
+            let perf = rules_for(&p, "perf_event_open");
+            assert_eq!(perf == ["SCMP_ACT_ALLOW null"], perf_events, "{engine:?}: {perf:?}");
+            assert!(args.contains(&engine.volume_arg("/x".into(), "/src", false)), "{args:?}");
+            assert!(args.iter().any(|a| a.contains(":/etc/resolv.conf:ro")), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn no_default_seccomp_profile_is_an_error_naming_the_package() {
+        let e = derive_seccomp("/nonexistent/seccomp.json".into(), "the-package", false).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("/nonexistent/seccomp.json") && e.contains("install the-package"), "{e}");
     }
 
     #[test]

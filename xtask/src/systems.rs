@@ -39,6 +39,11 @@ impl SystemProfile {
         if p.name != name {
             bail!("{path}: name = {:?} does not match the file name", p.name);
         }
+        // `<other>-<arch>` is the evidence folder of system <other> on <arch>.
+        let base = [Arch::X86_64, Arch::Aarch64].iter().find_map(|a| name.strip_suffix(&format!("-{}", a.uname())));
+        if let Some(other) = base.filter(|b| Self::dir().join(format!("{b}.toml")).is_file()) {
+            bail!("{path}: the name is that of the evidence folder of system `{other}` on another architecture");
+        }
         Ok(p)
     }
 
@@ -53,6 +58,17 @@ impl SystemProfile {
             self.campaign.clone()
         } else {
             given.to_vec()
+        }
+    }
+
+    /// The evidence folder of a run on this system with `arch`: the system's name, or
+    /// `<name>-<arch>` when the run's architecture is not the profile's, so that the
+    /// evidence of one architecture (an emulated one, say) never mixes with another's.
+    pub fn evidence_name(&self, arch: Arch) -> String {
+        if arch == self.arch(None) {
+            self.name.clone()
+        } else {
+            format!("{}-{}", self.name, arch.uname())
         }
     }
 
@@ -81,5 +97,18 @@ mod tests {
             SystemProfile::load(&name).unwrap();
         }
         assert!(SystemProfile::load("nope").unwrap_err().to_string().contains("x86_1"));
+    }
+
+    #[test]
+    fn a_run_off_the_profiles_architecture_keeps_its_evidence_apart() {
+        let l = SystemProfile::load("local").unwrap();
+        let other = if Arch::host() == Arch::X86_64 { Arch::Aarch64 } else { Arch::X86_64 };
+        assert_eq!(l.evidence_name(Arch::host()), "local");
+        assert_eq!(l.evidence_name(other), format!("local-{}", other.uname()));
+        let a = SystemProfile::load("arm_1").unwrap();
+        assert_eq!(
+            (a.evidence_name(Arch::Aarch64).as_str(), a.evidence_name(Arch::X86_64).as_str()),
+            ("arm_1", "arm_1-x86_64")
+        );
     }
 }

@@ -3,9 +3,23 @@
 
 mod common;
 
-use common::{record, stdout, summary, xtask};
+use common::{stdout, xtask};
+use xtask::evidence::Layout;
 use xtask::flags::Arch;
+use xtask::schema::{self, Record, Summary};
+use xtask::systems::SystemProfile;
 use xtask::verify::Status;
+
+/// The layout of `local` runs on `arch`: apart from the other architecture's evidence
+/// (`local-aarch64` on an x86-64 host).
+fn layout_of(out: &std::path::Path, arch: Arch) -> Layout {
+    let name = SystemProfile::load("local").unwrap().evidence_name(arch);
+    Layout::new(camino::Utf8Path::from_path(out).unwrap(), &name)
+}
+
+fn arm_layout(out: &std::path::Path) -> Layout {
+    layout_of(out, Arch::Aarch64)
+}
 
 #[test]
 fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
@@ -24,7 +38,10 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
     );
     assert!(x.status.success());
 
-    let (a, b) = (summary(&arm, "pqclean-ml-kem"), summary(&x86, "pqclean-ml-kem"));
+    let arm_summary: Summary = schema::read(&arm_layout(&arm).kat_summary("pqclean-ml-kem")).unwrap().unwrap();
+    let x86_summary: Summary =
+        schema::read(&layout_of(&x86, Arch::X86_64).kat_summary("pqclean-ml-kem")).unwrap().unwrap();
+    let (a, b) = (arm_summary, x86_summary);
     assert_eq!(a.toolchain.arch, Arch::Aarch64);
     assert_eq!(a.toolchain.gcc_version, "gcc (Debian 14.2.0-19) 14.2.0");
     assert_eq!(a.toolchain.emulated, std::env::consts::ARCH != "aarch64");
@@ -33,9 +50,12 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
         assert_eq!(i.status, Status::Pass);
         assert_eq!(i.actual_sha256, j.actual_sha256);
         let label = &i.label;
-        let log =
-            |root: &std::path::Path| std::fs::read(root.join(format!("local/kat/pqclean-ml-kem/{label}.log"))).unwrap();
-        assert_eq!(log(&arm), log(&x86), "{label}: KAT text differs between architectures");
+        let log = |l: Layout| std::fs::read(l.kat_log("pqclean-ml-kem", label)).unwrap();
+        assert_eq!(
+            log(arm_layout(&arm)),
+            log(layout_of(&x86, Arch::X86_64)),
+            "{label}: KAT text differs between architectures"
+        );
     }
 
     let bench = xtask(
@@ -58,7 +78,7 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
         None,
     );
     assert!(bench.status.success());
-    let r = record(&arm, "pqclean-ml-kem", "ML-KEM-512", "enc");
+    let r: Record = schema::read(&arm_layout(&arm).record("pqclean-ml-kem", "ML-KEM-512", "enc")).unwrap().unwrap();
     let emulated = std::env::consts::ARCH != "aarch64";
     assert_eq!(r.emulated, emulated);
     assert_eq!(r.timing_comparable, !emulated);
@@ -66,12 +86,17 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
     if emulated {
         assert!(stdout(&bench).contains("EMULATED, not a measurement"));
         // The page says why and shows no timing figures.
-        let report = xtask(&["report", "pqclean-ml-kem", "--out", arm.to_str().unwrap()], None);
+        let report = xtask(&["report", "pqclean-ml-kem", "--arch", "aarch64", "--out", arm.to_str().unwrap()], None);
         assert!(report.status.success());
-        let page = std::fs::read_to_string(arm.join("local/report/pqclean-ml-kem.md")).unwrap();
+        let page = std::fs::read_to_string(arm_layout(&arm).report("pqclean-ml-kem")).unwrap();
         let perf = &page[page.find("## 4. Performance").unwrap()..page.find("## 5.").unwrap()];
         assert!(perf.contains("not measurements of aarch64"), "{perf}");
         assert!(!perf.contains("µs") && !perf.contains(" ms"), "{perf}");
+        // Section 3 is the KAT of the very libraries timed: the AArch64 verify's.
+        let kat = &page[page.find("## 3.").unwrap()..page.find("## 4.").unwrap()];
+        assert!(kat.contains("| ML-KEM-512 | guide | PASS |"), "{kat}");
+        let resources = &page[page.find("## 5.").unwrap()..page.find("## 6.").unwrap()];
+        assert!(resources.contains("KiB (qemu-user)"), "{resources}");
     }
 }
 

@@ -15,7 +15,11 @@ fn xtask_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 fn a_binary_outside_its_checkout_refuses_to_run() {
     let tmp = tempfile::tempdir().unwrap();
     let moved = tmp.path().join("xtask");
-    std::fs::copy(env!("CARGO_BIN_EXE_xtask"), &moved).unwrap();
+    // The copy is made by a child process: a write descriptor held by this process would
+    // be inherited by every child another test thread forks meanwhile, and running the
+    // copy would then fail with ETXTBSY ("Text file busy").
+    let cp = Command::new("cp").arg("--").arg(env!("CARGO_BIN_EXE_xtask")).arg(&moved).status().unwrap();
+    assert!(cp.success(), "cp: {cp}");
     let out = Command::new(&moved).arg("list").env_remove("CARGO_MANIFEST_DIR").output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -37,6 +37,8 @@ fn doctor_passes_here_and_names_the_fix_for_a_hidden_prerequisite() {
     let (ok, text) = doctor(None, &[]);
     assert!(ok, "{text}");
     assert!(text.contains("ok   engine") && text.contains("ready:"), "{text}");
+    let seccomp = text.lines().find(|l| l.starts_with("ok   seccomp profile")).expect("the seccomp profile is checked");
+    assert!(seccomp.contains("/usr/share/containers/seccomp.json"), "{seccomp}");
 
     let tmp = tempfile::tempdir().unwrap();
     path_without("mmdebstrap", tmp.path());
