@@ -496,7 +496,7 @@ fn record(
     }
     if !st.unseen_call_sites.is_empty() {
         let list: Vec<String> = st.unseen_call_sites.iter().map(|(s, n)| format!("{s} {n}")).collect();
-        warnings.push(format!("call sites inside the defining objects, not seen by wrappers: {}", list.join(", ")));
+        warnings.push(format!("call sites no wrapper of their family sees: {}", list.join(", ")));
     }
     Ok(ProfileRecord {
         schema: schema::version::<ProfileRecord>(),

@@ -342,8 +342,8 @@ pub struct ProfileRecord {
     pub warmups: u64,
     pub total_ticks: u64,
     pub groups: Vec<GroupShare>,
-    /// Wrapped symbol → references from inside its own object file, which no
-    /// wrapper sees (counted only when reached through another wrapped entry point).
+    /// Wrapped symbol → references no wrapper of its family sees (inside its own object
+    /// file, an alias, `__real_`, nested in another family's wrapped code, data).
     pub unseen_call_sites: BTreeMap<String, u64>,
     /// Both builds' timings against the host's CPU reading (the less trustworthy).
     pub host_check: HostCheck,
