@@ -748,18 +748,22 @@ mod tests {
         // An alias of it, `__real_` from outside the wrappers, a call nested in another
         // family's wrapped function, and its address taken: four ways around.
         let keccak = std::fs::read_to_string(project::root().join("xtask/tests/fixture/keccak.c")).unwrap();
-        let alias = "extern void k_alias(uint64_t *) __attribute__((alias(\"fixture_keccak_f1600\")));";
-        let around =
-            "#include \"keccak.h\"\nvoid k_alias(uint64_t *);\nvoid __real_fixture_keccak_f1600(uint64_t *);\n\
-                      void a1(uint64_t *s) { k_alias(s); }\nvoid a2(uint64_t *s) { __real_fixture_keccak_f1600(s); }\n";
-        let st = inspect_built(&[("keccak.c", &format!("{keccak}{alias}\n")), ("u.c", around)]);
+        // (The fixture's keccak.c defines `fixture_keccak_alias`, at the same address.)
+        let around = "#include \"keccak.h\"\nvoid __real_fixture_keccak_f1600(uint64_t *);\n\
+                      void a1(uint64_t *s) { fixture_keccak_alias(s); }\n\
+                      void a2(uint64_t *s) { __real_fixture_keccak_f1600(s); }\n";
+        let st = inspect_built(&[("u.c", around)]);
         assert_eq!(st.unseen_call_sites, BTreeMap::from([("fixture_keccak_f1600".to_owned(), 2)]), "{st:?}");
         let nested = "#include \"keccak.h\"\nvoid hash(uint64_t *s) { fixture_keccak_f1600(s); }\n";
         let st = inspect_built(&[("u.c", nested)]);
         assert_eq!(st.unseen_call_sites, BTreeMap::from([("fixture_keccak_f1600".to_owned(), 1)]), "{st:?}");
+        let taken = format!("{keccak}void (*const keccak_ptr)(uint64_t *) = fixture_keccak_f1600;\n");
+        let st = inspect_built(&[("keccak.c", &taken)]);
+        assert_eq!(st.unseen_call_sites, BTreeMap::from([("fixture_keccak_f1600".to_owned(), 1)]), "{st:?}");
         // Its own copy of the permutation, with the round constants, outside any wrapper.
         let copy = keccak
-            .replace("void fixture_keccak_f1600(", "void my_permutation(")
+            .replace("fixture_keccak_alias", "my_alias")
+            .replace("fixture_keccak_f1600", "my_permutation")
             .replace("round_constants", "my_constants");
         let st = inspect_built(&[("copy.c", &copy)]);
         let why = st.constants_outside.get("Keccak").expect("constants outside the wrapped function");
