@@ -13,12 +13,13 @@ use crate::builder::{Build, BuildCtx, Built, RunCtx};
 use crate::env;
 use crate::evidence::Layout;
 use crate::flags::{Bench, Op};
+use crate::hostcpu::HostCpu;
 use crate::hostgate::{self, Gate};
 use crate::recipe;
 use crate::sandbox::{Limits, Sandbox};
 use crate::schema::{
-    self, Calibration, Commands, Counter, Disagreement, Environment, Memory, PlanRecord, Record, SizeAudit, SizeRecord,
-    SlotTrial, ToolchainRecord,
+    self, Calibration, Commands, Counter, Credibility, Disagreement, Environment, HostCheck, Memory, PlanRecord,
+    Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
 };
 use crate::sizes::{self, CatalogRow, Sizes};
 use crate::sources::Source;
@@ -33,6 +34,8 @@ pub struct DriverReport {
     pub iterations: u64,
     pub ns: u64,
     pub ticks: u64,
+    /// Time of everything the driver spent on operations (setup, check, warm-ups, loop).
+    pub accounted_ns: u64,
     pub counter: CounterKind,
     pub counter_nominal_hz: u64,
     /// errno of `perf_event_open` when hardware cycles are unavailable (0 otherwise).
@@ -44,6 +47,9 @@ pub struct DriverReport {
     /// Wrapped-call counts of the profiling variant (`-DNGCC_PROFILE`), in symbol order.
     #[serde(default)]
     pub profile: Vec<WrappedCount>,
+    /// The container's CPU time, read by the host; never from the driver's output.
+    #[serde(skip)]
+    pub host_cpu: Option<HostCpu>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -80,8 +86,11 @@ impl DriverReport {
         if self.iterations != asked {
             return Err(format!("{} iterations where {asked} were asked", self.iterations));
         }
-        if self.ns == 0 || self.ns > DAY_NS || self.ticks > self.ns.saturating_mul(100) {
-            return Err(format!("impossible timings ({} ns, {} ticks)", self.ns, self.ticks));
+        if self.ns == 0 || self.ns > DAY_NS || self.ticks > self.ns.saturating_mul(100) || self.accounted_ns < self.ns {
+            return Err(format!(
+                "impossible timings ({} ns, {} ticks, {} ns accounted)",
+                self.ns, self.ticks, self.accounted_ns
+            ));
         }
         Ok(())
     }
@@ -126,7 +135,7 @@ impl Ctx<'_> {
             ProgramFailed(format!("unexpected output of `{line}` ({e}): {text}"))
         })?;
         report.check(iterations).map_err(|why| ProgramFailed(format!("`{line}` reported {why}")))?;
-        Ok(report)
+        Ok(DriverReport { host_cpu: Some(f.cpu), ..report })
     }
 }
 
@@ -321,6 +330,10 @@ impl Bench {
             print_row(&record);
             api_sizes = Some(record.sizes.api);
             schema::write(&layout.record(id, &inst.label, op.name()), &record)?;
+            if record.host_check.credibility == Credibility::NotCredible {
+                let why = record.host_check.detail.as_deref().unwrap_or_default();
+                failures.push(format!("{id} {} {}: timing not credible: {why}", inst.label, op.name()));
+            }
         }
         Ok(api_sizes)
     }
@@ -330,20 +343,24 @@ impl Bench {
     pub(crate) fn time_op(&self, ctx: &Ctx, op: Op) -> Result<Timed> {
         let spec = self.plan_spec();
         let mut calibration = Vec::new();
+        let mut checked = Vec::new();
         let (plan, estimate) = if let Some(n) = self.iterations {
             let r = ctx.run(op, 1, 1)?;
+            checked.push(HostRun::of(&r));
             calibration.push(Calibration { iterations: 1, ns: r.ns });
             let est = r.ns as f64;
             (stats::Plan { iterations: n, warmups: stats::plan(&spec, est).warmups }, est)
         } else {
             // One call, then a run of about a tenth of the target: one call alone is noisy.
             let first = ctx.run(op, 1, 1)?;
+            checked.push(HostRun::of(&first));
             calibration.push(Calibration { iterations: 1, ns: first.ns });
             let mut est = first.ns as f64;
             let n = ((spec.trial_target_s * 1e8) / est.max(1.0)).floor() as u64;
             if n > 1 {
                 let n = n.min(spec.max_iterations);
                 let r = ctx.run(op, n, 1)?;
+                checked.push(HostRun::of(&r));
                 calibration.push(Calibration { iterations: n, ns: r.ns });
                 est = r.ns as f64 / n as f64;
             }
@@ -379,7 +396,9 @@ impl Bench {
             }
             counter_is_cycles = slots.iter().all(|s| s.iter().all(|t| t.1.counter == CounterKind::PerfCycles));
         }
-        Ok(Timed { spec, plan, estimate, calibration, slots, disturbed_total })
+        checked.extend(slots.iter().flatten().map(|(_, r)| HostRun::of(r)));
+        let host_check = HostCheck::of(&checked);
+        Ok(Timed { spec, plan, estimate, calibration, slots, disturbed_total, host_check })
     }
 
     fn trial(&self, ctx: &Ctx, op: Op, plan: stats::Plan) -> Result<(Trial, DriverReport)> {
@@ -427,6 +446,7 @@ impl Bench {
                 calibration: timed.calibration,
                 estimate_ns_per_op: timed.estimate,
             },
+            host_check: timed.host_check.clone(),
             reruns: trials.iter().filter(|t| t.trial.replaced).count(),
             disturbed_trials: timed.disturbed_total,
             trials,
@@ -502,6 +522,83 @@ fn why_no_cycles(errno: i32) -> Option<String> {
     }
 }
 
+/// The host's bound on what the driver says it spent: a run whose container used more
+/// CPU than `CPU_FACTOR` × the driver's accounted time + `LOAD_SLACK_NS` is not
+/// credible. The slack covers what the driver does not account for and a single-threaded
+/// honest run still spends: the container's start (runc init, the init process, loading
+/// the program: 33–37 ms of CPU measured for `/bin/true`), the report and the exit.
+/// CPU time of a single thread never exceeds its wall time, which the driver accounts.
+pub const CPU_FACTOR: f64 = 1.25;
+pub const LOAD_SLACK_NS: u64 = 100_000_000;
+
+/// One run's self-reported and host-read figures.
+#[derive(Debug, Clone)]
+pub(crate) struct HostRun {
+    accounted_ns: u64,
+    host: HostCpu,
+}
+
+impl HostRun {
+    fn of(r: &DriverReport) -> HostRun {
+        let host = r.host_cpu.clone().unwrap_or_else(|| HostCpu::Unavailable("not read".into()));
+        HostRun { accounted_ns: r.accounted_ns, host }
+    }
+}
+
+/// Whether the host's reading is within the bound of the driver's accounted time.
+pub fn credible(accounted_ns: u64, host_cpu_ns: u64) -> bool {
+    host_cpu_ns as f64 <= CPU_FACTOR * accounted_ns as f64 + LOAD_SLACK_NS as f64
+}
+
+impl HostCheck {
+    /// Not credible when any run is past the bound; self-reported (unchecked) when the
+    /// host could not read some run; checked otherwise.
+    pub(crate) fn of(runs: &[HostRun]) -> HostCheck {
+        let rule = format!(
+            "container CPU time from its cgroup, read by the host, <= {CPU_FACTOR} x the driver's accounted \
+             time + {} ms, for every run",
+            LOAD_SLACK_NS / 1_000_000
+        );
+        let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+        let mut over = Vec::new();
+        let mut unread = None;
+        for (i, r) in runs.iter().enumerate() {
+            match &r.host {
+                HostCpu::Ns(cpu) if !credible(r.accounted_ns, *cpu) => {
+                    over.push(format!("run {}: host CPU {} for {} accounted", i + 1, ms(*cpu), ms(r.accounted_ns)));
+                }
+                HostCpu::Ns(_) => {}
+                HostCpu::Unavailable(why) => unread = unread.or(Some(why.clone())),
+            }
+        }
+        let (credibility, detail) = if !over.is_empty() {
+            (
+                Credibility::NotCredible,
+                Some(format!("{} of {} runs over the bound: {}", over.len(), runs.len(), over.join("; "))),
+            )
+        } else if let Some(why) = unread {
+            (Credibility::SelfReported, Some(format!("unchecked: the host could not read the CPU time ({why})")))
+        } else {
+            (Credibility::Checked, None)
+        };
+        HostCheck { credibility, rule, detail }
+    }
+
+    /// The less trustworthy of two checks (a profile times two builds).
+    pub fn worse(self, other: HostCheck) -> HostCheck {
+        let rank = |c: Credibility| match c {
+            Credibility::Checked => 0,
+            Credibility::SelfReported => 1,
+            Credibility::NotCredible => 2,
+        };
+        if rank(other.credibility) > rank(self.credibility) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 /// What every record of one submission's run shares.
 struct RunFacts<'a> {
     sub: &'a Submission,
@@ -531,6 +628,8 @@ impl Timed {
             trial: t.clone(),
             baseline_rss_kib: r.baseline_rss_kib,
             peak_rss_kib: r.peak_rss_kib,
+            accounted_ns: r.accounted_ns,
+            host_cpu_ns: r.host_cpu.as_ref().and_then(HostCpu::ns),
         })
         .collect()
     }
@@ -557,6 +656,8 @@ pub(crate) struct Timed {
     pub calibration: Vec<Calibration>,
     pub slots: Vec<Vec<(Trial, DriverReport)>>,
     pub disturbed_total: usize,
+    /// Every run of this operation (calibration included) against the host's reading.
+    pub host_check: HostCheck,
 }
 
 impl Timed {
@@ -645,6 +746,7 @@ mod tests {
             iterations,
             ns,
             ticks,
+            accounted_ns: ns,
             counter: CounterKind::Tsc,
             counter_nominal_hz: 0,
             perf_errno: libc::ENOENT,
@@ -653,6 +755,7 @@ mod tests {
             api_sizes: Sizes::default(),
             returned_sizes: Sizes::default(),
             profile: Vec::new(),
+            host_cpu: None,
         }
     }
 
@@ -663,10 +766,38 @@ mod tests {
         assert!(report(100, 0, 0).check(100).is_err());
         assert!(report(100, u64::MAX, u64::MAX).check(100).is_err());
         assert!(report(100, 1000, u64::MAX).check(100).is_err());
-        let json = r#"{"iterations":1,"ns":5,"ticks":5,"counter":"rdtsc-forged","counter_nominal_hz":0,"perf_errno":0,
+        let inside = DriverReport { accounted_ns: 999_999, ..report(100, 1_000_000, 3_000_000) };
+        assert!(inside.check(100).unwrap_err().contains("accounted"), "the loop is part of what it accounts");
+        let json = r#"{"iterations":1,"ns":5,"ticks":5,"accounted_ns":5,"counter":"rdtsc-forged","counter_nominal_hz":0,"perf_errno":0,
             "baseline_rss_kib":1,"peak_rss_kib":1,"api_sizes":{"pk":1,"sk":1,"ct":1,"ss":1},
             "returned_sizes":{"pk":1,"sk":1,"ct":1,"ss":1}}"#;
         assert!(serde_json::from_str::<DriverReport>(json).is_err(), "unknown counters are refused");
         assert_eq!(why_no_cycles(libc::EACCES).unwrap(), "perf_event_open: permission denied (errno 13)");
+    }
+
+    #[test]
+    fn the_host_bound_marks_reports_far_below_the_cpu_it_read() {
+        let run = |accounted_ms: u64, host: HostCpu| HostRun { accounted_ns: accounted_ms * 1_000_000, host };
+        let ms = |m: u64| HostCpu::Ns(m * 1_000_000);
+        // Honest: 1 s accounted, 1.04 s of CPU with the container's start.
+        assert!(credible(1_000_000_000, 1_040_000_000));
+        // The bound itself: 1.25 x 1 s + 100 ms.
+        assert!(credible(1_000_000_000, 1_350_000_000) && !credible(1_000_000_000, 1_350_000_001));
+        // A short run is covered by the slack alone; a driver made to report a tenth is not.
+        assert!(credible(0, 100_000_000) && !credible(50_000_000, 540_000_000));
+        let ok = HostCheck::of(&[run(1000, ms(1040)), run(50, ms(90))]);
+        assert_eq!((ok.credibility, ok.detail.clone()), (Credibility::Checked, None));
+        let forged = HostCheck::of(&[run(1000, ms(1040)), run(50, ms(540))]);
+        assert_eq!(forged.credibility, Credibility::NotCredible);
+        assert!(forged.detail.as_deref().unwrap().contains("run 2: host CPU 540.0 ms for 50.0 ms accounted"));
+        // No reading is never taken for a check; a forged run wins over a missing reading.
+        let unread = HostCheck::of(&[run(1000, ms(1040)), run(50, HostCpu::Unavailable("rootless".into()))]);
+        assert_eq!(unread.credibility, Credibility::SelfReported);
+        assert!(unread.detail.as_deref().unwrap().contains("rootless"));
+        let both = HostCheck::of(&[run(50, ms(540)), run(50, HostCpu::Unavailable("rootless".into()))]);
+        assert_eq!(both.credibility, Credibility::NotCredible);
+        assert_eq!(unread.clone().worse(forged.clone()).credibility, Credibility::NotCredible);
+        assert_eq!(ok.worse(unread).credibility, Credibility::SelfReported);
+        assert_eq!(HostCheck::of(&[]).credibility, Credibility::Checked);
     }
 }

@@ -87,6 +87,30 @@ pub fn differences(a: &Record, b: &Record) -> Vec<String> {
     d
 }
 
+/// Records whose figures the host found far below its own reading are never compared,
+/// whatever the flags.
+fn refuse_not_credible(common: &[Key], (ra, rb): (&BTreeMap<Key, Record>, &BTreeMap<Key, Record>)) -> Result<()> {
+    let bad: Vec<String> = common
+        .iter()
+        .flat_map(|k| [&ra[k], &rb[k]])
+        .filter(|r| r.host_check.credibility == crate::schema::Credibility::NotCredible)
+        .map(|r| {
+            format!(
+                "  - {} {} {} ({}): {}",
+                r.id,
+                r.label,
+                r.op.name(),
+                r.system,
+                r.host_check.detail.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if !bad.is_empty() {
+        bail!("refusing to compare: timing records marked not credible by the host's CPU check:\n{}", bad.join("\n"));
+    }
+    Ok(())
+}
+
 /// Spread of a record's kept trials: (min, max) time per operation over the median.
 fn spread(r: &Record) -> (f64, f64) {
     let median = r.aggregate.median_trial_ns.max(1e-9);
@@ -102,6 +126,7 @@ impl Compare {
         if common.is_empty() {
             bail!("{} and {} have no (submission, instance, operation) in common", a.label(), b.label());
         }
+        refuse_not_credible(&common, (&ra, &rb))?;
         let mut differ: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for k in &common {
             for d in differences(&ra[k], &rb[k]) {
@@ -213,5 +238,21 @@ mod tests {
         assert_eq!(d.len(), 3, "{d:?}");
         assert!(d[0].starts_with("compiler: gcc (Debian 14.2.0-19) 14.2.0 vs gcc 15"), "{d:?}");
         assert!(d.iter().any(|x| x.starts_with("library sha256")) && d.iter().any(|x| x == "emulated: false vs true"));
+    }
+
+    #[test]
+    fn records_the_host_found_not_credible_are_never_compared() {
+        let golden = crate::project::root().join("xtask/tests/golden/record.json");
+        let a: Record = schema::read(&golden).unwrap().unwrap();
+        let key: Key = (a.id.clone(), a.label.clone(), a.op.name().to_owned());
+        let mut b = a.clone();
+        let ra = BTreeMap::from([(key.clone(), a)]);
+        assert!(
+            refuse_not_credible(std::slice::from_ref(&key), (&ra, &BTreeMap::from([(key.clone(), b.clone())]))).is_ok()
+        );
+        b.host_check.credibility = crate::schema::Credibility::NotCredible;
+        let rb = BTreeMap::from([(key.clone(), b)]);
+        let e = refuse_not_credible(&[key], (&ra, &rb)).unwrap_err().to_string();
+        assert!(e.contains("not credible") && e.contains("ML-KEM-512"), "{e}");
     }
 }

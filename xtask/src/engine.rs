@@ -190,6 +190,42 @@ impl Engine {
         state.oom_killed || (self == Engine::Podman && client_dir.join("oom").exists())
     }
 
+    /// The flag that puts a container under a cgroup of the tool's (`hostcpu.rs`).
+    pub fn cgroup_parent_args(self, parent: &str) -> Vec<String> {
+        vec![format!("--cgroup-parent={parent}")]
+    }
+
+    /// Sub-cgroups of the parent that hold the engine's own processes, not the
+    /// container's: podman puts conmon in `<parent>/conmon` (measured, podman 4.3 with
+    /// cgroupfs); docker's shim stays in containerd's cgroup.
+    pub fn cgroup_helpers(self) -> &'static [&'static str] {
+        match self {
+            Engine::Podman => &["conmon"],
+            Engine::Docker => &[],
+        }
+    }
+
+    /// Why a plain cgroup path cannot be the parent, if so: with the systemd manager
+    /// (driver) both engines want a slice, which this tool does not create. Asked once.
+    pub fn cgroup_parent_unsupported(self, sh: &Shell) -> Option<String> {
+        static ASKED: std::sync::Mutex<Vec<(Engine, Option<String>)>> = std::sync::Mutex::new(Vec::new());
+        let mut asked = ASKED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, why)) = asked.iter().find(|(e, _)| *e == self) {
+            return why.clone();
+        }
+        let format = match self {
+            Engine::Podman => "{{.Host.CgroupManager}}",
+            Engine::Docker => "{{.CgroupDriver}}",
+        };
+        let why = match self.call(sh, &["info".into(), "--format".into(), format.into()]) {
+            Ok(m) if m.trim() == "cgroupfs" => None,
+            Ok(m) => Some(format!("the engine's cgroup manager is {}, not cgroupfs", m.trim())),
+            Err(e) => Some(format!("cannot ask the engine for its cgroup manager: {e:#}")),
+        };
+        asked.push((self, why.clone()));
+        why
+    }
+
     fn probe(self, sh: &Shell) -> Result<Engine> {
         self.call(sh, &["info".into()]).map(|_| self)
     }

@@ -14,6 +14,7 @@ pub mod evidence;
 pub mod flags;
 #[cfg(test)]
 mod fuzz;
+pub mod hostcpu;
 pub mod hostgate;
 pub mod image;
 pub mod interrupt;

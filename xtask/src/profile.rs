@@ -17,7 +17,9 @@ use crate::builder::{Build, BuildCtx, Built, RunCtx};
 use crate::flags::{Bench, Op, Profile};
 use crate::hostgate::Gate;
 use crate::sandbox::Limits;
-use crate::schema::{self, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict};
+use crate::schema::{
+    self, Credibility, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict,
+};
 use crate::sources::Source;
 use crate::submission::{GroupKind, Instance, ProfileSpec, Submission};
 use crate::systems::SystemProfile;
@@ -37,7 +39,12 @@ pub const RULE: &str = "Per instance, over every measured operation: ICCS-only w
 (placeholder hash functions, DRNG) had calls; bypass when only the submission's own primitives \
 (direct groups) had calls; mixed when both did; none when neither. Across instances: their common \
 verdict, else instance-dependent. A family is dead when it is compiled in (constants or symbols \
-in the library) and no wrapper of it saw a call and no call site inside its own objects exists.";
+in the library), no wrapper of it saw a call, and the library shows no way around the wrappers; it is \
+undetermined when there is one: a call site no wrapper of its family covers (inside its own objects, \
+under an alias, through `__real_`, nested in another family's wrapped code, or an address taken), or \
+its constants in code or data that no wrapped function of its family alone refers to. An instance \
+with an undetermined family, or with timings the host's CPU check found not credible, is never \
+ICCS-only or none: it is undetermined.";
 
 /// What the profiling library shows without running it.
 #[derive(Debug, Default, Clone)]
@@ -45,6 +52,8 @@ pub struct Static {
     /// Family → evidence.
     pub compiled_in: BTreeMap<String, Vec<String>>,
     pub unseen_call_sites: BTreeMap<String, u64>,
+    /// Family → where its constants are used outside its wrapped functions.
+    pub constants_outside: BTreeMap<String, String>,
 }
 
 /// Constants and defined symbols of the library, and references to wrapped symbols
@@ -69,36 +78,171 @@ pub fn inspect(lib: &Utf8Path, spec: &ProfileSpec) -> Result<Static> {
         }
     }
     st.unseen_call_sites = unseen_call_sites(&elf, spec);
+    st.constants_outside = constants_outside(&elf, &data, spec, &st);
     Ok(st)
 }
 
-/// References to wrapped symbols that no wrapper sees: from text outside the wrappers
-/// (`__wrap_*`) and outside the wrapped functions themselves (a call nested in a wrapped
-/// call counts once, by design). What remains are calls inside a defining object file
-/// from code no wrapper covers: real under-counts.
+/// Text ranges covered by a wrapper, with the family they count for: each wrapper
+/// (`__wrap_*`) and each wrapped function (a call nested in it counts once, there).
+fn covered_ranges<'a>(
+    elf: &'a object::read::elf::ElfFile64<object::Endianness>,
+    family_of: &BTreeMap<&'a str, &'a str>,
+) -> Vec<(u64, u64, &'a str)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    elf.symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            let family = family_of.get(name.strip_prefix("__wrap_").unwrap_or(name))?;
+            Some((s.address(), s.address() + s.size(), *family))
+        })
+        .collect()
+}
+
+fn family_of(spec: &ProfileSpec) -> BTreeMap<&str, &str> {
+    spec.groups.iter().flat_map(|g| g.symbols.iter().map(move |s| (s.as_str(), g.family.as_str()))).collect()
+}
+
+/// References to wrapped symbols that no wrapper of their family sees: from code no
+/// wrapper covers (calls inside a defining object file, `__real_<symbol>`, which the
+/// linker resolves to the symbol, or an alias at the same address), from another
+/// family's wrapped code (counted there), or from data (an address taken). A call nested
+/// in a wrapped function of the same family counts once, by design.
 fn unseen_call_sites(
     elf: &object::read::elf::ElfFile64<object::Endianness>,
     spec: &ProfileSpec,
 ) -> BTreeMap<String, u64> {
     use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
-    let wrapped: BTreeSet<&str> = spec.groups.iter().flat_map(|g| g.symbols.iter().map(String::as_str)).collect();
-    let covered: Vec<(u64, u64)> = elf
+    let family_of = family_of(spec);
+    let covered = covered_ranges(elf, &family_of);
+    let by_address: BTreeMap<u64, &str> = elf
         .symbols()
-        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
-        .filter(|s| s.name().is_ok_and(|n| n.starts_with("__wrap_") || wrapped.contains(n)))
-        .map(|s| (s.address(), s.address() + s.size()))
+        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+        .filter_map(|s| s.name().ok().filter(|n| family_of.contains_key(n)).map(|n| (s.address(), n)))
         .collect();
     let mut unseen = BTreeMap::new();
-    for section in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
+    for section in elf.sections() {
+        let name = section.name().unwrap_or_default();
+        if name.starts_with(".debug") || name == ".eh_frame" {
+            continue;
+        }
+        let text = section.kind() == SectionKind::Text;
         for (at, reloc) in section.relocations() {
             let RelocationTarget::Symbol(i) = reloc.target() else { continue };
-            let Ok(name) = elf.symbol_by_index(i).and_then(|s| s.name()) else { continue };
-            if wrapped.contains(name) && !covered.iter().any(|(a, b)| (*a..*b).contains(&at)) {
-                *unseen.entry(name.to_owned()).or_default() += 1;
+            let Ok(sym) = elf.symbol_by_index(i) else { continue };
+            let Ok(name) = sym.name() else { continue };
+            let (target, via_wrapper) = match name.strip_prefix("__wrap_") {
+                Some(w) if family_of.contains_key(w) => (w, true),
+                _ if family_of.contains_key(name) => (name, false),
+                _ if sym.kind() == SymbolKind::Text && sym.is_definition() => match by_address.get(&sym.address()) {
+                    Some(w) => (*w, false),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let inside = covered.iter().find(|(a, b, _)| text && (*a..*b).contains(&at)).map(|c| c.2);
+            let seen = match inside {
+                None => via_wrapper && text,
+                Some(f) => f == family_of[target],
+            };
+            if !seen {
+                *unseen.entry(target.to_owned()).or_default() += 1;
             }
         }
     }
     unseen
+}
+
+/// Families whose constants lie, or are referred to, outside the wrapped functions of
+/// that family: code the wrappers may never see run. Constants in data are located by
+/// the data symbol that holds them; one that no symbol holds cannot be placed.
+fn constants_outside(
+    elf: &object::read::elf::ElfFile64<object::Endianness>,
+    data: &[u8],
+    spec: &ProfileSpec,
+    st: &Static,
+) -> BTreeMap<String, String> {
+    use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+    let family_of = family_of(spec);
+    let covered = covered_ranges(elf, &family_of);
+    let in_family = |addr: u64, family: &str| covered.iter().any(|(a, b, f)| (*a..*b).contains(&addr) && *f == family);
+    let mut outside = BTreeMap::new();
+    for (family, _, needles) in CONSTANTS.iter().filter(|(f, _, _)| st.compiled_in.contains_key(*f)) {
+        if !family_of.values().any(|f| f == family) {
+            continue; // not measured at all: said so in the notes
+        }
+        let mut why = None;
+        for needle in *needles {
+            for off in data.windows(needle.len()).enumerate().filter(|(_, w)| w == needle).map(|(i, _)| i as u64) {
+                let Some(sec) = elf.sections().find(|s| {
+                    let loaded = matches!(
+                        s.kind(),
+                        SectionKind::Text
+                            | SectionKind::Data
+                            | SectionKind::ReadOnlyData
+                            | SectionKind::ReadOnlyDataWithRel
+                            | SectionKind::ReadOnlyString
+                    );
+                    loaded && s.file_range().is_some_and(|(start, len)| (start..start + len).contains(&off))
+                }) else {
+                    continue;
+                };
+                let addr = sec.address() + off - sec.file_range().map_or(0, |r| r.0);
+                if sec.kind() == SectionKind::Text {
+                    if !in_family(addr, family) {
+                        why.get_or_insert(format!("in code at {addr:#x} outside its wrapped functions"));
+                    }
+                    continue;
+                }
+                let holder = elf.symbols().find(|s| {
+                    s.kind() == SymbolKind::Data
+                        && s.size() > 0
+                        && (s.address()..s.address() + s.size()).contains(&addr)
+                });
+                let Some(holder) = holder else {
+                    why.get_or_insert(format!("in data at {addr:#x} that no symbol holds"));
+                    continue;
+                };
+                let (start, end) = (holder.address(), holder.address() + holder.size());
+                for (at, reloc, text) in referrers(elf) {
+                    let target = reloc_target(elf, &reloc);
+                    if target.is_some_and(|t| (start..end).contains(&t)) && !(text && in_family(at, family)) {
+                        let name = holder.name().unwrap_or("?");
+                        why.get_or_insert(format!("{name} is referred to at {at:#x}, outside its wrapped functions"));
+                    }
+                }
+            }
+        }
+        if let Some(w) = why {
+            outside.insert((*family).to_owned(), w);
+        }
+    }
+    outside
+}
+
+/// Every relocation of the library's allocated sections, with whether it is in text.
+fn referrers<'a>(
+    elf: &'a object::read::elf::ElfFile64<'a, object::Endianness>,
+) -> impl Iterator<Item = (u64, object::Relocation, bool)> + 'a {
+    use object::{Object, ObjectSection, SectionKind};
+    elf.sections()
+        .filter(|s| !s.name().unwrap_or_default().starts_with(".debug") && s.name().ok() != Some(".eh_frame"))
+        .flat_map(|s| {
+            let text = s.kind() == SectionKind::Text;
+            s.relocations().map(move |(at, r)| (at, r, text))
+        })
+}
+
+/// The address a relocation refers to: its symbol's value plus the addend, plus the 4
+/// bytes an x86-64 PC-relative displacement is biased by (it counts from its own end).
+fn reloc_target(elf: &object::read::elf::ElfFile64<object::Endianness>, r: &object::Relocation) -> Option<u64> {
+    use object::{Architecture, Object, ObjectSymbol, RelocationKind, RelocationTarget};
+    let RelocationTarget::Symbol(i) = r.target() else { return None };
+    let base = elf.symbol_by_index(i).ok()?.address();
+    let relative =
+        matches!(r.kind(), RelocationKind::Relative | RelocationKind::PltRelative | RelocationKind::GotRelative);
+    let bias = if elf.architecture() == Architecture::X86_64 && relative && r.size() == 32 { 4 } else { 0 };
+    Some(base.wrapping_add_signed(r.addend()).wrapping_add(bias))
 }
 
 /// Each group's share and calls per operation from the kept trials of one operation.
@@ -148,7 +292,8 @@ pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileR
         .iter()
         .map(|(l, st, recs)| {
             let ops: Vec<(Op, &[GroupShare])> = recs.iter().map(|r| (r.op, r.groups.as_slice())).collect();
-            survey_instance(l, st, &ops)
+            let credible = recs.iter().all(|r| r.host_check.credibility != Credibility::NotCredible);
+            survey_instance(l, st, &ops, credible)
         })
         .collect();
     let first = surveyed.first().map_or(Verdict::None, |s| s.verdict);
@@ -169,7 +314,7 @@ pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileR
 }
 
 /// One instance's verdict and notes from what each operation reached.
-fn survey_instance(label: &str, st: &Static, recs: &[(Op, &[GroupShare])]) -> InstanceSurvey {
+fn survey_instance(label: &str, st: &Static, recs: &[(Op, &[GroupShare])], credible: bool) -> InstanceSurvey {
     let mut reached: BTreeMap<String, Vec<Op>> = BTreeMap::new();
     let mut kinds = BTreeSet::new();
     let mut families_reached = BTreeSet::new();
@@ -201,14 +346,21 @@ fn survey_instance(label: &str, st: &Static, recs: &[(Op, &[GroupShare])]) -> In
             .flat_map(|g| &g.symbols)
             .map(|s| st.unseen_call_sites.get(&s.symbol).copied().unwrap_or(0))
             .sum();
-        notes.push(match (mine.is_empty(), unseen) {
-            (true, _) => format!("{family} compiled in, not measured (no [profile] group wraps it)"),
-            (false, 0) => format!("{family} dead"),
-            (false, n) => {
-                format!("{family} not reached through its wrappers ({n} call sites inside its objects unseen)")
-            }
+        notes.push(match (mine.is_empty(), unseen, st.constants_outside.get(family)) {
+            (true, _, _) => format!("{family} compiled in, not measured (no [profile] group wraps it)"),
+            (false, 0, None) => format!("{family} dead"),
+            (false, 0, Some(w)) => format!("{family} undetermined (its constants: {w})"),
+            (false, n, _) => format!("{family} undetermined ({n} call sites no wrapper of it sees)"),
         });
     }
+    if !credible {
+        notes.push("timings not credible (host CPU check): calls and shares are the candidate's word".into());
+    }
+    let undetermined = !credible || notes.iter().any(|n| n.contains(" undetermined ("));
+    let verdict = match verdict {
+        Verdict::IccsOnly | Verdict::None if undetermined => Verdict::Undetermined,
+        v => v,
+    };
     InstanceSurvey { label: label.to_owned(), verdict, compiled_in: st.compiled_in.clone(), reached, notes }
 }
 
@@ -306,6 +458,10 @@ fn profile_submission(
             let rec = record(&facts, inst, (&reference, &profiled), &st, (op, &reference_timed, &timed), started)?;
             print_row(&rec);
             schema::write(&run.layout.profile(&sub.id, &inst.label, op.name()), &rec)?;
+            if rec.host_check.credibility == Credibility::NotCredible {
+                let why = rec.host_check.detail.as_deref().unwrap_or_default();
+                failures.push(format!("{} {} {}: profile timings not credible: {why}", sub.id, inst.label, op.name()));
+            }
             recs.push(rec);
         }
         surveyed.push((inst.label.clone(), st, recs));
@@ -334,9 +490,12 @@ fn record(
     if profiled.record.plan.flags.iter().any(|f| f.starts_with("-flto")) {
         warnings.push("built with LTO: --wrap cannot see calls the link-time optimiser resolves or inlines".into());
     }
+    for (family, w) in &st.constants_outside {
+        warnings.push(format!("{family} constants outside its wrapped functions: {w}"));
+    }
     if !st.unseen_call_sites.is_empty() {
         let list: Vec<String> = st.unseen_call_sites.iter().map(|(s, n)| format!("{s} {n}")).collect();
-        warnings.push(format!("call sites inside the defining objects, not seen by wrappers: {}", list.join(", ")));
+        warnings.push(format!("call sites no wrapper of their family sees: {}", list.join(", ")));
     }
     Ok(ProfileRecord {
         schema: schema::version::<ProfileRecord>(),
@@ -352,6 +511,7 @@ fn record(
         total_ticks,
         groups,
         unseen_call_sites: st.unseen_call_sites.clone(),
+        host_check: timed.host_check.clone().worse(reference_timed.host_check.clone()),
         overhead_ratio: profiled_mean_ns / reference_mean_ns,
         reference_mean_ns,
         profiled_mean_ns,
@@ -420,7 +580,7 @@ mod tests {
 
     fn compiled(families: &[&str]) -> Static {
         let compiled_in = families.iter().map(|f| ((*f).to_owned(), vec!["constants".to_owned()])).collect();
-        Static { compiled_in, unseen_call_sites: BTreeMap::new() }
+        Static { compiled_in, unseen_call_sites: BTreeMap::new(), constants_outside: BTreeMap::new() }
     }
 
     #[test]
@@ -429,23 +589,37 @@ mod tests {
         let keccak = |n| group("keccak", GroupKind::Direct, "Keccak", n);
         let rng = group("randombytes", GroupKind::Randombytes, "randombytes", 1);
         let st = compiled(&["Keccak", "AES"]);
-        let v = |groups: &[GroupShare]| survey_instance("x", &st, &[(Op::Keygen, groups)]);
+        let v = |groups: &[GroupShare]| survey_instance("x", &st, &[(Op::Keygen, groups)], true);
         assert_eq!(v(&[iccs(2), keccak(0)]).verdict, Verdict::IccsOnly);
         assert_eq!(v(&[iccs(0), keccak(3), rng.clone()]).verdict, Verdict::Bypass);
         assert_eq!(v(&[iccs(1), keccak(1)]).verdict, Verdict::Mixed);
         assert_eq!(v(&[iccs(0), keccak(0), rng]).verdict, Verdict::None, "randomness alone is no primitive");
         let notes = v(&[iccs(2), keccak(0)]).notes;
         assert_eq!(notes, ["AES compiled in, not measured (no [profile] group wraps it)", "Keccak dead"]);
-        // A call site inside Keccak's own object may reach it unseen: not called dead.
+        // A call site no Keccak wrapper sees may reach it unseen: undetermined, never
+        // dead, and the verdict cannot read ICCS-only.
         let mut hidden = compiled(&["Keccak"]);
         hidden.unseen_call_sites.insert("keccak_fn".into(), 2);
-        let n = survey_instance("x", &hidden, &[(Op::Enc, &[iccs(1), keccak(0)][..])]).notes;
-        assert_eq!(n, ["Keccak not reached through its wrappers (2 call sites inside its objects unseen)"]);
+        let s = survey_instance("x", &hidden, &[(Op::Enc, &[iccs(1), keccak(0)][..])], true);
+        assert_eq!(s.notes, ["Keccak undetermined (2 call sites no wrapper of it sees)"]);
+        assert_eq!(s.verdict, Verdict::Undetermined);
+        // Its constants used by code outside its wrapped functions: the same.
+        let mut copied = compiled(&["Keccak"]);
+        copied.constants_outside.insert("Keccak".into(), "in code at 0x1000 outside its wrapped functions".into());
+        let s = survey_instance("x", &copied, &[(Op::Enc, &[iccs(1), keccak(0)][..])], true);
+        assert_eq!(s.notes, ["Keccak undetermined (its constants: in code at 0x1000 outside its wrapped functions)"]);
+        assert_eq!(s.verdict, Verdict::Undetermined);
+        // A bypass stays a bypass; timings the host found not credible decide nothing.
+        let s = survey_instance("x", &hidden, &[(Op::Enc, &[iccs(0), keccak(3)][..])], true);
+        assert_eq!(s.verdict, Verdict::Bypass);
+        let s = survey_instance("x", &compiled(&[]), &[(Op::Enc, &[iccs(1), keccak(0)][..])], false);
+        assert_eq!(s.verdict, Verdict::Undetermined);
+        assert!(s.notes[0].starts_with("timings not credible"), "{:?}", s.notes);
     }
 
     fn timed(counts: Vec<crate::bench::WrappedCount>, ticks: u64) -> Timed {
         let report: crate::bench::DriverReport = serde_json::from_str(&format!(
-            r#"{{"iterations":10,"ns":1000,"ticks":{ticks},"counter":"tsc","counter_nominal_hz":0,"perf_errno":2,
+            r#"{{"iterations":10,"ns":1000,"ticks":{ticks},"accounted_ns":2000,"counter":"tsc","counter_nominal_hz":0,"perf_errno":2,
                "baseline_rss_kib":1,"peak_rss_kib":1,"api_sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}},
                "returned_sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}}}}"#
         ))
@@ -459,6 +633,7 @@ mod tests {
             calibration: Vec::new(),
             slots: vec![vec![(trial, report)]],
             disturbed_total: 0,
+            host_check: crate::schema::HostCheck::of(&[]),
         }
     }
 
@@ -519,6 +694,79 @@ mod tests {
         let st = inspect(&lib, &spec).unwrap();
         assert_eq!(st.unseen_call_sites, BTreeMap::from([("leaf".to_owned(), 1)]));
         assert_eq!(st.compiled_in.get("X").unwrap(), &["symbols: leaf, outer"]);
+    }
+
+    /// Build a profiling library of the test's own files (and the fixture's `keccak.c`
+    /// unless one is given), wrapping `fixture_keccak_f1600`
+    /// (family Keccak) and `hash` (family ICCS), and inspect it.
+    fn inspect_built(files: &[(&str, &str)]) -> Static {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let fixture = project::root().join("xtask/tests/fixture");
+        let mut args: Vec<String> = vec![project::drivers_dir().join(recipe::PROFILE_DRIVER).into()];
+        if !files.iter().any(|f| f.0 == "keccak.c") {
+            args.push(fixture.join("keccak.c").into());
+        }
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+            args.push(dir.join(name).into());
+        }
+        let lib = dir.join("libx.so");
+        let status = std::process::Command::new("gcc")
+            .args(["-O2", "-fPIC", "-shared", "-I", fixture.as_str()])
+            .arg("-DNGCC_PROFILE_SYMBOLS=X(0,fixture_keccak_f1600) X(1,hash)")
+            .args(["-Wl,--emit-relocs", "-Wl,--wrap=fixture_keccak_f1600", "-Wl,--wrap=hash", "-o", lib.as_str()])
+            .args(&args)
+            .status()
+            .expect("gcc (installed by .ci/run)");
+        assert!(status.success());
+        let group = |name: &str, kind, family: &str, symbol: &str| crate::submission::Group {
+            name: name.into(),
+            kind,
+            family: family.into(),
+            symbols: vec![symbol.into()],
+        };
+        let spec = ProfileSpec {
+            groups: vec![
+                group("keccak", GroupKind::Direct, "Keccak", "fixture_keccak_f1600"),
+                group("hash", GroupKind::IccsHash, "ICCS", "hash"),
+            ],
+        };
+        inspect(&lib, &spec).unwrap()
+    }
+
+    #[test]
+    fn ways_around_the_wrappers_make_a_family_undetermined() {
+        // Honest: the Keccak is called only through its wrapper, its constants only
+        // from itself.
+        let honest = "#include \"keccak.h\"\nvoid hash(uint64_t *s) { s[1] ^= 1; }\n\
+                      void use(uint64_t *s) { fixture_keccak_f1600(s); }\n";
+        let st = inspect_built(&[("u.c", honest)]);
+        assert!(st.compiled_in.contains_key("Keccak"));
+        assert!(st.unseen_call_sites.is_empty() && st.constants_outside.is_empty(), "{st:?}");
+        // An alias of it, `__real_` from outside the wrappers, a call nested in another
+        // family's wrapped function, and its address taken: four ways around.
+        let keccak = std::fs::read_to_string(project::root().join("xtask/tests/fixture/keccak.c")).unwrap();
+        // (The fixture's keccak.c defines `fixture_keccak_alias`, at the same address.)
+        let around = "#include \"keccak.h\"\nvoid __real_fixture_keccak_f1600(uint64_t *);\n\
+                      void a1(uint64_t *s) { fixture_keccak_alias(s); }\n\
+                      void a2(uint64_t *s) { __real_fixture_keccak_f1600(s); }\n";
+        let st = inspect_built(&[("u.c", around)]);
+        assert_eq!(st.unseen_call_sites, BTreeMap::from([("fixture_keccak_f1600".to_owned(), 2)]), "{st:?}");
+        let nested = "#include \"keccak.h\"\nvoid hash(uint64_t *s) { fixture_keccak_f1600(s); }\n";
+        let st = inspect_built(&[("u.c", nested)]);
+        assert_eq!(st.unseen_call_sites, BTreeMap::from([("fixture_keccak_f1600".to_owned(), 1)]), "{st:?}");
+        let taken = format!("{keccak}void (*const keccak_ptr)(uint64_t *) = fixture_keccak_f1600;\n");
+        let st = inspect_built(&[("keccak.c", &taken)]);
+        assert_eq!(st.unseen_call_sites, BTreeMap::from([("fixture_keccak_f1600".to_owned(), 1)]), "{st:?}");
+        // Its own copy of the permutation, with the round constants, outside any wrapper.
+        let copy = keccak
+            .replace("fixture_keccak_alias", "my_alias")
+            .replace("fixture_keccak_f1600", "my_permutation")
+            .replace("round_constants", "my_constants");
+        let st = inspect_built(&[("copy.c", &copy)]);
+        let why = st.constants_outside.get("Keccak").expect("constants outside the wrapped function");
+        assert!(why.contains("my_constants is referred to at"), "{why}");
     }
 
     #[test]

@@ -333,7 +333,8 @@ pub fn inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<Inputs>
     let mut folders = Vec::new();
     for rel in named_inputs(sub, inst, src)? {
         folders.push(Utf8Path::new(&rel).parent().map(Utf8Path::to_string).unwrap_or_default());
-        files.insert(rel);
+        let regular = std::fs::symlink_metadata(src.root.join(&rel)).is_ok_and(|m| m.is_file());
+        if regular { &mut files } else { &mut left_out }.insert(rel);
     }
     folders.extend(sub.build.include.iter().chain(&sub.kat.include).map(|i| inst.expand(i)));
     if sub.build.cmake.is_some() {

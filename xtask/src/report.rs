@@ -10,7 +10,7 @@ use xshell::Shell;
 use crate::evidence::{self, Layout};
 use crate::flags::{Op, Report};
 use crate::schema::{
-    self, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary, Survey,
+    self, Credibility, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary, Survey,
 };
 use crate::sources::Provenance;
 use crate::submission::GroupKind;
@@ -254,9 +254,14 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         let a = &r.aggregate;
         writeln!(
             w,
-            "| {} | {} | {} | {} | {} | {} | {} ({} × {}) |",
+            "| {} | {}{} | {} | {} | {} | {} | {} ({} × {}) |",
             r.label,
             r.op.name(),
+            match r.host_check.credibility {
+                Credibility::NotCredible => " (NOT CREDIBLE)",
+                Credibility::SelfReported => " (unchecked)",
+                Credibility::Checked => "",
+            },
             stats::human_count(a.mean_ticks),
             stats::human_time(a.mean_ns),
             stats::three_digits(a.ops_per_s),
@@ -269,6 +274,7 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     if e.records.iter().any(|r| r.quick) {
         writeln!(w, "\nQuick mode: short trials for CI; the figures are indicative only.")?;
     }
+    writeln!(w, "\n{}", self_reported_line(&e.records))?;
     let unchecked = unchecked_libraries(e);
     if !unchecked.is_empty() {
         writeln!(
@@ -279,6 +285,21 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Which figures are the driver's own word and how the host checked them.
+fn self_reported_line(records: &[Record]) -> String {
+    let count = |c: Credibility| records.iter().filter(|r| r.host_check.credibility == c).count();
+    format!(
+        "Times and ticks are self-reported by the timing driver inside the candidate's process; the host \
+         checked them against the container's CPU time read from its cgroup (CPU <= {} x accounted time + {} ms \
+         per run): {} checked, {} not credible, {} unchecked (no host reading).",
+        crate::bench::CPU_FACTOR,
+        crate::bench::LOAD_SLACK_NS / 1_000_000,
+        count(Credibility::Checked),
+        count(Credibility::NotCredible),
+        count(Credibility::SelfReported)
+    )
 }
 
 /// Instances whose timed library is not, byte for byte, one the KAT run passed.
@@ -480,6 +501,23 @@ mod tests {
         );
         e.kat = None;
         assert_eq!(unchecked_libraries(&e), ["ML-KEM-512"], "no KAT run, no PASS");
+    }
+
+    #[test]
+    fn pages_say_what_is_self_reported_and_mark_what_the_host_refuted() {
+        let golden = crate::project::root().join("xtask/tests/golden/record.json");
+        let record: Record = schema::read(&golden).unwrap().unwrap();
+        let mut e =
+            Evidence { kat: None, env: None, records: vec![record], audit: vec![], survey: None, profiles: vec![] };
+        let mut page = String::new();
+        performance(&mut page, &e).unwrap();
+        assert!(page.contains("| ML-KEM-512 | enc | "), "{page}");
+        assert!(page.contains("self-reported by the timing driver") && page.contains("1 checked, 0 not credible"));
+        e.records[0].host_check.credibility = Credibility::NotCredible;
+        let mut page = String::new();
+        performance(&mut page, &e).unwrap();
+        assert!(page.contains("| ML-KEM-512 | enc (NOT CREDIBLE) | "), "{page}");
+        assert!(page.contains("0 checked, 1 not credible, 0 unchecked"), "{page}");
     }
 
     #[test]

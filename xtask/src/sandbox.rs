@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
 use crate::engine::{Backend, Engine};
+use crate::hostcpu::{HostCpu, TrialCgroup};
 use crate::interrupt::{self, Live, Registration};
 use crate::project;
 
@@ -166,6 +167,8 @@ pub struct Finished {
     pub stdout_bytes: u64,
     pub stderr: String,
     pub wall: Duration,
+    /// The container's CPU time as the host read it (`hostcpu.rs`), never the command's word.
+    pub cpu: HostCpu,
 }
 
 /// Why the tool killed a command.
@@ -216,13 +219,15 @@ impl Sandbox {
         let scratch = tempfile::tempdir().context("cannot create a scratch folder")?;
         let scratch = Utf8Path::from_path(scratch.path()).context("non-UTF-8 temp path")?.to_owned();
         let start = Instant::now();
-        let (outcome, stdout_bytes, stderr) = match self.backend {
+        let ((outcome, stdout_bytes, stderr), cpu) = match self.backend {
             Backend::Container(engine) => self.run_container(sh, engine, job, &scratch, (stdout, cap))?,
-            Backend::Host => run_host(job, cap, stdout)?,
+            Backend::Host => {
+                (run_host(job, cap, stdout)?, HostCpu::Unavailable("host backend: no cgroup of its own".into()))
+            }
         };
         std::fs::remove_dir_all(&scratch).ok();
         interrupt::check()?;
-        Ok(Finished { outcome, stdout_bytes, stderr, wall: start.elapsed() })
+        Ok(Finished { outcome, stdout_bytes, stderr, wall: start.elapsed(), cpu })
     }
 
     /// The stdout of a trusted command of the image itself (no mounts, a minute, at
@@ -262,11 +267,16 @@ impl Sandbox {
         job: &Job,
         scratch: &Utf8Path,
         (stdout, cap): (&mut (dyn Write + Send), u64),
-    ) -> Result<(Outcome, u64, String)> {
+    ) -> Result<((Outcome, u64, String), HostCpu)> {
         let name = container_name();
-        let args = self.run_args(engine, job, &name)?;
+        let mut args = self.run_args(engine, job, &name)?;
+        // Declared before `remove`: dropped (removed) after the container is gone.
+        let cgroup = TrialCgroup::create(sh, engine, &name)?;
+        if let Ok(cg) = &cgroup {
+            args.splice(1..1, engine.cgroup_parent_args(cg.parent()));
+        }
         let _registered = Registration::new(Live::Container(engine, name.clone()));
-        let _remove = Remove { engine, name: name.clone() };
+        let remove = Remove { engine, name: name.clone() };
         let shell = Shell::new()?;
         shell.change_dir(scratch);
         let mut command = engine.command(&shell, &args);
@@ -298,7 +308,9 @@ impl Sandbox {
             None if engine.out_of_memory(&state, scratch) => Outcome::OutOfMemory,
             None => Outcome::from_code(state.exit_code),
         };
-        Ok((outcome, watched.stdout_bytes, watched.stderr))
+        drop(remove);
+        let cpu = cgroup.map_or_else(HostCpu::Unavailable, |cg| cg.read());
+        Ok(((outcome, watched.stdout_bytes, watched.stderr), cpu))
     }
 
     fn run_args(&self, engine: Engine, job: &Job, name: &str) -> Result<Vec<String>> {

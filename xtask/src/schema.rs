@@ -56,13 +56,13 @@ macro_rules! evidence {
 
 evidence! {
     Summary: "KAT summary", 3;
-    Record: "timing record", 2;
+    Record: "timing record", 3;
     Environment: "environment manifest", 1;
     SizeAudit: "size audit", 1;
     ImageLock: "image lock", 1;
     BuildRecord: "build record", 1;
-    ProfileRecord: "profile record", 1;
-    Survey: "symmetric-primitive survey", 1;
+    ProfileRecord: "profile record", 2;
+    Survey: "symmetric-primitive survey", 2;
 }
 
 /// The schema version this harness writes for `T`.
@@ -202,6 +202,8 @@ pub struct Record {
     pub plan: PlanRecord,
     /// Every trial run, including replaced ones; `slot` is the trial position.
     pub trials: Vec<SlotTrial>,
+    /// The driver's figures against the CPU time the host read (`bench::credible`).
+    pub host_check: HostCheck,
     pub disturbed_trials: usize,
     pub reruns: usize,
     pub aggregate: Aggregate,
@@ -259,6 +261,29 @@ pub struct SlotTrial {
     pub trial: Trial,
     pub baseline_rss_kib: i64,
     pub peak_rss_kib: i64,
+    /// What the driver says it spent on operations in this process.
+    pub accounted_ns: u64,
+    /// The container's CPU time read by the host; None when it could not be read.
+    pub host_cpu_ns: Option<u64>,
+}
+
+/// Whether a record's self-reported figures were checked from outside the process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostCheck {
+    pub credibility: Credibility,
+    pub rule: String,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Credibility {
+    /// Every run within the bound of the host's reading.
+    Checked,
+    /// Some run used far more CPU than the driver reported.
+    NotCredible,
+    /// The host could not read the CPU time: the figures are the driver's word alone.
+    SelfReported,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -331,9 +356,11 @@ pub struct ProfileRecord {
     pub warmups: u64,
     pub total_ticks: u64,
     pub groups: Vec<GroupShare>,
-    /// Wrapped symbol → references from inside its own object file, which no
-    /// wrapper sees (counted only when reached through another wrapped entry point).
+    /// Wrapped symbol → references no wrapper of its family sees (inside its own object
+    /// file, an alias, `__real_`, nested in another family's wrapped code, data).
     pub unseen_call_sites: BTreeMap<String, u64>,
+    /// Both builds' timings against the host's CPU reading (the less trustworthy).
+    pub host_check: HostCheck,
     /// Mean time per operation: profiling variant over reference build, same run.
     pub overhead_ratio: f64,
     pub reference_mean_ns: f64,
@@ -407,6 +434,10 @@ pub enum Verdict {
     /// No wrapped primitive was reached at all.
     #[serde(rename = "none")]
     None,
+    /// The library has a way around the wrappers, or its timings are not credible:
+    /// neither ICCS-only nor none can be claimed.
+    #[serde(rename = "undetermined")]
+    Undetermined,
 }
 
 impl std::fmt::Display for Verdict {
@@ -417,6 +448,7 @@ impl std::fmt::Display for Verdict {
             Verdict::Mixed => "mixed",
             Verdict::InstanceDependent => "instance-dependent",
             Verdict::None => "none",
+            Verdict::Undetermined => "undetermined",
         };
         f.pad(s)
     }

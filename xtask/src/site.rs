@@ -210,7 +210,9 @@ fn inline(s: &str) -> String {
 
 /// The charts of one page, from the timing records (none for emulated runs).
 fn charts(layout: &Layout, sub: &Submission) -> Result<String> {
-    let records = report::records(layout, sub)?;
+    // Figures the host's CPU check refuted are no bars (the table marks them).
+    let credible = |r: &Record| r.host_check.credibility != crate::schema::Credibility::NotCredible;
+    let records: Vec<Record> = report::records(layout, sub)?.into_iter().filter(credible).collect();
     if records.is_empty() || records.iter().any(|r| r.emulated) {
         return Ok(String::new());
     }

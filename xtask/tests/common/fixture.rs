@@ -159,9 +159,18 @@ pub fn write_tree(dir: &Path, instances: &[Inst]) -> PathBuf {
         let d = root.join(label);
         std::fs::create_dir_all(d.join("KAT")).unwrap();
         std::fs::create_dir_all(d.join("prebuilt")).unwrap();
-        for f in
-            ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "hostile.h", "canned.h", "keccak.h", "keccak.c"]
-        {
+        for f in [
+            "drng.h",
+            "drng.c",
+            "auxfunc.h",
+            "auxfunc.c",
+            "mix.h",
+            "hostile.h",
+            "canned.h",
+            "forge.h",
+            "keccak.h",
+            "keccak.c",
+        ] {
             std::fs::copy(Path::new(FIXTURE).join(f), d.join(f)).unwrap();
         }
         let mut h = header(label, n, extra);

@@ -1,0 +1,112 @@
+//! Figures the candidate's own process reports, forged from inside it as a hostile
+//! submitter would (`tests/fixture/forge.h`, keccak aliases in `kem_body.c`): the
+//! records stay honest, or are marked not credible by the host's CPU reading, and the
+//! survey never calls a reachable Keccak dead.
+
+mod common;
+
+use common::fixture::*;
+use common::{record, stdout, xtask};
+use xtask::schema::{self, Credibility, ProfileRecord, Survey, Verdict};
+
+const DEFAULT: &str = "#define _DEFAULT_SOURCE 1\n";
+
+fn setup(tmp: &std::path::Path, insts: &[Inst]) -> (std::path::PathBuf, std::path::PathBuf) {
+    write_tree(&tmp.join("tree"), insts);
+    let zip = tmp.join("Fixture KEM v1.zip");
+    zip_tree(&tmp.join("tree"), &zip);
+    (manifest_dir(&tmp.join("m"), &zip, false, insts), zip)
+}
+
+fn run(cmd: &str, m: &std::path::Path, zip: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> bool {
+    let base = [cmd, m.to_str().unwrap(), "--engine", "podman", "--archive", zip.to_str().unwrap(), "--quick"];
+    let rest = ["--allow-unfixed-host", "--out", out.to_str().unwrap()];
+    xtask(&[&base[..], &rest[..], extra].concat(), None).status.success()
+}
+
+#[test]
+fn timing_reports_cannot_be_forged_from_the_candidates_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let insts: Vec<Inst> = vec![
+        ("fix-16", 16, String::new()),
+        ("fix-dtor", 16, format!("{DEFAULT}#define FIX_FORGE 1\n#define FIX_FORGE_DTOR 1\n")),
+        ("fix-slow", 16, "#define FIX_SLOW 1\n".into()),
+        ("fix-clock", 16, format!("{DEFAULT}#define FIX_SLOW 1\n#define FIX_FORGE 1\n#define FIX_FORGE_CLOCK 1\n")),
+    ];
+    let (m, zip) = setup(tmp.path(), &insts);
+    let out = tmp.path().join("out");
+    // The interposed clock makes bench fail: its record is not credible.
+    assert!(!run("bench", &m, &zip, &out, &["--op", "keygen"]));
+    let rec = |label| record(&out, "fixture-kem", label, "keygen");
+    for label in ["fix-16", "fix-dtor", "fix-slow", "fix-clock"] {
+        let r = rec(label);
+        eprintln!(
+            "{label}: {:?} {:?} mean {:.0} ns",
+            r.host_check.credibility, r.host_check.detail, r.aggregate.mean_ns
+        );
+        assert!(r.trials.iter().all(|t| t.host_cpu_ns.is_some()), "{label}: the host read every trial");
+    }
+    // The destructor that divides the buffered report by 10 never runs: same code,
+    // same figures as its honest twin, within what a shared machine's noise allows.
+    let (honest, dtor) = (rec("fix-16"), rec("fix-dtor"));
+    assert_eq!(dtor.host_check.credibility, Credibility::Checked);
+    let ratio = dtor.aggregate.mean_ns / honest.aggregate.mean_ns;
+    assert!((0.33..3.0).contains(&ratio), "fix-dtor / fix-16 = {ratio}");
+    // The clock it slowed 10x: the host's CPU reading is far above what it reported.
+    assert_eq!(rec("fix-slow").host_check.credibility, Credibility::Checked);
+    let clock = rec("fix-clock");
+    assert_eq!(clock.host_check.credibility, Credibility::NotCredible, "{:?}", clock.host_check);
+    let page = xtask(&["report", m.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
+    assert!(page.status.success());
+    let page = std::fs::read_to_string(common::layout(&out).report("fixture-kem")).unwrap();
+    assert!(page.contains("| fix-clock | keygen (NOT CREDIBLE) |"), "{page}");
+    assert!(page.contains("| fix-dtor | keygen |") && page.contains("self-reported by the timing driver"));
+    let compare = xtask(&["compare", out.to_str().unwrap(), out.to_str().unwrap()], None);
+    assert!(!compare.status.success() && String::from_utf8_lossy(&compare.stderr).contains("not credible"));
+    assert!(!stdout(&compare).contains("| fix-clock"));
+}
+
+fn survey_of(out: &std::path::Path) -> Survey {
+    schema::read(&common::layout(out).survey("fixture-kem")).unwrap().unwrap()
+}
+
+fn keccak_calls(out: &std::path::Path, label: &str) -> f64 {
+    let r: ProfileRecord = schema::read(&common::layout(out).profile("fixture-kem", label, "keygen")).unwrap().unwrap();
+    r.groups.iter().flat_map(|g| &g.symbols).find(|s| s.symbol == "fixture_keccak_f1600").unwrap().calls_per_op
+}
+
+#[test]
+fn the_survey_cannot_be_forged_from_the_candidates_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let insts: Vec<Inst> = vec![
+        ("fix-16", 16, String::new()),
+        (
+            "fix-dtor",
+            16,
+            format!("{DEFAULT}#define FIX_KECCAK_LIVE 1\n#define FIX_FORGE 1\n#define FIX_FORGE_DTOR 1\n"),
+        ),
+        ("fix-alias", 16, "#define FIX_KECCAK_ALIAS 1\n".into()),
+        ("fix-real", 16, "#define FIX_KECCAK_REAL 1\n".into()),
+    ];
+    let (m, zip) = setup(tmp.path(), &insts);
+    let out = tmp.path().join("out");
+    assert!(run("profile", &m, &zip, &out, &["--op", "keygen"]));
+    let survey = survey_of(&out);
+    let of = |l: &str| survey.instances.iter().find(|i| i.label == l).unwrap().clone();
+    for i in &survey.instances {
+        eprintln!("{}: {} {:?}", i.label, i.verdict, i.notes);
+    }
+    // The destructor that zeroes the wrapped Keccak's calls never runs.
+    assert_eq!(keccak_calls(&out, "fix-dtor"), 1.0);
+    assert_eq!(of("fix-dtor").verdict, Verdict::Mixed);
+    // Keccak reached around its wrapper: undetermined, never dead, never ICCS-only.
+    for label in ["fix-alias", "fix-real"] {
+        let s = of(label);
+        assert_eq!(s.verdict, Verdict::Undetermined, "{label}: {:?}", s.notes);
+        assert!(s.notes.iter().any(|n| n.starts_with("Keccak undetermined (")), "{label}: {:?}", s.notes);
+        assert!(!s.notes.iter().any(|n| n.contains("Keccak dead")), "{label}: {:?}", s.notes);
+    }
+    assert_eq!(of("fix-16").verdict, Verdict::IccsOnly);
+    assert!(of("fix-16").notes.contains(&"Keccak dead".to_owned()), "{:?}", of("fix-16").notes);
+    assert_ne!(survey.verdict, Verdict::IccsOnly);
+}
