@@ -297,19 +297,23 @@ fn profile_submission(
             continue;
         };
         let st = inspect(&profiled.out.join(recipe::LIBRARY), spec)?;
-        let mut recs = Vec::new();
+        surveyed.push((inst.label.clone(), st, Vec::new()));
         for &op in &bench.ops {
+            let st = &surveyed.last().context("this instance")?.1;
             let ctx =
                 |build| Ctx { sh, sb: &sb, build, src, cpu: bench.cpu, timeout: std::time::Duration::from_hours(1) };
             let started = project::now_utc();
             let reference_timed = bench.time_op(&ctx(&reference), op)?;
             let timed = bench.time_op(&ctx(&profiled), op)?;
-            let rec = record(&facts, inst, (&reference, &profiled), &st, (op, &reference_timed, &timed), started)?;
+            let rec = record(&facts, inst, (&reference, &profiled), st, (op, &reference_timed, &timed), started)?;
             print_row(&rec);
             schema::write(&run.layout.profile(&sub.id, &inst.label, op.name()), &rec)?;
-            recs.push(rec);
+            surveyed.last_mut().context("this instance")?.2.push(rec);
+            // The survey is rewritten with each record, so that it never disagrees with
+            // the records on disk, even when the run is interrupted.
+            schema::write(&run.layout.survey(&sub.id), &survey(&sub.id, &bench.inputs.system, &surveyed))?;
+            crate::evidence::write_index(&bench.inputs.out)?;
         }
-        surveyed.push((inst.label.clone(), st, recs));
     }
     let survey = survey(&sub.id, &bench.inputs.system, &surveyed);
     print_survey(&survey);
