@@ -46,6 +46,7 @@ fn indexed(root: &Utf8Path, prefix: &Utf8Path) -> bool {
     let under = |p: &String| Utf8Path::new(p).starts_with(prefix);
     problems.index.is_none()
         && index.keys().any(under)
+        && problems.refused.is_empty()
         && !problems.changed.iter().chain(&problems.missing).chain(&problems.extra).any(under)
 }
 
@@ -64,7 +65,9 @@ impl Campaign {
 
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let complete = sub.instances.iter().all(|i| {
-            [Op::Keygen, Op::Enc, Op::Dec].iter().all(|op| layout.record(&sub.id, &i.label, op.name()).is_file())
+            [Op::Keygen, Op::Enc, Op::Dec]
+                .iter()
+                .all(|op| project::is_regular(&layout.record(&sub.id, &i.label, op.name())))
         });
         let rel = layout.records_dir(&sub.id);
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
@@ -72,7 +75,7 @@ impl Campaign {
 
     fn profile_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let rel = layout.profile_dir(&sub.id);
-        layout.survey(&sub.id).is_file() && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+        project::is_regular(&layout.survey(&sub.id)) && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
     /// Timing settings of one submission: the campaign's, with the profile's defaults.

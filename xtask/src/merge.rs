@@ -29,7 +29,7 @@ impl Merge {
                     problems.changed,
                     problems.missing,
                     problems.extra,
-                    problems.index.map(|i| format!(", {i}")).unwrap_or_default()
+                    problems.index.iter().chain(&problems.refused).map(|i| format!(", {i}")).collect::<String>()
                 );
             }
             for (path, sha) in evidence::read_index(shard)? {
@@ -50,8 +50,10 @@ impl Merge {
         for (path, (sha, shard)) in &plan {
             let dest = self.out.join(path);
             std::fs::create_dir_all(dest.parent().unwrap_or(&self.out))?;
-            std::fs::copy(shard.join(path), &dest).with_context(|| format!("cannot copy {shard}/{path}"))?;
-            if &project::sha256_file(&dest)? != sha {
+            let mut from = project::open_regular(&shard.join(path))?;
+            let mut to = std::fs::File::create(&dest).with_context(|| format!("cannot create {dest}"))?;
+            std::io::copy(&mut from, &mut to).with_context(|| format!("cannot copy {shard}/{path}"))?;
+            if &project::sha256_regular(&dest)? != sha {
                 bail!("{shard}/{path} changed while merging");
             }
         }

@@ -124,7 +124,21 @@ pub fn sha256_regular(path: &Utf8Path) -> Result<String> {
     hash_reader(open_regular(path)?, path)
 }
 
-/// At most `max` bytes of a regular file, without following links.
+/// The most a JSON evidence file (summary, record, manifest, audit, survey) or an
+/// index may hold: far above any the tool writes, far below what would hurt to read.
+pub const EVIDENCE_JSON_CAP: u64 = 16 << 20;
+
+/// The most any evidence file (a KAT log among them) may hold; logs are streamed,
+/// never read whole, and the KAT output cap (`--output-cap-mib`) keeps them far below.
+pub const EVIDENCE_FILE_CAP: u64 = 8 << 30;
+
+/// True when `path` is a regular file itself, not a link to one.
+pub fn is_regular(path: &Utf8Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// At most `max` bytes of a regular file, without following links: the one reader of
+/// evidence (O_NOFOLLOW, fstat says regular, size checked before any byte is read).
 pub fn read_regular(path: &Utf8Path, max: u64) -> Result<Vec<u8>> {
     let file = open_regular(path)?;
     let len = file.metadata()?.len();

@@ -72,6 +72,7 @@ fn kib(k: i64) -> String {
 impl Report {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         let layout = Layout::new(&self.out, &self.system);
+        evidence::refuse_unsafe(&self.out)?;
         for id in &self.ids {
             let sub = Submission::load(id)?;
             let page = render(&layout, &sub)?;

@@ -31,6 +31,7 @@ code{background:#f3f3f3;padding:0 .2em}";
 
 impl Site {
     pub fn run(self, _sh: &Shell) -> Result<()> {
+        crate::evidence::refuse_unsafe(&self.dir)?;
         let systems = systems(&self.dir)?;
         if systems.is_empty() {
             bail!("no evidence under {}: run a campaign (or verify/bench) first", self.dir);
@@ -69,7 +70,10 @@ fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
     let mut out = BTreeMap::new();
     let list = |dir: Utf8PathBuf| -> Vec<String> {
         dir.read_dir_utf8()
-            .map(|d| d.filter_map(Result::ok).filter(|e| e.path().is_dir()).map(|e| e.file_name().to_owned()).collect())
+            .map(|d| {
+                let dirs = d.filter_map(Result::ok).filter(|e| e.file_type().is_ok_and(|t| t.is_dir()));
+                dirs.map(|e| e.file_name().to_owned()).collect()
+            })
             .unwrap_or_default()
     };
     for system in list(root.to_owned()) {
