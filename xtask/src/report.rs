@@ -61,6 +61,24 @@ impl Evidence {
     }
 }
 
+/// Evidence text as a page shows it, literally: Markdown markup escaped with a
+/// backslash (a `|` would split a table cell, a backtick open a code span), line
+/// breaks and other control characters made visible, so a cell stays one cell.
+pub(crate) fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '~' | '&' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn kib(k: i64) -> String {
     if k >= 0 {
         format!("{k} KiB")
@@ -158,7 +176,7 @@ fn environment(w: &mut String, e: &Evidence) -> Result<()> {
     };
     writeln!(w, "| item | value |\n|---|---|")?;
     for (k, v) in env.rows() {
-        writeln!(w, "| {k} | {v} |")?;
+        writeln!(w, "| {k} | {} |", md(&v))?;
     }
     if !env.warnings.is_empty() {
         writeln!(w, "\nWarnings: {}", env.warnings.join("; "))?;
@@ -175,7 +193,7 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "KAT digests checked against {}.\n", shown_manifest(&k.kat_manifest, &k.kat_manifest_sha256))?;
     writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
     for i in &k.instances {
-        writeln!(w, "| {} | {} | {} |", i.label, i.flag_set, i.status)?;
+        writeln!(w, "| {} | {} | {} |", md(&i.label), md(&i.flag_set), i.status)?;
     }
     Ok(())
 }
@@ -207,7 +225,7 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         writeln!(
             w,
             "| {} | {} | {} | {} | {} | {} | {} ({} × {}) |",
-            r.label,
+            md(&r.label),
             r.op.name(),
             stats::human_count(a.mean_ticks),
             stats::human_time(a.mean_ns),
@@ -264,7 +282,7 @@ fn resources(w: &mut String, e: &Evidence) -> Result<()> {
     )?;
     for r in &e.records {
         let m = &r.memory;
-        let (label, op) = (&r.label, r.op.name());
+        let (label, op) = (md(&r.label), r.op.name());
         writeln!(
             w,
             "| {label} | {op} | {} | {} | {} |",
@@ -294,14 +312,14 @@ fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
             Some(row) => (row.sizes, row.basis.to_string()),
             None => (api, "API".to_owned()),
         };
-        writeln!(w, "| {} | {} | {} | {} | {} | {basis} |", r.label, shown.pk, api.sk, shown.ct, shown.ss)?;
+        writeln!(w, "| {} | {} | {} | {} | {} | {basis} |", md(&r.label), shown.pk, api.sk, shown.ct, shown.ss)?;
     }
     if !e.audit.is_empty() {
         writeln!(w, "\nSize audit ({} disagreements):", e.audit.len())?;
         for d in &e.audit {
             match (d.api, d.catalog) {
-                (Some(a), Some(c)) => writeln!(w, "- {} {}: API {a}, catalog {c}", d.instance, d.field)?,
-                _ => writeln!(w, "- {}: no row in the size catalog", d.instance)?,
+                (Some(a), Some(c)) => writeln!(w, "- {} {}: API {a}, catalog {c}", md(&d.instance), d.field)?,
+                _ => writeln!(w, "- {}: no row in the size catalog", md(&d.instance))?,
             }
         }
     }
@@ -320,7 +338,13 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
     let notes = if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) };
     writeln!(w, "Survey verdict: {}{notes}\n", s.verdict)?;
     for i in s.instances.iter().filter(|i| i.verdict != s.verdict || !i.notes.is_empty()) {
-        writeln!(w, "- {}: {}{}", i.label, i.verdict, i.notes.iter().map(|n| format!("; {n}")).collect::<String>())?;
+        writeln!(
+            w,
+            "- {}: {}{}",
+            md(&i.label),
+            i.verdict,
+            i.notes.iter().map(|n| format!("; {}", md(n))).collect::<String>()
+        )?;
     }
     writeln!(w, "\nRule: {}\n", s.rule)?;
     writeln!(
@@ -339,12 +363,12 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         writeln!(
             w,
             "| {} | {} | {} | {} | {} | {} | ×{:.2} |",
-            r.label,
+            md(&r.label),
             r.op.name(),
             share(&|k| k == GroupKind::IccsHash),
             share(&|k| k == GroupKind::IccsDrng),
             share(&|k| k == GroupKind::Direct),
-            crate::profile::calls_text(&r.groups),
+            md(&crate::profile::calls_text(&r.groups)),
             r.overhead_ratio
         )?;
     }
@@ -362,7 +386,7 @@ fn index(w: &mut String, layout: &Layout, sub: &Submission) -> Result<()> {
     let prefixes = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id)];
     for (path, sha) in evidence::read_index(root).unwrap_or_default() {
         if prefixes.iter().any(|p| root.join(&path).starts_with(p)) {
-            writeln!(w, "| {path} | {}… |", &sha[..16.min(sha.len())])?;
+            writeln!(w, "| {} | {}… |", md(&path), md(sha.get(..16).unwrap_or(&sha)))?;
         }
     }
     Ok(())

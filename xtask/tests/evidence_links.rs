@@ -139,3 +139,37 @@ fn a_sparse_gigabyte_summary_is_refused_by_its_size_unread() {
     let s = site(&out, &tmp.path().join("site"));
     assert!(!s.status.success() && stderr(&s).contains(&format!("{SUMMARY}: {len} bytes")), "{}", stderr(&s));
 }
+
+#[test]
+fn markup_in_evidence_text_stays_inside_its_table_cell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = evidence_set(tmp.path());
+    let hostile = "X | PASS | `code` *b* <i>";
+    let text = golden_summary().replacen("\"label\": \"ML-KEM-512\"", &format!("\"label\": {hostile:?}"), 1);
+    std::fs::write(out.join(SUMMARY), text).unwrap();
+    assert!(xtask_bounded(&["evidence", "index", out.to_str().unwrap()]).status.success());
+    let s = tmp.path().join("site");
+    assert!(site(&out, &s).status.success());
+    let md = std::fs::read_to_string(s.join("local/pqclean-ml-kem.md")).unwrap();
+    assert!(md.contains("| X \\| PASS \\| \\`code\\` \\*b\\* \\<i\\> | guide | PASS |"), "{md}");
+    let html = std::fs::read_to_string(s.join("local/pqclean-ml-kem.html")).unwrap();
+    assert!(html.contains("<tr><td>X | PASS | `code` *b* &lt;i&gt;</td><td>guide</td><td>PASS</td></tr>"), "{html}");
+}
+
+#[test]
+fn a_system_name_that_climbs_out_of_the_evidence_set_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Evidence where `--out x/y/out --system ../../evil` would point: x/evil.
+    let evil = tmp.path().join("x/evil/kat/pqclean-ml-kem");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("summary.json"), golden_summary()).unwrap();
+    let out = tmp.path().join("x/y/out");
+    std::fs::create_dir_all(&out).unwrap();
+    let r = xtask_bounded(&["report", "pqclean-ml-kem", "--out", out.to_str().unwrap(), "--system", "../../evil"]);
+    assert!(!r.status.success() && stderr(&r).contains("\"../../evil\" holds '/'"), "{}", stderr(&r));
+    assert!(!tmp.path().join("x/evil/report").exists(), "a page was written outside --out");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing written into --out either");
+    let v = xtask_bounded(&["verify", "pqclean-ml-kem", "--out", out.to_str().unwrap(), "--system", "../../evil"]);
+    assert!(!v.status.success() && stderr(&v).contains("\"../../evil\" holds '/'"), "{}", stderr(&v));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+}
