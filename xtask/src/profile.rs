@@ -291,29 +291,37 @@ fn profile_submission(
     println!("  {:<18} {:<6} {:>9} {:>9} {:>9}  calls per operation", "instance", "op", "ICCS hash", "DRNG", "other");
     let mut failures = Vec::new();
     let mut surveyed = Vec::new();
+    // A survey speaks for whole instances of this run only (an operation not yet
+    // measured is no evidence of a dead primitive): the earlier one goes before the
+    // first record, and the new one is written as each instance is complete, so that
+    // an interrupted run never leaves a survey that disagrees with its records.
+    let stale = run.layout.survey(&sub.id);
+    if std::fs::symlink_metadata(&stale).is_ok() {
+        std::fs::remove_file(&stale).with_context(|| format!("cannot remove {stale}"))?;
+        crate::evidence::write_index(&bench.inputs.out)?;
+    }
     for inst in sub.instances.iter().filter(|i| bench.inputs.selects(i)) {
         let (Built::Ok(reference), Built::Ok(profiled)) = (bctx.ensure(inst)?, bctx.ensure_profile(inst)?) else {
             failures.push(format!("{} {}: a build failed (see `cargo xtask verify`)", sub.id, inst.label));
             continue;
         };
         let st = inspect(&profiled.out.join(recipe::LIBRARY), spec)?;
-        surveyed.push((inst.label.clone(), st, Vec::new()));
+        let mut recs = Vec::new();
         for &op in &bench.ops {
-            let st = &surveyed.last().context("this instance")?.1;
             let ctx =
                 |build| Ctx { sh, sb: &sb, build, src, cpu: bench.cpu, timeout: std::time::Duration::from_hours(1) };
             let started = project::now_utc();
             let reference_timed = bench.time_op(&ctx(&reference), op)?;
             let timed = bench.time_op(&ctx(&profiled), op)?;
-            let rec = record(&facts, inst, (&reference, &profiled), st, (op, &reference_timed, &timed), started)?;
+            let rec = record(&facts, inst, (&reference, &profiled), &st, (op, &reference_timed, &timed), started)?;
             print_row(&rec);
             schema::write(&run.layout.profile(&sub.id, &inst.label, op.name()), &rec)?;
-            surveyed.last_mut().context("this instance")?.2.push(rec);
-            // The survey is rewritten with each record, so that it never disagrees with
-            // the records on disk, even when the run is interrupted.
-            schema::write(&run.layout.survey(&sub.id), &survey(&sub.id, &bench.inputs.system, &surveyed))?;
             crate::evidence::write_index(&bench.inputs.out)?;
+            recs.push(rec);
         }
+        surveyed.push((inst.label.clone(), st, recs));
+        schema::write(&run.layout.survey(&sub.id), &survey(&sub.id, &bench.inputs.system, &surveyed))?;
+        crate::evidence::write_index(&bench.inputs.out)?;
     }
     let survey = survey(&sub.id, &bench.inputs.system, &surveyed);
     print_survey(&survey);
