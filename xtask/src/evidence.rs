@@ -138,18 +138,28 @@ fn oversize(rel: &Utf8Path, len: u64) -> Option<String> {
 
 /// Refuse an evidence set that holds anything its readers may not open.
 pub fn refuse_unsafe(root: &Utf8Path) -> Result<()> {
-    let refused = scan(root)?.refused;
-    if !refused.is_empty() {
-        bail!("refusing to read evidence {root}: {}; run `cargo xtask evidence check {root}`", refused.join("; "));
+    refuse(root, &scan(root)?)
+}
+
+fn refuse(root: &Utf8Path, scan: &Scan) -> Result<()> {
+    let refused = &scan.refused;
+    if refused.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let more = refused.len().saturating_sub(10);
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    bail!(
+        "refusing to read evidence {root}: {}{more}; run `cargo xtask evidence check {root}`",
+        refused[..refused.len().min(10)].join("; ")
+    )
 }
 
 /// Every evidence file below `root` (relative paths, sorted), index files excluded;
 /// an error when the set holds a link, a special file or an oversize file.
 pub fn files(root: &Utf8Path) -> Result<Vec<Utf8PathBuf>> {
-    refuse_unsafe(root)?;
-    Ok(scan(root)?.files)
+    let scan = scan(root)?;
+    refuse(root, &scan)?;
+    Ok(scan.files)
 }
 
 /// Re-index after a run and say so.

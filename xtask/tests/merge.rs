@@ -70,18 +70,29 @@ fn merged_shards_equal_one_run_and_tampering_is_named() {
         None,
     );
     assert!(conflict.status.success(), "same files, same bytes: no conflict");
-    let mut changed = std::fs::read(b.join("local/kat/pqclean-hqc/HQC-128.log")).unwrap();
+    // A PASS log changed and re-indexed: the PASS is derived again from it and refused.
+    let log = "local/kat/pqclean-hqc/HQC-128.log";
+    let mut changed = std::fs::read(b.join(log)).unwrap();
     changed[0] ^= 1;
-    std::fs::write(merged.join("local/kat/pqclean-hqc/HQC-128.log"), changed).unwrap();
+    std::fs::write(merged.join(log), changed).unwrap();
     xtask(&["evidence", "index", merged.to_str().unwrap()], None);
-    let conflict = xtask(
-        &["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", tmp.path().join("m4").to_str().unwrap()],
-        None,
-    );
+    let m4 = tmp.path().join("m4");
+    let forged = xtask(&["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", m4.to_str().unwrap()], None);
+    let err = String::from_utf8_lossy(&forged.stderr);
+    assert!(!forged.status.success() && err.contains("records PASS for HQC-128; refused"), "{err}");
+    assert!(!m4.exists());
+    std::fs::copy(b.join(log), merged.join(log)).unwrap();
+    // A summary that differs from the other shard's: a conflict, nothing merged.
+    let summary = std::fs::read_to_string(merged.join(victim)).unwrap();
+    let other = summary.replacen("\"harness_commit\": \"", "\"harness_commit\": \"other-", 1);
+    std::fs::write(merged.join(victim), other).unwrap();
+    xtask(&["evidence", "index", merged.to_str().unwrap()], None);
+    let conflict =
+        xtask(&["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", m4.to_str().unwrap()], None);
     assert!(!conflict.status.success());
     let err = String::from_utf8_lossy(&conflict.stderr);
-    assert!(err.contains("conflicting duplicates") && err.contains("local/kat/pqclean-hqc/HQC-128.log"), "{err}");
-    assert!(!tmp.path().join("m4").exists());
+    assert!(err.contains("conflicting duplicates") && err.contains(victim), "{err}");
+    assert!(!m4.exists());
 }
 
 /// A shard whose summary says PASS (the golden one, with the published digests of
