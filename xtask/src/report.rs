@@ -62,19 +62,34 @@ impl Evidence {
 }
 
 /// Evidence text as a page shows it, literally: Markdown markup escaped with a
-/// backslash (a `|` would split a table cell, a backtick open a code span), line
-/// breaks and other control characters made visible, so a cell stays one cell.
+/// backslash (a `|` would split a table cell, a backtick open a code span), control
+/// characters made visible, so a cell stays one cell. A run of `_` between two letters
+/// or digits is left alone (`get_random_number`): Markdown never reads it as emphasis.
 pub(crate) fn md(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '_' {
+            let end = chars[i..].iter().position(|&a| a != '_').map_or(chars.len(), |n| i + n);
+            let word = |c: Option<&char>| c.is_some_and(char::is_ascii_alphanumeric);
+            let escape = !(i > 0 && word(chars.get(i - 1)) && word(chars.get(end)));
+            for _ in i..end {
+                out.push_str(if escape { "\\_" } else { "_" });
+            }
+            i = end;
+            continue;
+        }
         match c {
-            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '~' | '&' | '!' => {
+            '\\' | '|' | '`' | '*' | '[' | ']' | '<' | '>' | '#' | '~' | '&' | '!' => {
                 out.push('\\');
                 out.push(c);
             }
             c if c.is_control() => out.extend(c.escape_default()),
             c => out.push(c),
         }
+        i += 1;
     }
     out
 }
@@ -447,6 +462,14 @@ mod tests {
         );
         e.kat = None;
         assert_eq!(unchecked_libraries(&e), ["ML-KEM-512"], "no KAT run, no PASS");
+    }
+
+    #[test]
+    fn markup_in_evidence_text_is_escaped_but_words_are_kept() {
+        assert_eq!(md("a|b`c`*d*"), "a\\|b\\`c\\`\\*d\\*");
+        assert_eq!(md("get_random_number fix-vary__keygen.json"), "get_random_number fix-vary__keygen.json");
+        assert_eq!(md("_em_ x_ __y"), "\\_em\\_ x\\_ \\_\\_y");
+        assert_eq!(md("<b>&amp;\n"), "\\<b\\>\\&amp;\\n");
     }
 
     #[test]
