@@ -79,6 +79,9 @@ fn rederive(shard: &Utf8Path, manifest_of: &dyn Fn(&str) -> Result<Manifest>) ->
     for path in index.keys() {
         let parts: Vec<&str> = path.split('/').collect();
         let [system, "kat", id, "summary.json"] = parts[..] else { continue };
+        for name in [system, id] {
+            project::plain_name(name).map_err(|why| anyhow::anyhow!("shard {shard}: {path}: {name:?} {why}"))?;
+        }
         let summary: Summary = schema::read(&shard.join(path))?.with_context(|| format!("{shard}/{path} vanished"))?;
         if summary.id != id {
             bail!("shard {shard}: {path} is the summary of {}, not of {id}", summary.id);

@@ -211,6 +211,9 @@ impl Submission {
             let p = Utf8PathBuf::from(id);
             p.canonicalize_utf8().unwrap_or(p)
         } else {
+            if let Err(why) = project::plain_name(id) {
+                bail!("unknown submission `{id}`: a submission id {why} (known: {})", Self::ids()?.join(", "));
+            }
             Self::dir().join(format!("{id}.toml"))
         };
         if !path.is_file() {
@@ -507,6 +510,8 @@ mod tests {
         let path = dir.join("bad.toml");
         std::fs::write(&path, GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c")).unwrap();
         let subs = [Submission::load(path.as_str()).unwrap()];
+        let e = format!("{:#}", Submission::load("../../etc/passwd").unwrap_err());
+        assert!(e.contains("unknown submission `../../etc/passwd`: a submission id holds '/'"), "{e}");
         check_selection(&["L".into()], &subs).unwrap();
         check_selection(&[], &subs).unwrap();
         let mut given: Vec<String> = (0..20_000).map(|i| format!("nope-{i}")).collect();
