@@ -268,6 +268,9 @@ impl Bench {
         };
         let mut failures = Vec::new();
         let mut audit: Vec<Disagreement> = Vec::new();
+        // Committed before the first record and after each instance, so that an
+        // interrupted run leaves a set whose manifest and audit match its records.
+        commit_run(&run.layout, sub, &environment, &audit)?;
         for inst in sub.instances.iter().filter(|i| self.inputs.selects(i)) {
             let build = match bctx.ensure(inst)? {
                 Built::Ok(b) => b,
@@ -281,14 +284,13 @@ impl Bench {
                 Some(api) => audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api)),
                 None => continue,
             }
+            commit_run(&run.layout, sub, &environment, &audit)?;
         }
         // Records carry the environment as it was at the start; the manifest of the
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
-        schema::write(&run.layout.environment(&sub.id), &environment)?;
-        let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: audit };
-        schema::write(&run.layout.size_audit(&sub.id), &audit)?;
-        print_audit(&audit.disagreements);
+        commit_run(&run.layout, sub, &environment, &audit)?;
+        print_audit(&audit);
         Ok(failures)
     }
 
@@ -334,6 +336,7 @@ impl Bench {
                 let why = record.host_check.detail.as_deref().unwrap_or_default();
                 failures.push(format!("{id} {} {}: timing not credible: {why}", inst.label, op.name()));
             }
+            crate::evidence::write_index(&layout.out)?;
         }
         Ok(api_sizes)
     }
@@ -665,6 +668,15 @@ impl Timed {
     pub fn kept(&self) -> impl Iterator<Item = &(Trial, DriverReport)> {
         self.slots.iter().filter_map(|s| s.last())
     }
+}
+
+/// The run's environment manifest and size audit as they stand, with the index.
+fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audit: &[Disagreement]) -> Result<()> {
+    schema::write(&layout.environment(&sub.id), environment)?;
+    let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: audit.to_vec() };
+    schema::write(&layout.size_audit(&sub.id), &audit)?;
+    crate::evidence::write_index(&layout.out)?;
+    Ok(())
 }
 
 fn print_audit(audit: &[Disagreement]) {

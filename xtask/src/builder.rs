@@ -612,9 +612,10 @@ impl Inputs {
         let arch = profile.arch(self.target.arch);
         let (archive, source_dir) = (self.archive.clone(), self.source_dir.clone());
         let overrides = sources::Overrides { archive, source_dir, limits, arch };
+        let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        crate::submission::check_selection(&self.instances, &subs)?;
         let mut work = Vec::new();
-        for id in &ids {
-            let sub = Submission::load(id)?;
+        for sub in subs {
             check(&sub)?;
             let src = sources::obtain(sh, &sub, &overrides)
                 .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;

@@ -13,7 +13,7 @@ use crate::evidence::{self, Layout};
 use crate::flags::{Bench, Campaign, Inputs, Op, Verify, KAT_TIMEOUT_SECS};
 use crate::hostgate::Gate;
 use crate::interrupt::Interrupted;
-use crate::schema::Summary;
+use crate::schema::{Summary, Survey};
 use crate::submission::Submission;
 use crate::systems::SystemProfile;
 use crate::verify::Status;
@@ -46,6 +46,7 @@ fn indexed(root: &Utf8Path, prefix: &Utf8Path) -> bool {
     let under = |p: &String| Utf8Path::new(p).starts_with(prefix);
     problems.index.is_none()
         && index.keys().any(under)
+        && problems.refused.is_empty()
         && !problems.changed.iter().chain(&problems.missing).chain(&problems.extra).any(under)
 }
 
@@ -64,15 +65,21 @@ impl Campaign {
 
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let complete = sub.instances.iter().all(|i| {
-            [Op::Keygen, Op::Enc, Op::Dec].iter().all(|op| layout.record(&sub.id, &i.label, op.name()).is_file())
+            [Op::Keygen, Op::Enc, Op::Dec]
+                .iter()
+                .all(|op| project::is_regular(&layout.record(&sub.id, &i.label, op.name())))
         });
         let rel = layout.records_dir(&sub.id);
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
+    /// The survey speaks for every instance (an interrupted profile leaves one for the
+    /// instances it finished), and the evidence is indexed.
     fn profile_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let rel = layout.profile_dir(&sub.id);
-        layout.survey(&sub.id).is_file() && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+        let Ok(Some(survey)) = crate::schema::read::<Survey>(&layout.survey(&sub.id)) else { return false };
+        sub.instances.iter().all(|i| survey.instances.iter().any(|s| s.label == i.label))
+            && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
     /// Timing settings of one submission: the campaign's, with the profile's defaults.
@@ -258,6 +265,31 @@ fn estimate_left(done: &[(Step, f64)], remaining: &[Step]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_is_done_only_when_its_survey_covers_every_instance() {
+        use clap::Parser;
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let x = crate::flags::Xtask::parse_from(["xtask", "campaign", "--out", out.as_str()]);
+        let crate::flags::Cmd::Campaign(c) = x.cmd else { panic!() };
+        let layout = Layout::new(out, "local");
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        let golden = project::root().join("xtask/tests/golden/survey.json");
+        let mut survey: Survey = crate::schema::read(&golden).unwrap().unwrap();
+        assert_eq!(survey.instances.len(), 1, "the golden survey speaks for ML-KEM-512 only");
+        crate::schema::write(&layout.survey(&sub.id), &survey).unwrap();
+        evidence::write_index(out).unwrap();
+        assert!(!c.profile_done(&layout, &sub), "an interrupted profile's survey is not a finished profile");
+        for label in ["ML-KEM-768", "ML-KEM-1024"] {
+            let mut i = survey.instances[0].clone();
+            i.label = label.into();
+            survey.instances.push(i);
+        }
+        crate::schema::write(&layout.survey(&sub.id), &survey).unwrap();
+        evidence::write_index(out).unwrap();
+        assert!(c.profile_done(&layout, &sub));
+    }
 
     #[test]
     fn estimate_uses_the_mean_of_the_same_kind() {

@@ -30,11 +30,12 @@ impl Side {
             _ => (arg, None),
         };
         let root = Utf8PathBuf::from(dir);
+        crate::evidence::refuse_unsafe(&root)?;
         let systems: Vec<String> = root
             .read_dir_utf8()
             .with_context(|| format!("cannot read evidence set {root}"))?
             .filter_map(Result::ok)
-            .filter(|e| e.path().join("records").is_dir())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.path().join("records").is_dir())
             .map(|e| e.file_name().to_owned())
             .collect();
         match system {

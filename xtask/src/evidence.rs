@@ -99,21 +99,70 @@ impl Layout {
 pub const INDEX: &str = "EVIDENCE.sha256";
 pub const INDEX_DIGEST: &str = "EVIDENCE.sha256.sha256";
 
-/// Every evidence file below `root` (relative paths, sorted), index files excluded.
-pub fn files(root: &Utf8Path) -> Result<Vec<Utf8PathBuf>> {
-    let mut files = Vec::new();
+/// What a walk of an evidence set found: its regular files (relative paths, sorted,
+/// index files excluded), and every entry no reader may open, with why.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub files: Vec<Utf8PathBuf>,
+    pub refused: Vec<String>,
+}
+
+/// Walk `root` without following anything: a link (to a file or a folder) or a special
+/// file is refused, and so is a file above its cap (by its size alone, unread).
+pub fn scan(root: &Utf8Path) -> Result<Scan> {
+    let mut scan = Scan::default();
     for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
         let entry = entry.with_context(|| format!("cannot walk {root}"))?;
-        if !entry.file_type().is_file() {
-            continue;
-        }
         let path = Utf8Path::from_path(entry.path()).context("non-UTF-8 evidence path")?;
         let rel = path.strip_prefix(root).unwrap_or(path).to_owned();
-        if rel != INDEX && rel != INDEX_DIGEST {
-            files.push(rel);
+        let ft = entry.file_type();
+        if ft.is_dir() && !ft.is_symlink() {
+            continue;
+        }
+        if ft.is_symlink() {
+            scan.refused.push(format!("{rel}: a link (links are never followed)"));
+        } else if !ft.is_file() {
+            scan.refused.push(format!("{rel}: not a regular file"));
+        } else if let Some(why) = oversize(&rel, entry.metadata().map(|m| m.len()).unwrap_or(u64::MAX)) {
+            scan.refused.push(format!("{rel}: {why}"));
+        } else if rel != INDEX && rel != INDEX_DIGEST {
+            scan.files.push(rel);
         }
     }
-    Ok(files)
+    Ok(scan)
+}
+
+/// Why a file of `len` bytes at `rel` is too large to be evidence, if it is.
+fn oversize(rel: &Utf8Path, len: u64) -> Option<String> {
+    let json = rel.extension() == Some("json") || rel == INDEX || rel == INDEX_DIGEST;
+    let cap = if json { project::EVIDENCE_JSON_CAP } else { project::EVIDENCE_FILE_CAP };
+    (len > cap).then(|| format!("{len} bytes, more than the {cap} an evidence file of its kind may hold"))
+}
+
+/// Refuse an evidence set that holds anything its readers may not open.
+pub fn refuse_unsafe(root: &Utf8Path) -> Result<()> {
+    refuse(root, &scan(root)?)
+}
+
+fn refuse(root: &Utf8Path, scan: &Scan) -> Result<()> {
+    let refused = &scan.refused;
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let more = refused.len().saturating_sub(10);
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    bail!(
+        "refusing to read evidence {root}: {}{more}; run `cargo xtask evidence check {root}`",
+        refused[..refused.len().min(10)].join("; ")
+    )
+}
+
+/// Every evidence file below `root` (relative paths, sorted), index files excluded;
+/// an error when the set holds a link, a special file or an oversize file.
+pub fn files(root: &Utf8Path) -> Result<Vec<Utf8PathBuf>> {
+    let scan = scan(root)?;
+    refuse(root, &scan)?;
+    Ok(scan.files)
 }
 
 /// Re-index after a run and say so.
@@ -127,7 +176,7 @@ pub fn reindex(root: &Utf8Path) -> Result<()> {
 pub fn write_index(root: &Utf8Path) -> Result<String> {
     let mut text = String::new();
     for rel in files(root)? {
-        text.push_str(&format!("{}  {rel}\n", project::sha256_file(&root.join(&rel))?));
+        text.push_str(&format!("{}  {rel}\n", project::sha256_regular(&root.join(&rel))?));
     }
     project::write_atomic(&root.join(INDEX), text.as_bytes())?;
     let digest = project::sha256_hex(text.as_bytes());
@@ -144,6 +193,8 @@ pub struct Problems {
     pub extra: Vec<String>,
     /// Files that do not read back through their type byte for byte.
     pub schema: Vec<String>,
+    /// Links, special files and oversize files: never opened, always a defect.
+    pub refused: Vec<String>,
 }
 
 impl Problems {
@@ -153,6 +204,7 @@ impl Problems {
             && self.missing.is_empty()
             && self.extra.is_empty()
             && self.schema.is_empty()
+            && self.refused.is_empty()
     }
 }
 
@@ -175,8 +227,7 @@ fn typed(root: &Utf8Path, rel: &Utf8Path) -> Option<std::result::Result<(), Stri
 
 /// Parse an index: path → digest.
 pub fn read_index(root: &Utf8Path) -> Result<BTreeMap<String, String>> {
-    let text =
-        std::fs::read_to_string(root.join(INDEX)).with_context(|| format!("no evidence index {root}/{INDEX}"))?;
+    let text = read_index_text(root, INDEX)?;
     text.lines()
         .filter(|l| !l.is_empty())
         .map(|l| {
@@ -186,20 +237,33 @@ pub fn read_index(root: &Utf8Path) -> Result<BTreeMap<String, String>> {
         .collect()
 }
 
+/// An index file through the one reader (no link, capped).
+fn read_index_text(root: &Utf8Path, name: &str) -> Result<String> {
+    let path = root.join(name);
+    let bytes = project::read_regular(&path, project::EVIDENCE_JSON_CAP)
+        .with_context(|| format!("no readable evidence index {path}"))?;
+    String::from_utf8(bytes).with_context(|| format!("{path} is not UTF-8 text"))
+}
+
 pub fn check(root: &Utf8Path) -> Result<Problems> {
     let mut p = Problems::default();
-    let text = std::fs::read(root.join(INDEX)).with_context(|| format!("no evidence index {root}/{INDEX}"))?;
-    let want = std::fs::read_to_string(root.join(INDEX_DIGEST)).unwrap_or_default();
-    let actual = project::sha256_hex(&text);
+    let scan = scan(root)?;
+    p.refused = scan.refused;
+    let text = read_index_text(root, INDEX)?;
+    let want = read_index_text(root, INDEX_DIGEST).unwrap_or_default();
+    let actual = project::sha256_hex(text.as_bytes());
     if want.split_whitespace().next() != Some(actual.as_str()) {
         p.index = Some(format!("{INDEX} has SHA-256 {actual}, but {INDEX_DIGEST} says {}", want.trim()));
     }
     let index = read_index(root)?;
-    let present: BTreeSet<String> = files(root)?.into_iter().map(|f| f.to_string()).collect();
+    let present: BTreeSet<String> = scan.files.into_iter().map(|f| f.to_string()).collect();
+    let refused = |path: &str| p.refused.iter().any(|r| r.starts_with(&format!("{path}: ")));
     for (path, sha) in &index {
-        if !present.contains(path) {
+        if refused(path) {
+            continue;
+        } else if !present.contains(path) {
             p.missing.push(path.clone());
-        } else if &project::sha256_file(&root.join(path))? != sha {
+        } else if &project::sha256_regular(&root.join(path))? != sha {
             p.changed.push(path.clone());
         }
     }
@@ -226,14 +290,22 @@ impl EvidenceCheck {
         for why in &p.schema {
             println!("schema   {why}");
         }
+        for why in &p.refused {
+            println!("refused  {why}");
+        }
         if !p.is_clean() {
             bail!(
-                "evidence in {} does not match its index ({} changed, {} missing, {} extra{}{})",
+                "evidence in {} does not match its index ({} changed, {} missing, {} extra{}{}{})",
                 self.dir,
                 p.changed.len(),
                 p.missing.len(),
                 p.extra.len(),
                 if p.index.is_some() { ", index digest wrong" } else { "" },
+                if p.refused.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} links, special or oversize files", p.refused.len())
+                },
                 if p.schema.is_empty() {
                     String::new()
                 } else {

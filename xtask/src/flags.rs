@@ -82,7 +82,7 @@ pub struct OnSystem {
     #[arg(long)]
     pub toolchain: Option<String>,
     /// System profile (systems/<name>.toml): decides toolchain and architecture.
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", value_parser = plain_name)]
     pub system: String,
 }
 
@@ -147,7 +147,7 @@ pub struct Inputs {
     pub out: Utf8PathBuf,
     /// System profile (systems/<name>.toml): toolchain, architecture, CPU and trial
     /// target; names the evidence folder and is recorded in every record.
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", value_parser = plain_name)]
     pub system: String,
     /// Only these instance labels (repeatable); default: every instance.
     #[arg(long = "instance")]
@@ -284,7 +284,7 @@ pub struct Campaign {
     #[command(flatten)]
     pub target: Target,
     /// System profile (systems/<name>.toml).
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", value_parser = plain_name)]
     pub system: String,
     /// Evidence directory.
     #[arg(long, default_value = "out")]
@@ -314,6 +314,11 @@ pub struct Campaign {
 }
 
 /// `ID=PATH`.
+/// A system name (it names a folder): the rule of [`crate::project::plain_name`].
+fn plain_name(s: &str) -> Result<String, String> {
+    crate::project::plain_name(s).map(|()| s.to_owned()).map_err(|why| format!("{s:?} {why}"))
+}
+
 fn id_path(s: &str) -> Result<(String, Utf8PathBuf), String> {
     match s.split_once('=') {
         Some((id, path)) if !id.is_empty() && !path.is_empty() => Ok((id.to_owned(), path.into())),
@@ -330,7 +335,7 @@ pub struct Report {
     #[arg(long, default_value = "out")]
     pub out: Utf8PathBuf,
     /// System whose evidence is rendered.
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", value_parser = plain_name)]
     pub system: String,
     /// The architecture whose evidence is rendered, when not the system profile's
     /// (its evidence lies in `<system>-<arch>`).
@@ -512,7 +517,10 @@ impl Xtask {
                 c.archives.iter_mut().filter(|(_, p)| !p.as_str().contains("://")).for_each(|(_, p)| absolute(p, cwd));
                 c.source_dirs.iter_mut().for_each(|(_, p)| absolute(p, cwd));
             }
-            Cmd::Report(r) => absolute(&mut r.out, cwd),
+            Cmd::Report(r) => {
+                absolute_ids(&mut r.ids, cwd);
+                absolute(&mut r.out, cwd);
+            }
             Cmd::Compare(c) => {
                 absolute(&mut c.a, cwd);
                 absolute(&mut c.b, cwd);
@@ -564,6 +572,11 @@ mod tests {
         let Cmd::Verify(v) = x.cmd else { panic!() };
         assert_eq!(v.inputs.archive.unwrap(), "https://example.invalid/x.zip");
         assert!(v.inputs.ids.is_empty(), "no ids: the system profile's campaign set");
+        let mut x = Xtask::parse_from(["xtask", "report", "m/fixture-kem.toml", "kem-07", "--out", "o"]);
+        x.resolve_paths(Utf8Path::new("/w"));
+        let Cmd::Report(r) = x.cmd else { panic!() };
+        assert_eq!(r.ids, ["/w/m/fixture-kem.toml", "kem-07"], "report resolves a manifest path as verify does");
+        assert_eq!(r.out, "/w/o");
         let mut x = Xtask::parse_from(["xtask", "evidence", "check"]);
         x.resolve_paths(Utf8Path::new("/tmp"));
         let Cmd::Evidence(EvidenceCmd::Check(e)) = x.cmd else { panic!() };

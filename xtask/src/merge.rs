@@ -1,16 +1,23 @@
 //! `cargo xtask merge`: campaign shards → one evidence set with a fresh index.
-//! Each shard must pass its own index check; a path present in two shards with
-//! different contents is a conflict and nothing is merged.
+//! Each shard must pass its own index check, and every PASS it records is derived
+//! again from its KAT log against this checkout's `kat/<id>/kat.sha256` (an index
+//! proves only that nobody changed the files after indexing, not what they say); a
+//! path present in two shards with different contents is a conflict and nothing is
+//! merged.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 
 use anyhow::{bail, Context, Result};
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
+use sha2::Sha256;
 use xshell::Shell;
 
-use crate::evidence;
 use crate::flags::Merge;
-use crate::project;
+use crate::kat::{self, Canonical, Manifest};
+use crate::schema::{self, InstanceResult, Summary};
+use crate::verify::Status;
+use crate::{evidence, project};
 
 impl Merge {
     pub fn run(self, _sh: &Shell) -> Result<()> {
@@ -29,9 +36,10 @@ impl Merge {
                     problems.changed,
                     problems.missing,
                     problems.extra,
-                    problems.index.map(|i| format!(", {i}")).unwrap_or_default()
+                    problems.index.iter().chain(&problems.refused).map(|i| format!(", {i}")).collect::<String>()
                 );
             }
+            rederive(shard, &|id| Manifest::load(&Manifest::default_path(id)))?;
             for (path, sha) in evidence::read_index(shard)? {
                 match plan.get(&path) {
                     Some((other, from)) if *other != sha => {
@@ -50,13 +58,142 @@ impl Merge {
         for (path, (sha, shard)) in &plan {
             let dest = self.out.join(path);
             std::fs::create_dir_all(dest.parent().unwrap_or(&self.out))?;
-            std::fs::copy(shard.join(path), &dest).with_context(|| format!("cannot copy {shard}/{path}"))?;
-            if &project::sha256_file(&dest)? != sha {
+            let mut from = project::open_regular(&shard.join(path))?;
+            let mut to = std::fs::File::create(&dest).with_context(|| format!("cannot create {dest}"))?;
+            std::io::copy(&mut from, &mut to).with_context(|| format!("cannot copy {shard}/{path}"))?;
+            if &project::sha256_regular(&dest)? != sha {
                 bail!("{shard}/{path} changed while merging");
             }
         }
         let digest = evidence::write_index(&self.out)?;
         println!("merged {} shards: {} files into {}; index sha256 {digest}", self.shards.len(), plan.len(), self.out);
         Ok(())
+    }
+}
+
+/// Every PASS in the KAT summaries of `shard`, derived again: the log the summary
+/// names is the instance's own, a regular non-empty file of the shard, and its
+/// canonical digest (the manifest line's rule) is the manifest's and the recorded one.
+fn rederive(shard: &Utf8Path, manifest_of: &dyn Fn(&str) -> Result<Manifest>) -> Result<()> {
+    let index = evidence::read_index(shard)?;
+    for path in index.keys() {
+        let parts: Vec<&str> = path.split('/').collect();
+        let [system, "kat", id, "summary.json"] = parts[..] else { continue };
+        for name in [system, id] {
+            project::plain_name(name).map_err(|why| anyhow::anyhow!("shard {shard}: {path}: {name:?} {why}"))?;
+        }
+        let summary: Summary = schema::read(&shard.join(path))?.with_context(|| format!("{shard}/{path} vanished"))?;
+        if summary.id != id {
+            bail!("shard {shard}: {path} is the summary of {}, not of {id}", summary.id);
+        }
+        let passes: Vec<&InstanceResult> = summary.instances.iter().filter(|i| i.status == Status::Pass).collect();
+        if passes.is_empty() {
+            continue;
+        }
+        let manifest = manifest_of(id).with_context(|| format!("shard {shard}: {path} records PASS"))?;
+        for r in passes {
+            let log = format!("{system}/kat/{id}/{}.log", r.label);
+            check_pass(shard, &log, &manifest, r)
+                .with_context(|| format!("shard {shard}: {path} records PASS for {}; refused", r.label))?;
+            if !index.contains_key(&log) {
+                bail!("shard {shard}: the KAT log {log} of {id} {} is not in its index", r.label);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_pass(shard: &Utf8Path, log: &str, manifest: &Manifest, r: &InstanceResult) -> Result<()> {
+    let entry = manifest.entry(&r.label).with_context(|| format!("{} has no line for it", manifest.path))?;
+    let recorded = |d: &Option<crate::sha::Sha256Hex>| d.as_ref().map_or("none".to_owned(), ToString::to_string);
+    if r.expected_sha256.as_ref() != Some(&entry.sha256) || r.actual_sha256.as_ref() != Some(&entry.sha256) {
+        bail!(
+            "it records expected {} and actual {}, but {} line {} says {}",
+            recorded(&r.expected_sha256),
+            recorded(&r.actual_sha256),
+            manifest.path,
+            entry.line,
+            entry.sha256
+        );
+    }
+    if r.log.as_deref() != Some(log) {
+        bail!("its log is {:?}, not the instance's own {log}", r.log);
+    }
+    let path = shard.join(log);
+    let file = project::open_regular(&path).with_context(|| format!("no KAT log {log}"))?;
+    if file.metadata()?.len() == 0 {
+        bail!("its KAT log {log} is empty");
+    }
+    let mut canonical = Canonical::new(entry.mode, entry.records, Sha256::default());
+    let mut reader = file.take(project::EVIDENCE_FILE_CAP);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = reader.read(&mut buf).with_context(|| format!("cannot read {path}"))?;
+        if n == 0 {
+            break;
+        }
+        canonical.update(&buf[..n]);
+    }
+    let actual = kat::finish_digest(canonical).map_err(|why| anyhow::anyhow!("its KAT log {log}: {why}"))?;
+    if entry.sha256 != *actual {
+        bail!(
+            "its KAT log {log} gives sha256 {actual} under the {} rule, not {}",
+            format!("{:?}", entry.mode).to_lowercase(),
+            entry.sha256
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "local/kat/fixture-kem/fix-a.log";
+
+    /// A shard whose summary (the golden one, relabelled) records one PASS for
+    /// `fix-a` with the digest of `text` under the strict rule.
+    fn shard(dir: &Utf8Path, log: Option<&str>, text: &str) -> Manifest {
+        let digest = project::sha256_hex(&kat::canonical(text.as_bytes(), kat::Mode::Strict, None));
+        let entries = kat::parse(&format!("{digest} strict fix-a/kat.rsp")).unwrap();
+        let golden = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/summary.json");
+        let mut s: Summary = schema::read(&golden).unwrap().unwrap();
+        s.id = "fixture-kem".into();
+        s.instances.truncate(1);
+        let r = &mut s.instances[0];
+        r.label = "fix-a".into();
+        r.expected_sha256 = Some(digest.parse().unwrap());
+        r.actual_sha256 = r.expected_sha256.clone();
+        r.log = Some(LOG.into());
+        schema::write(&dir.join("local/kat/fixture-kem/summary.json"), &s).unwrap();
+        if let Some(log) = log {
+            std::fs::write(dir.join(LOG), log).unwrap();
+        }
+        evidence::write_index(dir).unwrap();
+        Manifest { path: "kat.sha256".into(), entries }
+    }
+
+    fn merged(dir: &Utf8Path, manifest: &Manifest) -> std::result::Result<(), String> {
+        rederive(dir, &|_| Ok(manifest.clone())).map_err(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn a_pass_is_merged_only_when_its_log_gives_the_published_digest() {
+        let text = "count = 0\nss = 00\n";
+        for (log, refused) in [
+            (Some(text), None),
+            (Some("count = 0\nss = 01\n"), Some("gives sha256")),
+            (Some(""), Some("is empty")),
+            (None, Some("no KAT log local/kat/fixture-kem/fix-a.log")),
+        ] {
+            let t = tempfile::tempdir().unwrap();
+            let dir = Utf8Path::from_path(t.path()).unwrap();
+            let manifest = shard(dir, log, text);
+            match (merged(dir, &manifest), refused) {
+                (Ok(()), None) => {}
+                (Err(e), Some(why)) => assert!(e.contains(why) && e.contains("PASS for fix-a; refused"), "{e}"),
+                (got, want) => panic!("log {log:?}: {got:?}, wanted refusal {want:?}"),
+            }
+        }
     }
 }

@@ -443,6 +443,15 @@ fn profile_submission(
     println!("  {:<18} {:<6} {:>9} {:>9} {:>9}  calls per operation", "instance", "op", "ICCS hash", "DRNG", "other");
     let mut failures = Vec::new();
     let mut surveyed = Vec::new();
+    // A survey speaks for whole instances of this run only (an operation not yet
+    // measured is no evidence of a dead primitive): the earlier one goes before the
+    // first record, and the new one is written as each instance is complete, so that
+    // an interrupted run never leaves a survey that disagrees with its records.
+    let stale = run.layout.survey(&sub.id);
+    if std::fs::symlink_metadata(&stale).is_ok() {
+        std::fs::remove_file(&stale).with_context(|| format!("cannot remove {stale}"))?;
+        crate::evidence::write_index(&bench.inputs.out)?;
+    }
     for inst in sub.instances.iter().filter(|i| bench.inputs.selects(i)) {
         let (Built::Ok(reference), Built::Ok(profiled)) = (bctx.ensure(inst)?, bctx.ensure_profile(inst)?) else {
             failures.push(format!("{} {}: a build failed (see `cargo xtask verify`)", sub.id, inst.label));
@@ -462,9 +471,12 @@ fn profile_submission(
                 let why = rec.host_check.detail.as_deref().unwrap_or_default();
                 failures.push(format!("{} {} {}: profile timings not credible: {why}", sub.id, inst.label, op.name()));
             }
+            crate::evidence::write_index(&bench.inputs.out)?;
             recs.push(rec);
         }
         surveyed.push((inst.label.clone(), st, recs));
+        schema::write(&run.layout.survey(&sub.id), &survey(&sub.id, &bench.inputs.system, &surveyed))?;
+        crate::evidence::write_index(&bench.inputs.out)?;
     }
     let survey = survey(&sub.id, &bench.inputs.system, &surveyed);
     print_survey(&survey);

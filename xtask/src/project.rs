@@ -124,7 +124,21 @@ pub fn sha256_regular(path: &Utf8Path) -> Result<String> {
     hash_reader(open_regular(path)?, path)
 }
 
-/// At most `max` bytes of a regular file, without following links.
+/// The most a JSON evidence file (summary, record, manifest, audit, survey) or an
+/// index may hold: far above any the tool writes, far below what would hurt to read.
+pub const EVIDENCE_JSON_CAP: u64 = 16 << 20;
+
+/// The most any evidence file (a KAT log among them) may hold; logs are streamed,
+/// never read whole, and the KAT output cap (`--output-cap-mib`) keeps them far below.
+pub const EVIDENCE_FILE_CAP: u64 = 8 << 30;
+
+/// True when `path` is a regular file itself, not a link to one.
+pub fn is_regular(path: &Utf8Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// At most `max` bytes of a regular file, without following links: the one reader of
+/// evidence (O_NOFOLLOW, fstat says regular, size checked before any byte is read).
 pub fn read_regular(path: &Utf8Path, max: u64) -> Result<Vec<u8>> {
     let file = open_regular(path)?;
     let len = file.metadata()?.len();
@@ -134,6 +148,27 @@ pub fn read_regular(path: &Utf8Path, max: u64) -> Result<Vec<u8>> {
     let mut data = Vec::with_capacity(len as usize);
     file.take(max).read_to_end(&mut data).with_context(|| format!("cannot read {path}"))?;
     Ok(data)
+}
+
+/// The longest instance label, submission id or system name.
+pub const NAME_MAX: usize = 64;
+
+/// The rule for instance labels, submission ids and system names, which become file
+/// and folder names and page text: ASCII letters, digits, `.`, `_`, `+` and `-`,
+/// starting with a letter, digit or `_`, at most [`NAME_MAX`] characters. Every label
+/// of the NGCC catalogs (KEM, key exchange, signature, hash) is of this form.
+pub fn plain_name(s: &str) -> std::result::Result<(), String> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._+-".contains(c);
+    if s.is_empty() || s.len() > NAME_MAX {
+        return Err(format!("must have 1 to {NAME_MAX} characters, not {}", s.len()));
+    }
+    if let Some(c) = s.chars().find(|&c| !plain(c)) {
+        return Err(format!("holds {c:?}: only ASCII letters, digits, '.', '_', '+' and '-' are allowed"));
+    }
+    if !s.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+        return Err("must start with a letter, a digit or '_'".into());
+    }
+    Ok(())
 }
 
 /// The harness commit, with `-dirty` when the work tree has uncommitted changes.
@@ -219,6 +254,17 @@ pub fn toml_stems(dir: &Utf8Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_plain() {
+        for ok in ["ML-KEM-512", "bag_piglet_128", "SQISign2Dsquare-Level1-eff_uncompressed", "x86_1", "CS+1.0", "_a"] {
+            assert_eq!(plain_name(ok), Ok(()), "{ok}");
+        }
+        let long = "a".repeat(NAME_MAX + 1);
+        for bad in ["", "../../evil", ".hidden", "-flag", "a|b", "a`b", "a b", "a/b", "é", "a\n", long.as_str()] {
+            assert!(plain_name(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn sandbox_text_is_printed_without_terminal_controls() {

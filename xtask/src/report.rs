@@ -65,6 +65,39 @@ impl Evidence {
     }
 }
 
+/// Evidence text as a page shows it, literally: Markdown markup escaped with a
+/// backslash (a `|` would split a table cell, a backtick open a code span), control
+/// characters made visible, so a cell stays one cell. A run of `_` between two letters
+/// or digits is left alone (`get_random_number`): Markdown never reads it as emphasis.
+pub(crate) fn md(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '_' {
+            let end = chars[i..].iter().position(|&a| a != '_').map_or(chars.len(), |n| i + n);
+            let word = |c: Option<&char>| c.is_some_and(char::is_ascii_alphanumeric);
+            let escape = !(i > 0 && word(chars.get(i - 1)) && word(chars.get(end)));
+            for _ in i..end {
+                out.push_str(if escape { "\\_" } else { "_" });
+            }
+            i = end;
+            continue;
+        }
+        match c {
+            '\\' | '|' | '`' | '*' | '[' | ']' | '<' | '>' | '#' | '~' | '&' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    out
+}
+
 fn kib(k: i64) -> String {
     if k >= 0 {
         format!("{k} KiB")
@@ -80,6 +113,7 @@ impl Report {
             None => self.system.clone(),
         };
         let layout = Layout::new(&self.out, &folder);
+        evidence::refuse_unsafe(&self.out)?;
         for id in &self.ids {
             let sub = Submission::load(id)?;
             let page = render(&layout, &sub)?;
@@ -167,7 +201,7 @@ fn environment(w: &mut String, e: &Evidence) -> Result<()> {
     };
     writeln!(w, "| item | value |\n|---|---|")?;
     for (k, v) in env.rows() {
-        writeln!(w, "| {k} | {v} |")?;
+        writeln!(w, "| {k} | {} |", md(&v))?;
     }
     if !env.warnings.is_empty() {
         writeln!(w, "\nWarnings: {}", env.warnings.join("; "))?;
@@ -188,10 +222,10 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
         // Beside timing, a KAT result stands only for the very library that was timed.
         let timed: Vec<&Record> = e.records.iter().filter(|r| r.label == i.label).collect();
         if timed.iter().any(|r| i.library_sha256.as_deref() != Some(r.library_sha256.as_str())) {
-            writeln!(w, "| {} | {} | not shown: another library than the one timed |", i.label, i.flag_set)?;
+            writeln!(w, "| {} | {} | not shown: another library than the one timed |", md(&i.label), md(&i.flag_set))?;
             others.push(i.label.clone());
         } else {
-            writeln!(w, "| {} | {} | {} |", i.label, i.flag_set, i.status)?;
+            writeln!(w, "| {} | {} | {} |", md(&i.label), md(&i.flag_set), i.status)?;
         }
     }
     if !others.is_empty() {
@@ -255,7 +289,7 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         writeln!(
             w,
             "| {} | {}{} | {} | {} | {} | {} | {} ({} × {}) |",
-            r.label,
+            md(&r.label),
             r.op.name(),
             match r.host_check.credibility {
                 Credibility::NotCredible => " (NOT CREDIBLE)",
@@ -341,7 +375,7 @@ fn resources(w: &mut String, e: &Evidence) -> Result<()> {
     )?;
     for r in &e.records {
         let m = &r.memory;
-        let (label, op) = (&r.label, r.op.name());
+        let (label, op) = (md(&r.label), r.op.name());
         let rss = |k: i64| if r.emulated && k >= 0 { format!("{} (qemu-user)", kib(k)) } else { kib(k) };
         writeln!(
             w,
@@ -372,14 +406,14 @@ fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
             Some(row) => (row.sizes, row.basis.to_string()),
             None => (api, "API".to_owned()),
         };
-        writeln!(w, "| {} | {} | {} | {} | {} | {basis} |", r.label, shown.pk, api.sk, shown.ct, shown.ss)?;
+        writeln!(w, "| {} | {} | {} | {} | {} | {basis} |", md(&r.label), shown.pk, api.sk, shown.ct, shown.ss)?;
     }
     if !e.audit.is_empty() {
         writeln!(w, "\nSize audit ({} disagreements):", e.audit.len())?;
         for d in &e.audit {
             match (d.api, d.catalog) {
-                (Some(a), Some(c)) => writeln!(w, "- {} {}: API {a}, catalog {c}", d.instance, d.field)?,
-                _ => writeln!(w, "- {}: no row in the size catalog", d.instance)?,
+                (Some(a), Some(c)) => writeln!(w, "- {} {}: API {a}, catalog {c}", md(&d.instance), d.field)?,
+                _ => writeln!(w, "- {}: no row in the size catalog", md(&d.instance))?,
             }
         }
     }
@@ -398,7 +432,13 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
     let notes = if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) };
     writeln!(w, "Survey verdict: {}{notes}\n", s.verdict)?;
     for i in s.instances.iter().filter(|i| i.verdict != s.verdict || !i.notes.is_empty()) {
-        writeln!(w, "- {}: {}{}", i.label, i.verdict, i.notes.iter().map(|n| format!("; {n}")).collect::<String>())?;
+        writeln!(
+            w,
+            "- {}: {}{}",
+            md(&i.label),
+            i.verdict,
+            i.notes.iter().map(|n| format!("; {}", md(n))).collect::<String>()
+        )?;
     }
     writeln!(w, "\nRule: {}\n", s.rule)?;
     writeln!(
@@ -417,12 +457,12 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         writeln!(
             w,
             "| {} | {} | {} | {} | {} | {} | ×{:.2} |",
-            r.label,
+            md(&r.label),
             r.op.name(),
             share(&|k| k == GroupKind::IccsHash),
             share(&|k| k == GroupKind::IccsDrng),
             share(&|k| k == GroupKind::Direct),
-            crate::profile::calls_text(&r.groups),
+            md(&crate::profile::calls_text(&r.groups)),
             r.overhead_ratio
         )?;
     }
@@ -440,7 +480,7 @@ fn index(w: &mut String, layout: &Layout, sub: &Submission) -> Result<()> {
     let prefixes = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id)];
     for (path, sha) in evidence::read_index(root).unwrap_or_default() {
         if prefixes.iter().any(|p| root.join(&path).starts_with(p)) {
-            writeln!(w, "| {path} | {}… |", &sha[..16.min(sha.len())])?;
+            writeln!(w, "| {} | {}… |", md(&path), md(sha.get(..16).unwrap_or(&sha)))?;
         }
     }
     Ok(())
@@ -518,6 +558,14 @@ mod tests {
         performance(&mut page, &e).unwrap();
         assert!(page.contains("| ML-KEM-512 | enc (NOT CREDIBLE) | "), "{page}");
         assert!(page.contains("0 checked, 1 not credible, 0 unchecked"), "{page}");
+    }
+
+    #[test]
+    fn markup_in_evidence_text_is_escaped_but_words_are_kept() {
+        assert_eq!(md("a|b`c`*d*"), "a\\|b\\`c\\`\\*d\\*");
+        assert_eq!(md("get_random_number fix-vary__keygen.json"), "get_random_number fix-vary__keygen.json");
+        assert_eq!(md("_em_ x_ __y"), "\\_em\\_ x\\_ \\_\\_y");
+        assert_eq!(md("<b>&amp;\n"), "\\<b\\>\\&amp;\\n");
     }
 
     #[test]

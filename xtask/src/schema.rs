@@ -77,10 +77,11 @@ pub fn read<T: Evidence>(path: &Utf8Path) -> Result<Option<T>> {
     struct Version {
         schema: Option<u32>,
     }
-    if !path.exists() {
+    // A dangling link is no absent file: only what is not there at all is None.
+    if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    let text = read_text(path)?;
     let version: Version = serde_json::from_str(&text).with_context(|| format!("{path} is not a {}", T::KIND))?;
     if version.schema != Some(T::SCHEMA) {
         let found = version.schema.map_or("none".to_owned(), |s| s.to_string());
@@ -93,6 +94,13 @@ pub fn read<T: Evidence>(path: &Utf8Path) -> Result<Option<T>> {
     let value =
         serde_json::from_str(&text).with_context(|| format!("{path}: not a {} of schema {}", T::KIND, T::SCHEMA))?;
     Ok(Some(value))
+}
+
+/// The text of an evidence file through the one reader: no link, no special file,
+/// nothing above [`crate::project::EVIDENCE_JSON_CAP`].
+fn read_text(path: &Utf8Path) -> Result<String> {
+    let bytes = crate::project::read_regular(path, crate::project::EVIDENCE_JSON_CAP)?;
+    String::from_utf8(bytes).with_context(|| format!("{path} is not UTF-8 text"))
 }
 
 /// The one text form of every evidence file: pretty JSON and a final newline.
@@ -110,7 +118,7 @@ pub fn write<T: Evidence>(path: &Utf8Path, value: &T) -> Result<()> {
 /// Read `path` through its type and write it again: the same bytes, or why not.
 pub fn round_trip<T: Evidence>(path: &Utf8Path) -> std::result::Result<(), String> {
     let value: T = read(path).map_err(|e| format!("{e:#}"))?.ok_or("missing")?;
-    let bytes = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let bytes = read_text(path).map_err(|e| format!("{e:#}"))?;
     if text(&value) == bytes {
         Ok(())
     } else {
@@ -569,6 +577,32 @@ mod tests {
         std::fs::write(&path, "[]").unwrap();
         assert!(read::<SizeAudit>(&path).is_err(), "a bare list is not a size audit");
         assert!(read::<Summary>(&path.with_file_name("none.json")).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_reader_follows_no_link_opens_no_device_and_reads_nothing_oversize() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let outside = dir.join("outside.json");
+        std::fs::copy(golden("summary.json"), &outside).unwrap();
+        let link = dir.join("summary.json");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let e = format!("{:#}", read::<Summary>(&link).unwrap_err());
+        assert!(e.contains("links are not followed"), "{e}");
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(read::<Summary>(&link).is_err());
+        assert!(round_trip::<Summary>(&link).is_err());
+        let dangling = dir.join("dangling.json");
+        std::os::unix::fs::symlink(dir.join("nothing"), &dangling).unwrap();
+        assert!(read::<Summary>(&dangling).is_err(), "a dangling link is no absent file");
+        let e = format!("{:#}", read::<Summary>(camino::Utf8Path::new("/dev/zero")).unwrap_err());
+        assert!(e.contains("not a regular file"), "{e}");
+        // Sparse: refused by its size, before a byte is read.
+        let big = dir.join("big.json");
+        std::fs::File::create(&big).unwrap().set_len(1536 << 20).unwrap();
+        let e = format!("{:#}", read::<Summary>(&big).unwrap_err());
+        assert!(e.contains("is 1610612736 bytes, more than the 16777216 this reads"), "{e}");
     }
 
     /// Indexing by a string key (`v["field"]`): the character before `["` is part of

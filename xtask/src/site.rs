@@ -31,6 +31,7 @@ code{background:#f3f3f3;padding:0 .2em}";
 
 impl Site {
     pub fn run(self, _sh: &Shell) -> Result<()> {
+        crate::evidence::refuse_unsafe(&self.dir)?;
         let systems = systems(&self.dir)?;
         if systems.is_empty() {
             bail!("no evidence under {}: run a campaign (or verify/bench) first", self.dir);
@@ -69,7 +70,10 @@ fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
     let mut out = BTreeMap::new();
     let list = |dir: Utf8PathBuf| -> Vec<String> {
         dir.read_dir_utf8()
-            .map(|d| d.filter_map(Result::ok).filter(|e| e.path().is_dir()).map(|e| e.file_name().to_owned()).collect())
+            .map(|d| {
+                let dirs = d.filter_map(Result::ok).filter(|e| e.file_type().is_ok_and(|t| t.is_dir()));
+                dirs.map(|e| e.file_name().to_owned()).collect()
+            })
             .unwrap_or_default()
     };
     for system in list(root.to_owned()) {
@@ -169,11 +173,8 @@ pub(crate) fn markdown_to_html(md: &str, insert: &str) -> String {
                 h.push_str("<table>\n");
                 table = true;
             }
-            let cells: Vec<String> = row
-                .trim_end_matches('|')
-                .split('|')
-                .map(|c| format!("<{cell}>{}</{cell}>", inline(c.trim())))
-                .collect();
+            let cells: Vec<String> =
+                cells(row).iter().map(|c| format!("<{cell}>{}</{cell}>", inline(c.trim()))).collect();
             let _ = writeln!(h, "<tr>{}</tr>", cells.concat());
             continue;
         }
@@ -202,10 +203,55 @@ pub(crate) fn markdown_to_html(md: &str, insert: &str) -> String {
     h
 }
 
-/// Escape, then turn `code` spans into <code>.
+/// The cells of a table row (after its first `|`): split at every `|` that no
+/// backslash escapes (`report::md`).
+fn cells(row: &str) -> Vec<&str> {
+    let mut cells = Vec::new();
+    let (mut start, mut escaped) = (0, false);
+    for (i, c) in row.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '|' => {
+                cells.push(&row[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !row[start..].trim().is_empty() {
+        cells.push(&row[start..]);
+    }
+    cells
+}
+
+/// Escape, turn `code` spans into <code>, and show a backslash-escaped character
+/// as itself.
 fn inline(s: &str) -> String {
-    let parts: Vec<String> = esc(s).split('`').map(str::to_owned).collect();
-    parts.iter().enumerate().map(|(i, p)| if i % 2 == 1 { format!("<code>{p}</code>") } else { p.clone() }).collect()
+    let mut h = String::with_capacity(s.len());
+    let (mut code, mut chars) = (false, s.chars());
+    let put = |h: &mut String, c: char| h.push_str(&esc(c.encode_utf8(&mut [0; 4])));
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(n) if n.is_ascii_punctuation() => put(&mut h, n),
+                Some(n) => {
+                    h.push('\\');
+                    put(&mut h, n);
+                }
+                None => h.push('\\'),
+            },
+            '`' => {
+                h.push_str(if code { "</code>" } else { "<code>" });
+                code = !code;
+            }
+            c => put(&mut h, c),
+        }
+    }
+    if code {
+        h.push_str("</code>");
+    }
+    h
 }
 
 /// The charts of one page, from the timing records (none for emulated runs).

@@ -19,9 +19,23 @@ use crate::submission::{SourceSpec, Submission};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Provenance {
-    Crate { name: String, version: String, checksum: Sha256Hex },
-    Archive { file: String, sha256: Sha256Hex },
-    Directory { path: String, tree_sha256: Sha256Hex, note: String },
+    Crate {
+        name: String,
+        version: String,
+        checksum: Sha256Hex,
+    },
+    Archive {
+        file: String,
+        sha256: Sha256Hex,
+    },
+    /// `path` is the folder's own name, never where it lies on the host: the tree
+    /// digest identifies it, and the machine that ran a command is no business of its
+    /// evidence.
+    Directory {
+        path: String,
+        tree_sha256: Sha256Hex,
+        note: String,
+    },
 }
 
 impl Provenance {
@@ -244,7 +258,11 @@ fn from_directory(sub: &Submission, dir: &Utf8Path) -> Result<Source> {
     let tree_sha256 = Sha256Hex::computed(project::tree_digest(&root)?);
     Ok(Source::new(
         root.clone(),
-        Provenance::Directory { path: root.to_string(), tree_sha256, note: "unpinned directory".into() },
+        Provenance::Directory {
+            path: root.file_name().unwrap_or("/").to_owned(),
+            tree_sha256,
+            note: "unpinned directory".into(),
+        },
         vec![],
     ))
 }
@@ -535,6 +553,24 @@ mod tests {
         assert!(patch_header(f, "Reason: r\n--- a/x\nArch: mips\n").unwrap().1.is_empty(), "only the header counts");
         assert!(format!("{:#}", patch_header(f, "Reason: r\nArch: mips\n").unwrap_err()).contains("p.patch:2"));
         assert!(patch_header(f, "--- a/x\n").is_err());
+    }
+
+    #[test]
+    fn a_source_dir_is_recorded_by_its_name_and_digest_only() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(t.path()).unwrap().join("My Tree");
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/a.c"), "int a;\n").unwrap();
+        let text = "id = \"t\"\nname = \"t\"\n[source]\nkind = \"crate\"\nname = \"c\"\nversion = \"1\"\n\
+                    subdir = \"\"\n[build]\nsources = [\"src/a.c\"]\n[kat]\nprogram = [\"driver:iccs_kem_kat.c\"]\n\
+                    file = \"k.txt\"\n[[instance]]\nlabel = \"L\"\ndir = \"src\"\n";
+        let sub = Submission::from_text(&dir.parent().unwrap().join("t.toml"), text).unwrap();
+        let src = from_directory(&sub, &dir).unwrap();
+        let json = serde_json::to_string(&src.provenance).unwrap();
+        assert!(!json.contains(t.path().to_str().unwrap()), "a host path in the record: {json}");
+        let Provenance::Directory { path, tree_sha256, .. } = &src.provenance else { panic!("{json}") };
+        assert_eq!(path, "My Tree");
+        assert_eq!(tree_sha256.as_str(), project::tree_digest(&dir).unwrap());
     }
 
     #[test]

@@ -211,6 +211,9 @@ impl Submission {
             let p = Utf8PathBuf::from(id);
             p.canonicalize_utf8().unwrap_or(p)
         } else {
+            if let Err(why) = project::plain_name(id) {
+                bail!("unknown submission `{id}`: a submission id {why} (known: {})", Self::ids()?.join(", "));
+            }
             Self::dir().join(format!("{id}.toml"))
         };
         if !path.is_file() {
@@ -226,6 +229,9 @@ impl Submission {
         let mut sub: Submission = toml::from_str(text).with_context(|| format!("invalid manifest {path}"))?;
         if Some(sub.id.as_str()) != path.file_stem() {
             bail!("{}: id = {:?} does not match the file name", locate(&path, text, &sub.id), sub.id);
+        }
+        if let Err(why) = project::plain_name(&sub.id) {
+            bail!("{}: id {:?} {why}", locate(&path, text, &sub.id), sub.id);
         }
         sub.base_dir = path.parent().map(Utf8PathBuf::from).unwrap_or_default();
         sub.path = path.clone();
@@ -273,8 +279,8 @@ impl Submission {
             if !seen.insert(&inst.label) {
                 bail!("instance label {} appears twice", inst.label);
             }
-            if inst.label.is_empty() || inst.label.contains(['/', '\\']) || inst.label.starts_with('.') {
-                return Err(invalid(&inst.label, format!("instance label {:?} cannot be a file name", inst.label)));
+            if let Err(why) = project::plain_name(&inst.label) {
+                return Err(invalid(&inst.label, format!("instance label {:?} {why}", inst.label)));
             }
             for (field, pattern) in self.paths(inst) {
                 let expanded = inst.expand(pattern);
@@ -351,6 +357,33 @@ impl Submission {
             format!("{base} + {}", inst.extra_flags.join(" "))
         }
     }
+}
+
+/// `--instance` labels: each must be an instance of one of `subs`. The unknown ones
+/// are named (the first ten, cut to a plain name's length, and how many more), with
+/// the known ones.
+pub fn check_selection(given: &[String], subs: &[Submission]) -> Result<()> {
+    let known: std::collections::BTreeSet<&str> =
+        subs.iter().flat_map(|s| s.instances.iter().map(|i| i.label.as_str())).collect();
+    let unknown: Vec<&str> = given.iter().map(String::as_str).filter(|l| !known.contains(l)).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = unknown
+        .iter()
+        .take(10)
+        .map(|l| format!("{:?}", l.chars().take(project::NAME_MAX).collect::<String>()))
+        .collect();
+    let more =
+        if unknown.len() > shown.len() { format!(" and {} more", unknown.len() - shown.len()) } else { String::new() };
+    let ids: Vec<&str> = subs.iter().map(|s| s.id.as_str()).collect();
+    bail!(
+        "--instance: {} unknown label(s): {}{more}; {} has instances {}",
+        unknown.len(),
+        shown.join(", "),
+        ids.join(", "),
+        known.into_iter().collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// A manifest path after expansion: relative, inside the source root, and plain (no
@@ -447,6 +480,12 @@ mod tests {
             let e = format!("{:#}", load_text(dir, &good.replace("SRC", src)));
             assert!(e.contains(&format!("{path}:9:13")) && e.contains(why), "{src}: {e}");
         }
+        // Labels become file names and table cells: the plain set only, at their place.
+        for label in ["L|`x`", "../L", ".L", "-L", "L L"] {
+            let e =
+                format!("{:#}", load_text(dir, &good.replace("SRC", "x.c").replace("\"L\"", &format!("{label:?}"))));
+            assert!(e.contains(&format!("{path}:14:10")) && e.contains("instance label"), "{label}: {e}");
+        }
         let e = format!(
             "{:#}",
             load_text(dir, &good.replace("SRC", "x.c").replace("driver:iccs_kem_kat.c", "driver:nope.c"))
@@ -462,6 +501,24 @@ mod tests {
             let e = format!("{:#}", load_text(dir, &profile(bad)));
             assert!(e.contains(path.as_str()) && (e.contains("C identifier") || e.contains("needs")), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn unknown_instance_labels_are_refused_by_name() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c")).unwrap();
+        let subs = [Submission::load(path.as_str()).unwrap()];
+        let e = format!("{:#}", Submission::load("../../etc/passwd").unwrap_err());
+        assert!(e.contains("unknown submission `../../etc/passwd`: a submission id holds '/'"), "{e}");
+        check_selection(&["L".into()], &subs).unwrap();
+        check_selection(&[], &subs).unwrap();
+        let mut given: Vec<String> = (0..20_000).map(|i| format!("nope-{i}")).collect();
+        given.push("L".into());
+        let e = format!("{:#}", check_selection(&given, &subs).unwrap_err());
+        assert!(e.contains("20000 unknown label(s): \"nope-0\", \"nope-1\"") && e.contains("and 19990 more"), "{e}");
+        assert!(e.ends_with("bad has instances L") && e.len() < 400, "{e}");
     }
 
     #[test]

@@ -31,6 +31,9 @@ impl SystemProfile {
     }
 
     pub fn load(name: &str) -> Result<SystemProfile> {
+        if let Err(why) = project::plain_name(name) {
+            bail!("system name {name:?} {why}");
+        }
         let path = Self::dir().join(format!("{name}.toml"));
         if !path.is_file() {
             bail!("unknown system `{name}`: no {path} (known: {})", project::toml_stems(&Self::dir())?.join(", "));

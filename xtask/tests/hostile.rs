@@ -89,8 +89,13 @@ impl Env {
     }
 
     fn spawn_verify(&self, extra: &[&str]) -> std::process::Child {
+        self.spawn("verify", extra)
+    }
+
+    /// `xtask <command> <fixture> --archive ... <extra>`, in its own process group.
+    fn spawn(&self, command: &str, extra: &[&str]) -> std::process::Child {
         use std::os::unix::process::CommandExt;
-        let mut args: Vec<&str> = vec!["verify", self.manifest.to_str().unwrap(), "--engine", self.engine];
+        let mut args: Vec<&str> = vec![command, self.manifest.to_str().unwrap(), "--engine", self.engine];
         args.extend(["--out", self.out.to_str().unwrap(), "--archive", self.zip.to_str().unwrap()]);
         args.extend(extra);
         Command::new(env!("CARGO_BIN_EXE_xtask"))
@@ -351,6 +356,79 @@ fn ctrl_c_records_nothing_unfinished_and_resume_finishes_the_job() {
     assert!(resumed.status.success());
     assert_eq!(verdicts(&env.summary()), want);
     assert!(env.evidence_ok());
+}
+
+/// Timing or profile records of the fixture under `dir` (`<label>__<op>.json`) written
+/// at or after `since`, sorted.
+fn op_records(dir: &Path, since: std::time::SystemTime) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap())
+        .filter(|e| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= since))
+        .map(|e| e.file_name().into_string().unwrap())
+        .filter(|n| n.contains("__"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Ctrl-C to the process group of `bench` and `profile` right after their first
+/// record lands (the window between a record and its index), and again right after the
+/// first record of the second instance, the second time over a finished run's
+/// evidence: exit 130, no container left, and a set that checks against its index,
+/// whose environment, size audit and survey match the records of the run (no stale
+/// survey, none made from part of an instance).
+#[test]
+fn ctrl_c_during_bench_and_profile_leaves_evidence_that_checks() {
+    let insts: Vec<Inst> = [("fix-a", 16), ("fix-b", 20)].into_iter().map(|(l, n)| (l, n, String::new())).collect();
+    let env = Env::new(&insts);
+    let layout = common::layout(&env.out);
+    let args = ["--quick", "--allow-unfixed-host"];
+    for (command, dir) in [("bench", layout.records_dir("fixture-kem")), ("profile", layout.profile_dir("fixture-kem"))]
+    {
+        let _ = std::fs::remove_dir_all(&env.out);
+        for (round, wait_for) in [(0, 1), (1, 4)] {
+            if round == 1 {
+                // A finished run first: its survey and records are what the next must not mix with.
+                assert!(env.spawn(command, &args).wait().unwrap().success());
+            }
+            let since = std::time::SystemTime::now();
+            let child = env.spawn(command, &args);
+            let pid = child.id();
+            let t = Instant::now();
+            while op_records(dir.as_std_path(), since).len() < wait_for && t.elapsed() < Duration::from_secs(900) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            // SAFETY: signals the process group the test made for the child.
+            unsafe { libc::killpg(pid as i32, libc::SIGINT) };
+            let out = child.wait_with_output().unwrap();
+            let records = op_records(dir.as_std_path(), since);
+            eprintln!("{command} round {round}: {:?}, records of the run {records:?}", out.status);
+            assert!(matches!(out.status.code(), Some(130 | 0)), "{:?}", out.status);
+            assert!(leftover_containers(pid).is_empty(), "{:?}", leftover_containers(pid));
+            assert!(!records.is_empty());
+            assert!(env.evidence_ok(), "{command} interrupted in round {round} left evidence unlike its index");
+            let labels: Vec<&str> = records.iter().map(|r| r.split("__").next().unwrap()).collect();
+            if command == "bench" {
+                let environment: xtask::schema::Environment =
+                    xtask::schema::read(&layout.environment("fixture-kem")).unwrap().expect("environment.json");
+                assert!(layout.size_audit("fixture-kem").is_file());
+                for r in &records {
+                    let (label, op) = r.trim_end_matches(".json").split_once("__").unwrap();
+                    let rec = common::record(&env.out, "fixture-kem", label, op);
+                    assert_eq!(rec.environment.campaign_start, environment.campaign_start, "{r}");
+                }
+            } else {
+                // The survey speaks for exactly the instances this run finished.
+                let mut complete = labels.clone();
+                complete.dedup();
+                complete.retain(|l| labels.iter().filter(|m| *m == l).count() == 3);
+                let survey: Option<xtask::schema::Survey> = xtask::schema::read(&layout.survey("fixture-kem")).unwrap();
+                let surveyed: Vec<String> = survey.iter().flat_map(|s| &s.instances).map(|i| i.label.clone()).collect();
+                assert_eq!(surveyed, complete, "the survey speaks for exactly the complete instances of the run");
+            }
+        }
+    }
 }
 
 /// Peak RSS of xtask, in KiB, from `/usr/bin/time -v`.

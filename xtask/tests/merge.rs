@@ -70,16 +70,57 @@ fn merged_shards_equal_one_run_and_tampering_is_named() {
         None,
     );
     assert!(conflict.status.success(), "same files, same bytes: no conflict");
-    let mut changed = std::fs::read(b.join("local/kat/pqclean-hqc/HQC-128.log")).unwrap();
+    // A PASS log changed and re-indexed: the PASS is derived again from it and refused.
+    let log = "local/kat/pqclean-hqc/HQC-128.log";
+    let mut changed = std::fs::read(b.join(log)).unwrap();
     changed[0] ^= 1;
-    std::fs::write(merged.join("local/kat/pqclean-hqc/HQC-128.log"), changed).unwrap();
+    std::fs::write(merged.join(log), changed).unwrap();
     xtask(&["evidence", "index", merged.to_str().unwrap()], None);
-    let conflict = xtask(
-        &["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", tmp.path().join("m4").to_str().unwrap()],
-        None,
-    );
+    let m4 = tmp.path().join("m4");
+    let forged = xtask(&["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", m4.to_str().unwrap()], None);
+    let err = String::from_utf8_lossy(&forged.stderr);
+    assert!(!forged.status.success() && err.contains("records PASS for HQC-128; refused"), "{err}");
+    assert!(!m4.exists());
+    std::fs::copy(b.join(log), merged.join(log)).unwrap();
+    // A summary that differs from the other shard's: a conflict, nothing merged.
+    let summary = std::fs::read_to_string(merged.join(victim)).unwrap();
+    let other = summary.replacen("\"harness_commit\": \"", "\"harness_commit\": \"other-", 1);
+    std::fs::write(merged.join(victim), other).unwrap();
+    xtask(&["evidence", "index", merged.to_str().unwrap()], None);
+    let conflict =
+        xtask(&["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", m4.to_str().unwrap()], None);
     assert!(!conflict.status.success());
     let err = String::from_utf8_lossy(&conflict.stderr);
-    assert!(err.contains("conflicting duplicates") && err.contains("local/kat/pqclean-hqc/HQC-128.log"), "{err}");
-    assert!(!tmp.path().join("m4").exists());
+    assert!(err.contains("conflicting duplicates") && err.contains(victim), "{err}");
+    assert!(!m4.exists());
+}
+
+/// A shard whose summary says PASS (the golden one, with the published digests of
+/// `kat/pqclean-ml-kem/kat.sha256`) beside KAT logs that were never that text, then
+/// re-indexed so its own index check passes: merge derives each PASS again from its
+/// log and refuses the shard, naming the instance; nothing is merged. No container.
+#[test]
+fn a_shard_edited_to_pass_and_reindexed_is_refused() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/summary.json");
+    for (forged, why) in [(Some("count = 0\nss = 00\n"), "gives sha256"), (Some(""), "is empty"), (None, "no KAT log")]
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let shard = tmp.path().join("shard");
+        let kat = shard.join("local/kat/pqclean-ml-kem");
+        std::fs::create_dir_all(&kat).unwrap();
+        std::fs::copy(&golden, kat.join("summary.json")).unwrap();
+        for label in ["ML-KEM-512", "ML-KEM-768", "ML-KEM-1024"] {
+            if let Some(text) = forged {
+                std::fs::write(kat.join(format!("{label}.log")), text).unwrap();
+            }
+        }
+        assert!(xtask(&["evidence", "index", shard.to_str().unwrap()], None).status.success());
+        assert!(xtask(&["evidence", "check", shard.to_str().unwrap()], None).status.success());
+        let out = tmp.path().join("merged");
+        let m = xtask(&["merge", shard.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
+        let err = String::from_utf8_lossy(&m.stderr);
+        assert!(!m.status.success(), "{forged:?}: a forged PASS was merged");
+        assert!(err.contains("records PASS for ML-KEM-512; refused") && err.contains(why), "{err}");
+        assert!(files(&out).is_empty(), "nothing is merged");
+    }
 }
