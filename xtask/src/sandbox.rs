@@ -611,7 +611,15 @@ fn empty_file() -> Result<Utf8PathBuf> {
     if path.as_str().contains(':') || path.as_str().contains(',') {
         bail!("cannot mount {path}: the path contains ':' or ','");
     }
-    project::write_atomic(&path, b"")?;
+    // Made once and never replaced: a container of another run may be mounting it now
+    // (runc refuses a mount source that was renamed over).
+    if !project::is_regular(&path) {
+        project::write_atomic(&path, b"")?;
+    }
+    let meta = std::fs::symlink_metadata(&path).with_context(|| format!("cannot read {path}"))?;
+    if !meta.is_file() || meta.len() != 0 {
+        bail!("{path} is not an empty file: remove it, the tool makes it again");
+    }
     Ok(path)
 }
 
