@@ -311,8 +311,9 @@ impl Ctx<'_> {
                 project::write_atomic(&path, log.as_bytes())?;
                 r.status = Status::Buildfail;
                 r.message = Some(format!(
-                    "build failed with the {} flags; compiler output in {path}:\n{}",
+                    "build failed with the {} flags; compiler output in {}:\n{}",
                     plan.flag_set,
+                    layout.relative(&path),
                     tail(&log, 12)
                 ));
                 return Ok(r.finish());
@@ -486,22 +487,24 @@ fn mismatch_message(
     sub: &Submission,
 ) -> String {
     let mut m = format!("expected sha256 {}\nactual   sha256 {actual}", entry.sha256);
-    let Some(path) = sub.kat.reference.as_ref().map(|r| src.root.join(inst.expand(r))) else {
+    let Some(shown) = sub.kat.reference.as_ref().map(|r| inst.expand(r)) else {
         m.push_str("\nno reference KAT text ships with this source, so no record can be compared");
         return m;
     };
+    // Named inside the source tree: evidence names no folder of the measuring machine.
+    let (path, shown) = (src.root.join(&shown), format!("`{shown}` of the source tree"));
     let Ok(reference) = project::read_regular(&path, DIFF_READ) else {
-        m.push_str(&format!("\nthe reference KAT text {path} is missing or too large, so no record is compared"));
+        m.push_str(&format!("\nthe reference KAT text {shown} is missing or too large, so no record is compared"));
         return m;
     };
     if kat::digest(&reference, entry).ok().as_deref() != Some(entry.sha256.as_str()) {
-        m.push_str(&format!("\n{path} does not hash to the expected digest either; no record comparison"));
+        m.push_str(&format!("\n{shown} does not hash to the expected digest either; no record comparison"));
         return m;
     }
     let text = read_prefix(generated, DIFF_READ);
     match kat::first_differing_record(&reference, &text, entry.mode) {
         Some((_, want, got)) => m.push_str(&format!(
-            "\nfirst differing record (reference {path}):\n--- expected\n{}--- generated\n{}",
+            "\nfirst differing record (reference {shown}):\n--- expected\n{}--- generated\n{}",
             tail(&want, 16),
             tail(&got, 16)
         )),

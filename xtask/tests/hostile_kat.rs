@@ -93,6 +93,7 @@ fn printing_the_published_kat_text_never_passes() {
     let (st, msg) = status("hc-incbin");
     assert_eq!(st, Status::Buildfail, "{msg}");
     assert!(msg.contains("KAT_KEM_hc-incbin.txt"), "{msg}");
+    assert!(msg.contains("compiler output in local/kat/fixture-kem/hc-incbin.build.log"), "{msg}");
     // Embedded text gives the published digest, and is found in the library.
     let (st, msg) = status("hc-embed");
     assert_eq!(st, Status::Mismatch, "{msg}");

@@ -122,6 +122,12 @@ fn every_status(c: &Case) {
     assert!(text.contains("patched (0001-drop-error.patch sha256"), "{text}");
     assert!(text.contains("first differing record"), "{text}");
     assert!(text.contains("--- expected\n      Count = 0\n"), "{text}");
+    // Messages name files inside the evidence set or the source tree, no folder of this machine.
+    let summary = std::fs::read_to_string(common::layout(out).kat_summary("fixture-kem")).unwrap();
+    assert!(summary.contains("(reference `fix-tweak/KAT/KAT_KEM_fix-tweak.txt` of the source tree)"));
+    for host in [out_s, "target/ngcc-repro"] {
+        assert!(!summary.contains(host), "summary.json names {host}");
+    }
     // The never-compile files stayed out (their #error would have been a BUILDFAIL) and
     // the shipped binary was neither run nor left executable.
     assert!(!Path::new("/tmp/ngcc-fixture-binary-was-run").exists());
