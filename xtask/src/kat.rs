@@ -163,6 +163,18 @@ impl Sink for Sha256 {
     }
 }
 
+/// A KAT text streamed into the canonical rule (`std::io::copy` from a log or a pipe).
+impl<S: Sink> std::io::Write for Canonical<S> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl<S: Sink> Canonical<S> {
     pub fn new(mode: Mode, records: Option<usize>, sink: S) -> Self {
         Canonical { mode, records, seen: 0, cut: false, line: Vec::new(), too_long: None, lines: 0, sink }

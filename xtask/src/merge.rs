@@ -125,15 +125,8 @@ fn check_pass(shard: &Utf8Path, log: &str, manifest: &Manifest, r: &InstanceResu
         bail!("its KAT log {log} is empty");
     }
     let mut canonical = Canonical::new(entry.mode, entry.records, Sha256::default());
-    let mut reader = file.take(project::EVIDENCE_FILE_CAP);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = reader.read(&mut buf).with_context(|| format!("cannot read {path}"))?;
-        if n == 0 {
-            break;
-        }
-        canonical.update(&buf[..n]);
-    }
+    std::io::copy(&mut file.take(project::EVIDENCE_FILE_CAP), &mut canonical)
+        .with_context(|| format!("cannot read {path}"))?;
     let actual = kat::finish_digest(canonical).map_err(|why| anyhow::anyhow!("its KAT log {log}: {why}"))?;
     if entry.sha256 != *actual {
         bail!(
