@@ -11,6 +11,7 @@ pub mod emulation;
 pub mod engine;
 pub mod env;
 pub mod evidence;
+pub mod family;
 pub mod flags;
 #[cfg(test)]
 mod fuzz;

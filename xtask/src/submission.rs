@@ -18,6 +18,9 @@ pub const GUIDE_FLAGS: &[&str] = &["-std=c99", "-Wpedantic", "-Wall", "-Wextra",
 pub struct Submission {
     pub id: String,
     pub name: String,
+    /// `kem` (the default), `sig`, `hash` or `kex`: what the drivers and pages are.
+    #[serde(default)]
+    pub family: crate::family::FamilyId,
     pub source: SourceSpec,
     pub build: BuildSpec,
     pub kat: KatSpec,
@@ -186,6 +189,19 @@ pub struct KatSpec {
     /// record of a MISMATCH (only when it hashes to the expected digest).
     #[serde(default)]
     pub reference: Option<String>,
+    /// Signatures: `carry` (the official driver: lengths set once and carried from record
+    /// to record) or `reset` (each record starts from the claimed sizes).
+    #[serde(default)]
+    pub lengths: Lengths,
+}
+
+/// How the KAT replay treats in/out lengths between records (a recorded choice).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lengths {
+    #[default]
+    Carry,
+    Reset,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
