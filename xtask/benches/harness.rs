@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use camino::Utf8Path;
-use xtask::bench::DriverReport;
+use xtask::evidence::schema::{self, Record};
 use xtask::evidence::Layout;
-use xtask::schema::{self, Record};
+use xtask::measure::bench::DriverReport;
 
 const CPU: &str = "1";
 

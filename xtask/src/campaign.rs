@@ -8,16 +8,16 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::builder::RunCtx;
+use crate::build::builder::RunCtx;
+use crate::build::submission::Submission;
+use crate::container::interrupt::Interrupted;
+use crate::evidence::schema::{Summary, Survey};
 use crate::evidence::{self, Layout};
 use crate::flags::{Bench, Campaign, Inputs, Op, Verify, KAT_TIMEOUT_SECS};
-use crate::hostgate::Gate;
-use crate::interrupt::Interrupted;
-use crate::schema::{Summary, Survey};
-use crate::submission::Submission;
-use crate::systems::SystemProfile;
-use crate::verify::Status;
-use crate::{profile, project};
+use crate::kat::verify::Status;
+use crate::measure::hostgate::Gate;
+use crate::measure::systems::SystemProfile;
+use crate::{measure::profile, project};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
@@ -54,7 +54,9 @@ impl Campaign {
     /// Every instance of the manifest has a PASS made against today's KAT manifest,
     /// and the evidence is indexed.
     fn verify_done(&self, layout: &Layout, sub: &Submission) -> bool {
-        let Ok(Some(summary)) = crate::schema::read::<Summary>(&layout.kat_summary(&sub.id)) else { return false };
+        let Ok(Some(summary)) = crate::evidence::schema::read::<Summary>(&layout.kat_summary(&sub.id)) else {
+            return false;
+        };
         let manifest_now = project::sha256_file(&sub.kat_manifest_path()).ok();
         let passed = |label: &str| summary.instances.iter().any(|i| i.label == label && i.status == Status::Pass);
         let rel = layout.kat_dir(&sub.id);
@@ -77,7 +79,7 @@ impl Campaign {
     /// instances it finished), and the evidence is indexed.
     fn profile_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let rel = layout.profile_dir(&sub.id);
-        let Ok(Some(survey)) = crate::schema::read::<Survey>(&layout.survey(&sub.id)) else { return false };
+        let Ok(Some(survey)) = crate::evidence::schema::read::<Survey>(&layout.survey(&sub.id)) else { return false };
         sub.instances.iter().all(|i| survey.instances.iter().any(|s| s.label == i.label))
             && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
@@ -276,9 +278,9 @@ mod tests {
         let layout = Layout::new(out, "local");
         let sub = Submission::load("pqclean-ml-kem").unwrap();
         let golden = project::root().join("xtask/tests/golden/survey.json");
-        let mut survey: Survey = crate::schema::read(&golden).unwrap().unwrap();
+        let mut survey: Survey = crate::evidence::schema::read(&golden).unwrap().unwrap();
         assert_eq!(survey.instances.len(), 1, "the golden survey speaks for ML-KEM-512 only");
-        crate::schema::write(&layout.survey(&sub.id), &survey).unwrap();
+        crate::evidence::schema::write(&layout.survey(&sub.id), &survey).unwrap();
         evidence::write_index(out).unwrap();
         assert!(!c.profile_done(&layout, &sub), "an interrupted profile's survey is not a finished profile");
         for label in ["ML-KEM-768", "ML-KEM-1024"] {
@@ -286,7 +288,7 @@ mod tests {
             i.label = label.into();
             survey.instances.push(i);
         }
-        crate::schema::write(&layout.survey(&sub.id), &survey).unwrap();
+        crate::evidence::schema::write(&layout.survey(&sub.id), &survey).unwrap();
         evidence::write_index(out).unwrap();
         assert!(c.profile_done(&layout, &sub));
     }

@@ -5,11 +5,11 @@ use anyhow::{bail, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::engine::{which, Engine};
+use crate::container::engine::{which, Engine};
+use crate::container::toolchain::{Distro, Toolchain};
 use crate::flags::{Arch, Doctor, EngineChoice};
-use crate::systems::SystemProfile;
-use crate::toolchain::{Distro, Toolchain};
-use crate::{project, sandbox};
+use crate::measure::systems::SystemProfile;
+use crate::{container::sandbox, project};
 
 /// One checked prerequisite.
 #[derive(Debug, Clone, PartialEq)]

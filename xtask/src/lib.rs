@@ -2,42 +2,19 @@
 //! they write. The binary (`main.rs`) only dispatches; tests read evidence through
 //! the same types (`schema`) the commands write it with.
 
-pub mod bench;
-pub mod builder;
+pub mod build;
 pub mod campaign;
-pub mod compare;
+pub mod container;
 pub mod doctor;
-pub mod emulation;
-pub mod engine;
-pub mod env;
 pub mod evidence;
 pub mod family;
 pub mod flags;
-#[cfg(test)]
-mod fuzz;
-pub mod hostcpu;
-pub mod hostgate;
-pub mod image;
-pub mod interrupt;
 pub mod kat;
 pub mod list;
-pub mod merge;
-pub mod profile;
+pub mod measure;
+pub mod pages;
 pub mod project;
-pub mod recipe;
-pub mod replay;
-pub mod report;
-pub mod sandbox;
-pub mod schema;
 pub mod sha;
-pub mod site;
-pub mod sizes;
-pub mod sources;
-pub mod stats;
-pub mod submission;
-pub mod systems;
-pub mod toolchain;
-pub mod verify;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -55,7 +32,7 @@ pub fn run() -> Result<()> {
     flags.resolve_paths(&cwd);
     // std::fs and xshell then agree: every path is absolute or relative to the root.
     std::env::set_current_dir(&root).with_context(|| format!("cannot enter {root}"))?;
-    interrupt::install();
+    container::interrupt::install();
     let sh = Shell::new()?;
     sh.change_dir(&root);
     match flags.cmd {

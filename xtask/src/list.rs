@@ -3,9 +3,9 @@
 use anyhow::Result;
 use xshell::Shell;
 
+use crate::build::submission::{SourceSpec, Submission};
+use crate::container::toolchain::Toolchain;
 use crate::flags::List;
-use crate::submission::{SourceSpec, Submission};
-use crate::toolchain::Toolchain;
 
 impl List {
     pub fn run(self, _sh: &Shell) -> Result<()> {

@@ -3,8 +3,8 @@
 
 fn main() {
     if let Err(e) = xtask::run() {
-        if xtask::interrupt::is_set() {
-            eprintln!("{}", xtask::interrupt::Interrupted);
+        if xtask::container::interrupt::is_set() {
+            eprintln!("{}", xtask::container::interrupt::Interrupted);
             std::process::exit(130);
         }
         eprintln!("error: {e:#}");

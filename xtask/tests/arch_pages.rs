@@ -7,10 +7,10 @@
 mod common;
 
 use camino::{Utf8Path, Utf8PathBuf};
+use xtask::evidence::schema::{self, Record, Summary};
 use xtask::evidence::Layout;
 use xtask::flags::{Arch, Op};
-use xtask::schema::{self, Record, Summary};
-use xtask::systems::SystemProfile;
+use xtask::measure::systems::SystemProfile;
 
 const ID: &str = "pqclean-ml-kem";
 

@@ -5,9 +5,9 @@
 mod common;
 
 use common::{record, sha256, stdout, xtask};
-use xtask::schema::{Environment, Record};
-use xtask::sizes::{Basis, Sizes};
-use xtask::sources::Provenance;
+use xtask::build::sources::Provenance;
+use xtask::evidence::schema::{Environment, Record};
+use xtask::measure::sizes::{Basis, Sizes};
 
 fn gate_failures() -> usize {
     let env = xtask(&["env", "--json", "--engine", "host", "--cpu", "0"], None);

@@ -7,7 +7,7 @@ mod common;
 
 use common::fixture::*;
 use common::{record, stdout, xtask};
-use xtask::schema::{self, Credibility, ProfileRecord, Survey, Verdict};
+use xtask::evidence::schema::{self, Credibility, ProfileRecord, Survey, Verdict};
 
 const DEFAULT: &str = "#define _DEFAULT_SOURCE 1\n";
 

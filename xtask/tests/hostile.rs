@@ -13,10 +13,10 @@ mod common;
 
 use common::entry;
 use common::fixture::*;
-use xtask::engine::{Backend, Engine};
-use xtask::schema::Summary;
+use xtask::container::engine::{Backend, Engine};
+use xtask::evidence::schema::Summary;
+use xtask::kat::verify::Status;
 use xtask::sha::Sha256Hex;
-use xtask::verify::Status;
 
 /// The attacks of hostile.h, with the status each must get.
 const ATTACKS: &[(&str, u32, &str)] = &[
@@ -410,8 +410,10 @@ fn ctrl_c_during_bench_and_profile_leaves_evidence_that_checks() {
             assert!(env.evidence_ok(), "{command} interrupted in round {round} left evidence unlike its index");
             let labels: Vec<&str> = records.iter().map(|r| r.split("__").next().unwrap()).collect();
             if command == "bench" {
-                let environment: xtask::schema::Environment =
-                    xtask::schema::read(&layout.environment("fixture-kem")).unwrap().expect("environment.json");
+                let environment: xtask::evidence::schema::Environment =
+                    xtask::evidence::schema::read(&layout.environment("fixture-kem"))
+                        .unwrap()
+                        .expect("environment.json");
                 assert!(layout.size_audit("fixture-kem").is_file());
                 for r in &records {
                     let (label, op) = r.trim_end_matches(".json").split_once("__").unwrap();
@@ -423,7 +425,8 @@ fn ctrl_c_during_bench_and_profile_leaves_evidence_that_checks() {
                 let mut complete = labels.clone();
                 complete.dedup();
                 complete.retain(|l| labels.iter().filter(|m| *m == l).count() == 3);
-                let survey: Option<xtask::schema::Survey> = xtask::schema::read(&layout.survey("fixture-kem")).unwrap();
+                let survey: Option<xtask::evidence::schema::Survey> =
+                    xtask::evidence::schema::read(&layout.survey("fixture-kem")).unwrap();
                 let surveyed: Vec<String> = survey.iter().flat_map(|s| &s.instances).map(|i| i.label.clone()).collect();
                 assert_eq!(surveyed, complete, "the survey speaks for exactly the complete instances of the run");
             }

@@ -10,8 +10,8 @@ mod common;
 
 use common::entry;
 use common::fixture::*;
-use xtask::schema::Summary;
-use xtask::verify::Status;
+use xtask::evidence::schema::Summary;
+use xtask::kat::verify::Status;
 
 /// A fixture archive and its manifests, with a cache and evidence folder of its own.
 struct Env {

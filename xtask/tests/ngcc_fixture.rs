@@ -11,13 +11,13 @@ mod common;
 use camino::Utf8Path;
 use common::fixture::*;
 use common::{entry, sha256, xtask};
+use xtask::build::sources::Provenance;
+use xtask::evidence::schema::{self, SizeAudit, Summary};
 use xtask::evidence::Layout;
 use xtask::flags::Arch;
-use xtask::schema::{self, SizeAudit, Summary};
-use xtask::sizes::{Field, Sizes};
-use xtask::sources::Provenance;
-use xtask::systems::SystemProfile;
-use xtask::verify::Status;
+use xtask::kat::verify::Status;
+use xtask::measure::sizes::{Field, Sizes};
+use xtask::measure::systems::SystemProfile;
 
 fn statuses(out: &Path) -> Summary {
     common::summary(out, "fixture-kem")

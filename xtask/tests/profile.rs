@@ -7,7 +7,7 @@ mod common;
 
 use common::fixture::*;
 use common::xtask;
-use xtask::schema::{self, ProfileRecord, Survey, Verdict};
+use xtask::evidence::schema::{self, ProfileRecord, Survey, Verdict};
 
 fn record(out: &std::path::Path, label: &str, op: &str) -> ProfileRecord {
     schema::read(&common::layout(out).profile("fixture-kem", label, op)).unwrap().expect("profile record")

@@ -6,11 +6,11 @@
 mod common;
 
 use camino::Utf8PathBuf;
+use xtask::evidence::schema::{self, Environment, Record, Summary};
 use xtask::evidence::Layout;
 use xtask::flags::Op;
-use xtask::schema::{self, Environment, Record, Summary};
-use xtask::sizes::{Basis, CatalogRow, Sizes};
-use xtask::verify::Status;
+use xtask::kat::verify::Status;
+use xtask::measure::sizes::{Basis, CatalogRow, Sizes};
 
 /// (label, op, mean cycles, mean ns, ops/s, median trial ns, trials, iterations,
 /// static image, baseline RSS, peak RSS).
@@ -122,7 +122,11 @@ fn sections_two_to_six_equal_the_seed_page() {
     let template = summary.instances[0].clone();
     summary.instances = ["BRQC-128", "BRQC-256", "BRQC-512"]
         .iter()
-        .map(|l| xtask::schema::InstanceResult { label: (*l).into(), status: Status::Pass, ..template.clone() })
+        .map(|l| xtask::evidence::schema::InstanceResult {
+            label: (*l).into(),
+            status: Status::Pass,
+            ..template.clone()
+        })
         .collect();
     std::fs::create_dir_all(layout.kat_dir("kem-07")).unwrap();
     std::fs::create_dir_all(layout.records_dir("kem-07")).unwrap();

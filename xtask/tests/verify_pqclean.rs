@@ -4,9 +4,9 @@
 mod common;
 
 use common::{sha256, stdout, summary};
-use xtask::engine::{Backend, Engine};
-use xtask::schema::Summary;
-use xtask::verify::Status;
+use xtask::container::engine::{Backend, Engine};
+use xtask::evidence::schema::Summary;
+use xtask::kat::verify::Status;
 
 fn xtask(args: &[&str]) -> std::process::Output {
     common::xtask(args, None)

@@ -1,6 +1,8 @@
 //! What a primitive family is: its operations, its size names, its drivers and the page
 //! sections it contributes. Commands ask the family; nothing else matches on it.
 
+pub mod replay;
+
 use serde::{Deserialize, Serialize};
 
 /// The family a manifest names (`family = "sig"`); absent means a KEM.

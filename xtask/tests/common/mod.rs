@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use camino::Utf8Path;
+use xtask::evidence::schema::{self, InstanceResult, Record, Summary};
 use xtask::evidence::Layout;
-use xtask::schema::{self, InstanceResult, Record, Summary};
 
 pub mod fixture;
 use std::process::{Command, Output};

@@ -9,24 +9,24 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::builder::{Build, BuildCtx, Built, RunCtx};
-use crate::env;
-use crate::evidence::Layout;
-use crate::flags::{Bench, Op};
-use crate::hostcpu::HostCpu;
-use crate::hostgate::{self, Gate};
-use crate::recipe;
-use crate::sandbox::{Limits, Sandbox};
-use crate::schema::{
+use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::build::recipe;
+use crate::build::sources::Source;
+use crate::build::submission::{Instance, Submission};
+use crate::container::sandbox::{Limits, Sandbox};
+use crate::evidence::schema::{
     self, Calibration, Commands, Counter, Credibility, Disagreement, Environment, HostCheck, Memory, PlanRecord,
     Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
 };
-use crate::sizes::{self, CatalogRow, Sizes};
-use crate::sources::Source;
-use crate::stats::{self, PlanSpec, Trial};
-use crate::submission::{Instance, Submission};
-use crate::systems::SystemProfile;
-use crate::{emulation, project};
+use crate::evidence::Layout;
+use crate::flags::{Bench, Op};
+use crate::measure::env;
+use crate::measure::hostcpu::HostCpu;
+use crate::measure::hostgate::{self, Gate};
+use crate::measure::sizes::{self, CatalogRow, Sizes};
+use crate::measure::stats::{self, PlanSpec, Trial};
+use crate::measure::systems::SystemProfile;
+use crate::{container::emulation, project};
 
 /// What the timing driver prints for one process.
 #[derive(Debug, Clone, Deserialize, Serialize)]

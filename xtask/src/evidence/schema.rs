@@ -23,20 +23,20 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::CounterKind;
-use crate::engine::Backend;
+use crate::build::recipe::Plan;
+use crate::build::sources::{PatchRecord, Provenance};
+use crate::build::submission::GroupKind;
+use crate::container::engine::Backend;
+use crate::container::sandbox::{Limits, Outcome};
 use crate::flags::{Arch, Op};
-use crate::hostgate::Gate;
 use crate::kat;
-use crate::recipe::Plan;
-use crate::sandbox::{Limits, Outcome};
+use crate::kat::verify::Status;
+use crate::measure::bench::CounterKind;
+use crate::measure::hostgate::Gate;
+use crate::measure::sizes::{Basis, CatalogRow, Field, Sizes};
+use crate::measure::stats::{Aggregate, PlanSpec, Trial};
+use crate::measure::systems::SystemProfile;
 use crate::sha::Sha256Hex;
-use crate::sizes::{Basis, CatalogRow, Field, Sizes};
-use crate::sources::{PatchRecord, Provenance};
-use crate::stats::{Aggregate, PlanSpec, Trial};
-use crate::submission::GroupKind;
-use crate::systems::SystemProfile;
-use crate::verify::Status;
 
 /// A file the tool writes and reads back: through its type, at one schema version.
 pub trait Evidence: Serialize + serde::de::DeserializeOwned {
@@ -621,10 +621,12 @@ mod tests {
         // is the engine's own seccomp profile, which is not evidence.
         let root = crate::project::root().join("xtask");
         let mut offences = Vec::new();
-        for dir in ["src", "tests", "tests/common", "benches"] {
-            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
-                let path = camino::Utf8PathBuf::from_path_buf(entry.unwrap().path()).unwrap();
-                if path.extension() != Some("rs") || path.ends_with("src/sandbox.rs") || path.ends_with("src/schema.rs")
+        for dir in ["src", "tests", "benches"] {
+            for entry in walkdir::WalkDir::new(root.join(dir)) {
+                let path = camino::Utf8PathBuf::from_path_buf(entry.unwrap().into_path()).unwrap();
+                if path.extension() != Some("rs")
+                    || path.ends_with("container/sandbox.rs")
+                    || path.ends_with("evidence/schema.rs")
                 {
                     continue;
                 }

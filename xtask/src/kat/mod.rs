@@ -2,15 +2,19 @@
 //!
 //! Line format: `<sha256> <mode>[:<records>] <label>/<file>`.
 
+#[cfg(test)]
+mod fuzz;
+pub mod verify;
+
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use sha2::{Digest, Sha256};
 
+use crate::build::submission::Submission;
 use crate::project;
 use crate::sha::{Sha256Hex, EMPTY};
-use crate::submission::Submission;
 
 fn labels(sub: &Submission) -> String {
     sub.instances.iter().map(|i| i.label.as_str()).collect::<Vec<_>>().join(", ")

@@ -19,9 +19,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
-use crate::engine::{Backend, Engine};
-use crate::hostcpu::{HostCpu, TrialCgroup};
-use crate::interrupt::{self, Live, Registration};
+use crate::container::engine::{Backend, Engine};
+use crate::container::interrupt::{self, Live, Registration};
+use crate::measure::hostcpu::{HostCpu, TrialCgroup};
 use crate::project;
 
 /// The user every sandboxed command runs as (nobody), inside and outside the container.

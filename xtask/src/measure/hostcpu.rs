@@ -10,7 +10,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::engine::Engine;
+use crate::container::engine::Engine;
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 

@@ -7,12 +7,12 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::engine::{which, Backend, Engine};
+use crate::container::engine::{which, Backend, Engine};
+use crate::container::sandbox::{Limits, Sandbox};
+use crate::container::toolchain::{Distro, Toolchain};
+use crate::evidence::schema::ImageLock;
 use crate::flags::{Arch, ImageBuild, ImageCheck};
 use crate::project;
-use crate::sandbox::{Limits, Sandbox};
-use crate::schema::ImageLock;
-use crate::toolchain::{Distro, Toolchain};
 
 impl ImageBuild {
     pub fn run(self, sh: &Shell) -> Result<()> {
@@ -130,7 +130,7 @@ fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) ->
                 arch.debian()
             );
         }
-        crate::emulation::ensure_binfmt(arch)?;
+        crate::container::emulation::ensure_binfmt(arch)?;
     }
     let dir = project::cache_dir().join("images");
     std::fs::create_dir_all(&dir)?;
@@ -215,7 +215,7 @@ pub fn check(
     let old = ImageLock::load(engine, &tag);
     let rootfs_sha256 = rootfs_sha256.or_else(|| old.filter(|o| o.image_id == image_id).and_then(|o| o.rootfs_sha256));
     let lock = ImageLock {
-        schema: crate::schema::version::<ImageLock>(),
+        schema: crate::evidence::schema::version::<ImageLock>(),
         toolchain: tc.name.clone(),
         spec_sha256: tc.spec_sha256.clone(),
         arch,
@@ -228,7 +228,7 @@ pub fn check(
         packages,
         checked_at: project::now_utc(),
     };
-    crate::schema::write(&ImageLock::path(engine, &tag), &lock)?;
+    crate::evidence::schema::write(&ImageLock::path(engine, &tag), &lock)?;
     Ok(lock)
 }
 

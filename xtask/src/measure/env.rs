@@ -6,13 +6,13 @@ use anyhow::Result;
 use camino::Utf8Path;
 use xshell::{cmd, Shell};
 
-use crate::engine::Backend;
+use crate::container::engine::Backend;
+use crate::container::toolchain::Toolchain;
+use crate::evidence::schema::{Environment, ImageLock, ToolchainRecord};
 use crate::flags::{Arch, Env};
-use crate::hostgate::{self, Gate};
+use crate::measure::hostgate::{self, Gate};
+use crate::measure::systems::SystemProfile;
 use crate::project;
-use crate::schema::{Environment, ImageLock, ToolchainRecord};
-use crate::systems::SystemProfile;
-use crate::toolchain::Toolchain;
 
 impl Environment {
     /// The CPUs the timing ran on, as the seed pages say it.
@@ -124,7 +124,7 @@ pub fn collect(
         ));
     }
     Environment {
-        schema: crate::schema::version::<Environment>(),
+        schema: crate::evidence::schema::version::<Environment>(),
         system: system.clone(),
         processor,
         logical_cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),

@@ -13,10 +13,10 @@ use camino::{Utf8Path, Utf8PathBuf};
 use sha2::Sha256;
 use xshell::Shell;
 
+use crate::evidence::schema::{self, InstanceResult, Summary};
 use crate::flags::Merge;
+use crate::kat::verify::Status;
 use crate::kat::{self, Canonical, Manifest};
-use crate::schema::{self, InstanceResult, Summary};
-use crate::verify::Status;
 use crate::{evidence, project};
 
 impl Merge {

@@ -5,10 +5,10 @@ use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Backend;
+use crate::build::sources::Source;
+use crate::build::submission::{CmakeSpec, Instance, Submission};
+use crate::container::engine::Backend;
 use crate::project;
-use crate::sources::Source;
-use crate::submission::{CmakeSpec, Instance, Submission};
 
 /// Mount points inside the sandbox. Build steps run in BUILD (their own fresh folder);
 /// programs run in /tmp with BUILD read-only.
@@ -396,9 +396,9 @@ pub fn drivers_digest() -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::{build_key, KeyInputs};
+    use crate::build::builder::{build_key, KeyInputs};
+    use crate::build::sources::{PatchRecord, Provenance};
     use crate::sha::Sha256Hex;
-    use crate::sources::{PatchRecord, Provenance};
     use camino::Utf8PathBuf;
 
     const MANIFEST: &str = r#"id = "plan-test"

@@ -11,9 +11,9 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8PathBuf;
 use xshell::Shell;
 
+use crate::evidence::schema::{self, Record};
 use crate::flags::Compare;
-use crate::schema::{self, Record};
-use crate::{project, site};
+use crate::{pages::site, project};
 
 /// One side: an evidence root and one of its systems.
 #[derive(Debug, Clone)]
@@ -94,7 +94,7 @@ fn refuse_not_credible(common: &[Key], (ra, rb): (&BTreeMap<Key, Record>, &BTree
     let bad: Vec<String> = common
         .iter()
         .flat_map(|k| [&ra[k], &rb[k]])
-        .filter(|r| r.host_check.credibility == crate::schema::Credibility::NotCredible)
+        .filter(|r| r.host_check.credibility == crate::evidence::schema::Credibility::NotCredible)
         .map(|r| {
             format!(
                 "  - {} {} {} ({}): {}",
@@ -208,8 +208,8 @@ fn page(
             k.0,
             k.1,
             k.2,
-            crate::stats::human_time(x.aggregate.mean_ns),
-            crate::stats::human_time(y.aggregate.mean_ns),
+            crate::measure::stats::human_time(x.aggregate.mean_ns),
+            crate::measure::stats::human_time(y.aggregate.mean_ns),
             y.aggregate.mean_ns / x.aggregate.mean_ns
         );
     }
@@ -251,7 +251,7 @@ mod tests {
         assert!(
             refuse_not_credible(std::slice::from_ref(&key), (&ra, &BTreeMap::from([(key.clone(), b.clone())]))).is_ok()
         );
-        b.host_check.credibility = crate::schema::Credibility::NotCredible;
+        b.host_check.credibility = crate::evidence::schema::Credibility::NotCredible;
         let rb = BTreeMap::from([(key.clone(), b)]);
         let e = refuse_not_credible(&[key], (&ra, &rb)).unwrap_err().to_string();
         assert!(e.contains("not credible") && e.contains("ML-KEM-512"), "{e}");

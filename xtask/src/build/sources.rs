@@ -10,10 +10,10 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
+use crate::build::submission::{SourceSpec, Submission};
 use crate::flags::Arch;
 use crate::project;
 use crate::sha::Sha256Hex;
-use crate::submission::{SourceSpec, Submission};
 
 /// Where a source tree came from; copied into every record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

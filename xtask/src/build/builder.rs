@@ -18,20 +18,20 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use xshell::Shell;
 
-use crate::engine::Backend;
+use crate::build::recipe::{self, Places, Plan, Step};
+use crate::container::engine::Backend;
+use crate::container::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
+use crate::evidence::schema::{BuildRecord, ImageLock, StepFailure, ToolchainRecord};
 use crate::evidence::Layout;
 use crate::flags::{Arch, Inputs};
-use crate::recipe::{self, Places, Plan, Step};
-use crate::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
-use crate::schema::{BuildRecord, ImageLock, StepFailure, ToolchainRecord};
 
 /// Most files a build may leave (its folder is listed and digested file by file).
 const MAX_FILES: u64 = 100_000;
-use crate::sources::{self, Source};
-use crate::submission::{Instance, Submission};
-use crate::systems::SystemProfile;
-use crate::toolchain::Toolchain;
-use crate::{emulation, image, project};
+use crate::build::sources::{self, Source};
+use crate::build::submission::{Instance, Submission};
+use crate::container::toolchain::Toolchain;
+use crate::measure::systems::SystemProfile;
+use crate::{container::emulation, container::image, project};
 
 impl ToolchainRecord {
     pub fn from_lock(lock: &ImageLock, engine: Backend) -> ToolchainRecord {
@@ -266,7 +266,7 @@ impl BuildCtx<'_> {
             _ => return Ok(Err(Built::Failed { plan, key, log })),
         };
         let record = BuildRecord {
-            schema: crate::schema::version::<BuildRecord>(),
+            schema: crate::evidence::schema::version::<BuildRecord>(),
             key,
             plan,
             files,
@@ -277,7 +277,7 @@ impl BuildCtx<'_> {
             log.push_str(&why);
             return Ok(Err(Built::Failed { plan: record.plan, key: record.key, log }));
         }
-        crate::schema::write(&tmp.join("build.json"), &record)?;
+        crate::evidence::schema::write(&tmp.join("build.json"), &record)?;
         Ok(Ok(record))
     }
 
@@ -376,7 +376,7 @@ fn reusable(record_path: &Utf8Path, out: &Utf8Path, key: &str) -> Result<Option<
         return Ok(None);
     }
     let record: BuildRecord =
-        crate::schema::read(record_path).map_err(|e| format!("{e:#}"))?.ok_or("no build record")?;
+        crate::evidence::schema::read(record_path).map_err(|e| format!("{e:#}"))?.ok_or("no build record")?;
     if record.key != key {
         return Err(format!("{record_path} belongs to another build"));
     }
@@ -462,7 +462,7 @@ impl KeyLock {
                 println!("  waiting for another run that is using or making this build ({path})");
                 said = true;
             }
-            crate::interrupt::check()?;
+            crate::container::interrupt::check()?;
             std::thread::sleep(Duration::from_millis(200));
         }
         Ok(())
@@ -613,7 +613,7 @@ impl Inputs {
         let (archive, source_dir) = (self.archive.clone(), self.source_dir.clone());
         let overrides = sources::Overrides { archive, source_dir, limits, arch };
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
-        crate::submission::check_selection(&self.instances, &subs)?;
+        crate::build::submission::check_selection(&self.instances, &subs)?;
         let mut work = Vec::new();
         for sub in subs {
             check(&sub)?;

@@ -7,17 +7,17 @@ use std::fmt::Write as _;
 use anyhow::{bail, Result};
 use xshell::Shell;
 
-use crate::evidence::{self, Layout};
-use crate::flags::{Op, Report};
-use crate::schema::{
+use crate::build::sources::Provenance;
+use crate::build::submission::GroupKind;
+use crate::build::submission::Submission;
+use crate::evidence::schema::{
     self, Credibility, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary, Survey,
 };
-use crate::sources::Provenance;
-use crate::submission::GroupKind;
-use crate::submission::Submission;
-use crate::systems::SystemProfile;
-use crate::verify::Status;
-use crate::{project, stats};
+use crate::evidence::{self, Layout};
+use crate::flags::{Op, Report};
+use crate::kat::verify::Status;
+use crate::measure::systems::SystemProfile;
+use crate::{measure::stats, project};
 
 /// The operations a page shows, in its order.
 pub const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
@@ -328,8 +328,8 @@ fn self_reported_line(records: &[Record]) -> String {
         "Times and ticks are self-reported by the timing driver inside the candidate's process; the host \
          checked them against the container's CPU time read from its cgroup (CPU <= {} x accounted time + {} ms \
          per run): {} checked, {} not credible, {} unchecked (no host reading).",
-        crate::bench::CPU_FACTOR,
-        crate::bench::LOAD_SLACK_NS / 1_000_000,
+        crate::measure::bench::CPU_FACTOR,
+        crate::measure::bench::LOAD_SLACK_NS / 1_000_000,
         count(Credibility::Checked),
         count(Credibility::NotCredible),
         count(Credibility::SelfReported)
@@ -341,7 +341,9 @@ fn unchecked_libraries(e: &Evidence) -> Vec<String> {
     let passed = |label: &str, sha: &str| {
         e.kat.as_ref().is_some_and(|k| {
             k.instances.iter().any(|i| {
-                i.label == label && i.status == crate::verify::Status::Pass && i.library_sha256.as_deref() == Some(sha)
+                i.label == label
+                    && i.status == crate::kat::verify::Status::Pass
+                    && i.library_sha256.as_deref() == Some(sha)
             })
         })
     };
@@ -453,7 +455,7 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
     )?;
     let pct = |x: f64| format!("{:.1}%", 100.0 * x);
     for r in &e.profiles {
-        let share = |pick: &dyn Fn(GroupKind) -> bool| pct(crate::profile::kind_share(&r.groups, pick));
+        let share = |pick: &dyn Fn(GroupKind) -> bool| pct(crate::measure::profile::kind_share(&r.groups, pick));
         writeln!(
             w,
             "| {} | {} | {} | {} | {} | {} | ×{:.2} |",
@@ -462,7 +464,7 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
             share(&|k| k == GroupKind::IccsHash),
             share(&|k| k == GroupKind::IccsDrng),
             share(&|k| k == GroupKind::Direct),
-            md(&crate::profile::calls_text(&r.groups)),
+            md(&crate::measure::profile::calls_text(&r.groups)),
             r.overhead_ratio
         )?;
     }

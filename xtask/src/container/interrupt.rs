@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use xshell::Shell;
 
-use crate::engine::Engine;
+use crate::container::engine::Engine;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());

@@ -16,12 +16,12 @@ use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
+use crate::build::submission::Submission;
+use crate::evidence::schema::Record;
 use crate::evidence::Layout;
 use crate::flags::{Op, Site};
-use crate::report::OPS;
-use crate::schema::Record;
-use crate::submission::Submission;
-use crate::{project, report, stats};
+use crate::pages::report::OPS;
+use crate::{measure::stats, pages::report, project};
 
 const COLORS: [&str; 3] = ["#4477aa", "#ee6677", "#228833"];
 const STYLE: &str = "body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}\
@@ -257,7 +257,7 @@ fn inline(s: &str) -> String {
 /// The charts of one page, from the timing records (none for emulated runs).
 fn charts(layout: &Layout, sub: &Submission) -> Result<String> {
     // Figures the host's CPU check refuted are no bars (the table marks them).
-    let credible = |r: &Record| r.host_check.credibility != crate::schema::Credibility::NotCredible;
+    let credible = |r: &Record| r.host_check.credibility != crate::evidence::schema::Credibility::NotCredible;
     let records: Vec<Record> = report::records(layout, sub)?.into_iter().filter(credible).collect();
     if records.is_empty() || records.iter().any(|r| r.emulated) {
         return Ok(String::new());

@@ -12,18 +12,18 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::bench::{Ctx, Timed};
-use crate::builder::{Build, BuildCtx, Built, RunCtx};
-use crate::flags::{Bench, Op, Profile};
-use crate::hostgate::Gate;
-use crate::sandbox::Limits;
-use crate::schema::{
+use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::build::sources::Source;
+use crate::build::submission::{GroupKind, Instance, ProfileSpec, Submission};
+use crate::container::sandbox::Limits;
+use crate::evidence::schema::{
     self, Credibility, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict,
 };
-use crate::sources::Source;
-use crate::submission::{GroupKind, Instance, ProfileSpec, Submission};
-use crate::systems::SystemProfile;
-use crate::{project, recipe, stats};
+use crate::flags::{Bench, Op, Profile};
+use crate::measure::bench::{Ctx, Timed};
+use crate::measure::hostgate::Gate;
+use crate::measure::systems::SystemProfile;
+use crate::{build::recipe, measure::stats, project};
 
 /// Byte patterns that show an implementation is in a library: every needle of a family
 /// must occur. Tables in data are found on every architecture; constants built into
@@ -629,37 +629,38 @@ mod tests {
         assert!(s.notes[0].starts_with("timings not credible"), "{:?}", s.notes);
     }
 
-    fn timed(counts: Vec<crate::bench::WrappedCount>, ticks: u64) -> Timed {
-        let report: crate::bench::DriverReport = serde_json::from_str(&format!(
+    fn timed(counts: Vec<crate::measure::bench::WrappedCount>, ticks: u64) -> Timed {
+        let report: crate::measure::bench::DriverReport = serde_json::from_str(&format!(
             r#"{{"iterations":10,"ns":1000,"ticks":{ticks},"accounted_ns":2000,"counter":"tsc","counter_nominal_hz":0,"perf_errno":2,
                "baseline_rss_kib":1,"peak_rss_kib":1,"api_sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}},
                "returned_sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}}}}"#
         ))
         .unwrap();
-        let report = crate::bench::DriverReport { profile: counts, ..report };
-        let trial = crate::stats::Trial { iterations: 10, ns: 1000, ticks, disturbed: false, replaced: false };
+        let report = crate::measure::bench::DriverReport { profile: counts, ..report };
+        let trial = crate::measure::stats::Trial { iterations: 10, ns: 1000, ticks, disturbed: false, replaced: false };
         Timed {
-            spec: crate::stats::PlanSpec::quick(),
-            plan: crate::stats::Plan { iterations: 10, warmups: 0 },
+            spec: crate::measure::stats::PlanSpec::quick(),
+            plan: crate::measure::stats::Plan { iterations: 10, warmups: 0 },
             estimate: 100.0,
             calibration: Vec::new(),
             slots: vec![vec![(trial, report)]],
             disturbed_total: 0,
-            host_check: crate::schema::HostCheck::of(&[]),
+            host_check: crate::evidence::schema::HostCheck::of(&[]),
         }
     }
 
     #[test]
     fn forged_counts_from_the_candidates_process_are_refused() {
         let spec = ProfileSpec {
-            groups: vec![crate::submission::Group {
+            groups: vec![crate::build::submission::Group {
                 name: "hash".into(),
                 kind: GroupKind::IccsHash,
                 family: "ICCS".into(),
                 symbols: vec!["pseudohash".into()],
             }],
         };
-        let count = |symbol: &str, ticks| crate::bench::WrappedCount { symbol: symbol.into(), calls: 20, ticks };
+        let count =
+            |symbol: &str, ticks| crate::measure::bench::WrappedCount { symbol: symbol.into(), calls: 20, ticks };
         let (ops, total, groups) = shares(&spec, &timed(vec![count("pseudohash", 400)], 1000)).unwrap();
         assert_eq!((ops, total), (10, 1000));
         assert_eq!((groups[0].share, groups[0].symbols[0].calls_per_op), (0.4, 2.0));
@@ -668,7 +669,10 @@ mod tests {
         assert!(shares(&spec, &timed(vec![count("pseudohash", 1001)], 1000)).is_err());
         assert!(shares(&spec, &timed(vec![], 1000)).is_err());
         let two = ProfileSpec {
-            groups: vec![crate::submission::Group { symbols: vec!["a".into(), "b".into()], ..spec.groups[0].clone() }],
+            groups: vec![crate::build::submission::Group {
+                symbols: vec!["a".into(), "b".into()],
+                ..spec.groups[0].clone()
+            }],
         };
         assert!(shares(&two, &timed(vec![count("a", u64::MAX), count("b", 2)], u64::MAX)).is_err());
     }
@@ -696,7 +700,7 @@ mod tests {
             .expect("gcc (installed by .ci/run)");
         assert!(status.success());
         let spec = ProfileSpec {
-            groups: vec![crate::submission::Group {
+            groups: vec![crate::build::submission::Group {
                 name: "g".into(),
                 kind: GroupKind::Direct,
                 family: "X".into(),
@@ -732,7 +736,7 @@ mod tests {
             .status()
             .expect("gcc (installed by .ci/run)");
         assert!(status.success());
-        let group = |name: &str, kind, family: &str, symbol: &str| crate::submission::Group {
+        let group = |name: &str, kind, family: &str, symbol: &str| crate::build::submission::Group {
             name: name.into(),
             kind,
             family: family.into(),

@@ -4,8 +4,8 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::schema::Disagreement;
 use crate::project;
-use crate::schema::Disagreement;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sizes {

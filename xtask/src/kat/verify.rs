@@ -15,18 +15,18 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use xshell::Shell;
 
-use crate::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::build::recipe;
+use crate::build::sources::{self, Source};
+use crate::build::submission::{Instance, Submission};
+use crate::container::sandbox::Outcome;
+use crate::evidence::schema::{self, InstanceResult, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
+use crate::family::replay;
 use crate::flags::Verify;
 use crate::kat::{self, Canonical, Manifest};
 use crate::project;
-use crate::recipe;
-use crate::replay;
-use crate::sandbox::Outcome;
-use crate::schema::{self, InstanceResult, Summary, ToolchainRecord};
 use crate::sha::Sha256Hex;
-use crate::sources::{self, Source};
-use crate::submission::{Instance, Submission};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]

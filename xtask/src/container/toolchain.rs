@@ -6,10 +6,10 @@ use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Engine;
+use crate::container::engine::Engine;
+use crate::evidence::schema::ImageLock;
 use crate::flags::Arch;
 use crate::project;
-use crate::schema::ImageLock;
 
 /// Bumped when the way an image is made from a spec changes.
 const IMAGE_RECIPE: &str = "mmdebstrap-apt-v1";
@@ -118,7 +118,7 @@ impl ImageLock {
     }
 
     pub fn load(engine: Engine, tag: &str) -> Option<ImageLock> {
-        crate::schema::read(&Self::path(engine, tag)).ok().flatten()
+        crate::evidence::schema::read(&Self::path(engine, tag)).ok().flatten()
     }
 }
 

@@ -8,11 +8,11 @@ use std::time::Duration;
 use anyhow::Result;
 use xshell::Shell;
 
-use crate::builder::Build;
+use crate::build::builder::Build;
+use crate::build::recipe;
+use crate::container::sandbox::Sandbox;
+use crate::evidence::schema::Replay;
 use crate::project;
-use crate::recipe;
-use crate::sandbox::Sandbox;
-use crate::schema::Replay;
 
 /// Records per replay, and bytes per seed (what the timing adapters take).
 const RECORDS: usize = 3;

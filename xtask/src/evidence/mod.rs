@@ -17,6 +17,9 @@
 //! `<system>` is the evidence folder `SystemProfile::evidence_name` gives: the system's
 //! name, or `<system>-<arch>` for a run off the profile's architecture.
 
+pub mod merge;
+pub mod schema;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Context, Result};
@@ -24,9 +27,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use xshell::Shell;
 
+use self::schema::{Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
 use crate::flags::{EvidenceCheck, EvidenceIndex};
 use crate::project;
-use crate::schema::{self, Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
 
 pub struct Layout {
     pub out: Utf8PathBuf,

@@ -1,0 +1,7 @@
+//! Building: manifests, obtaining and extracting sources, plans (the exact compiler
+//! command lines), builds in the sandbox and the build cache.
+
+pub mod builder;
+pub mod recipe;
+pub mod sources;
+pub mod submission;

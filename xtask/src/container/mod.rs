@@ -1,0 +1,9 @@
+//! The container layer: engines (podman, docker), pinned images and toolchains, one
+//! command in a fresh sandbox, emulation of foreign architectures, interruption.
+
+pub mod emulation;
+pub mod engine;
+pub mod image;
+pub mod interrupt;
+pub mod sandbox;
+pub mod toolchain;
