@@ -13,7 +13,7 @@ use crate::build::submission::Submission;
 use crate::container::interrupt::Interrupted;
 use crate::evidence::schema::{Summary, Survey};
 use crate::evidence::{self, Layout};
-use crate::flags::{Bench, Campaign, Inputs, Op, Verify, KAT_TIMEOUT_SECS};
+use crate::flags::{Bench, Campaign, Inputs, Verify, KAT_TIMEOUT_SECS};
 use crate::kat::verify::Status;
 use crate::measure::hostgate::Gate;
 use crate::measure::systems::SystemProfile;
@@ -66,10 +66,9 @@ impl Campaign {
     }
 
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
+        let Ok(family) = sub.family() else { return false };
         let complete = sub.instances.iter().all(|i| {
-            [Op::Keygen, Op::Enc, Op::Dec]
-                .iter()
-                .all(|op| project::is_regular(&layout.record(&sub.id, &i.label, op.name())))
+            family.default_ops().iter().all(|op| project::is_regular(&layout.record(&sub.id, &i.label, op.name())))
         });
         let rel = layout.records_dir(&sub.id);
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
@@ -88,7 +87,8 @@ impl Campaign {
     fn bench(&self, id: &str, ctx: &RunCtx) -> Result<Bench> {
         Bench {
             inputs: self.inputs(Some(id)),
-            ops: vec![Op::Keygen, Op::Enc, Op::Dec],
+            // Each submission's family decides its operations.
+            ops: Vec::new(),
             trials: None,
             trial_target: None,
             iterations: None,

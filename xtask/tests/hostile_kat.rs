@@ -105,17 +105,17 @@ fn printing_the_published_kat_text_never_passes() {
         assert_eq!(st, Status::Mismatch, "{label}: {msg}");
         assert_eq!(entry(&s, label).actual_sha256, entry(&s, label).expected_sha256, "{label}: canned");
         assert!(msg.contains("replay on seeds drawn at run time failed") && msg.contains(why), "{label}: {msg}");
-        assert!(!entry(&s, label).replay.as_ref().unwrap().passed);
+        assert!(!entry(&s, label).check.as_ref().unwrap().holds());
     }
     // The honest instance passes, with its replay and the seeds it used recorded.
     assert_eq!(status("fix-16").0, Status::Pass, "{}", status("fix-16").1);
-    let replay = entry(&s, "fix-16").replay.clone().expect("a replay");
-    assert!(replay.passed, "{}", replay.detail);
+    let replay = entry(&s, "fix-16").check.clone().expect("a replay");
+    assert!(replay.holds(), "{}", replay.detail);
     assert_eq!(replay.seeds.len(), 3);
     assert!(replay.seeds.iter().all(|seed| seed.len() == 96));
     // Seeds are drawn anew for every run.
     let (_, again) = env.verify("out2", &["--instance", "fix-16"]);
-    assert_ne!(entry(&again, "fix-16").replay.as_ref().unwrap().seeds, replay.seeds);
+    assert_ne!(entry(&again, "fix-16").check.as_ref().unwrap().seeds, replay.seeds);
 }
 
 /// Every build folder of the cache is finished: a record beside its files.

@@ -16,7 +16,7 @@ use xtask::evidence::schema::{self, SizeAudit, Summary};
 use xtask::evidence::Layout;
 use xtask::flags::Arch;
 use xtask::kat::verify::Status;
-use xtask::measure::sizes::{Field, Sizes};
+use xtask::measure::sizes::Sizes;
 use xtask::measure::systems::SystemProfile;
 
 fn statuses(out: &Path) -> Summary {
@@ -170,10 +170,10 @@ fn bench_and_source_dir(c: &Case) {
     );
     assert!(bench.status.success());
     let rec = common::record(out, "fixture-kem", "fix-32", "enc");
-    assert_eq!(rec.sizes.api, Sizes { pk: 32, sk: 32, ct: 32, ss: 32 });
+    assert_eq!(rec.sizes.api, Sizes::of([("pk", 32), ("sk", 32), ("ct", 32), ("ss", 32)]));
     assert_eq!(rec.patches[0].file, "0001-drop-error.patch");
     let audit: SizeAudit = schema::read(&common::layout(out).size_audit("fixture-kem")).unwrap().unwrap();
-    assert!(audit.disagreements.iter().any(|d| d.instance == "fix-32" && d.field == Field::Row), "{audit:?}");
+    assert!(audit.disagreements.iter().any(|d| d.instance == "fix-32" && d.field == "row"), "{audit:?}");
     assert!(String::from_utf8_lossy(&bench.stdout).contains("fix-32: no row in the size catalog"));
 
     // The same fixture through --source-dir: unpinned directory with its tree digest.

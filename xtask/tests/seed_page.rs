@@ -8,23 +8,23 @@ mod common;
 use camino::Utf8PathBuf;
 use xtask::evidence::schema::{self, Environment, Record, Summary};
 use xtask::evidence::Layout;
-use xtask::flags::Op;
+use xtask::family::OpId;
 use xtask::kat::verify::Status;
 use xtask::measure::sizes::{Basis, CatalogRow, Sizes};
 
 /// (label, op, mean cycles, mean ns, ops/s, median trial ns, trials, iterations,
 /// static image, baseline RSS, peak RSS).
-type Row = (&'static str, Op, f64, f64, f64, f64, usize, u64, u64, i64, i64);
+type Row = (&'static str, &'static str, f64, f64, f64, f64, usize, u64, u64, i64, i64);
 const FIGURES: [Row; 9] = [
-    ("BRQC-128", Op::Keygen, 3.03e6, 1.45e6, 690.0, 1.45e6, 5, 673, 137057, 1796, 1920),
-    ("BRQC-128", Op::Enc, 6.65e6, 3.17e6, 315.0, 3.17e6, 5, 313, 137057, 1856, 1928),
-    ("BRQC-128", Op::Dec, 94.14e6, 45e6, 22.2, 45e6, 5, 23, 137057, 1860, 1932),
-    ("BRQC-256", Op::Keygen, 9.07e6, 4.33e6, 231.0, 4.33e6, 5, 245, 137913, 1800, 1936),
-    ("BRQC-256", Op::Enc, 18.72e6, 8.94e6, 112.0, 8.93e6, 5, 116, 137913, 1884, 1988),
-    ("BRQC-256", Op::Dec, 256.46e6, 122e6, 8.16, 123e6, 5, 20, 137913, 1916, 1996),
-    ("BRQC-512", Op::Keygen, 26.53e6, 12.7e6, 78.9, 12.7e6, 5, 82, 138001, 1828, 1988),
-    ("BRQC-512", Op::Enc, 55.45e6, 26.5e6, 37.8, 26.5e6, 5, 38, 138001, 2000, 2072),
-    ("BRQC-512", Op::Dec, 1.07e9, 510e6, 1.96, 510e6, 5, 20, 138001, 2056, 2128),
+    ("BRQC-128", "keygen", 3.03e6, 1.45e6, 690.0, 1.45e6, 5, 673, 137057, 1796, 1920),
+    ("BRQC-128", "enc", 6.65e6, 3.17e6, 315.0, 3.17e6, 5, 313, 137057, 1856, 1928),
+    ("BRQC-128", "dec", 94.14e6, 45e6, 22.2, 45e6, 5, 23, 137057, 1860, 1932),
+    ("BRQC-256", "keygen", 9.07e6, 4.33e6, 231.0, 4.33e6, 5, 245, 137913, 1800, 1936),
+    ("BRQC-256", "enc", 18.72e6, 8.94e6, 112.0, 8.93e6, 5, 116, 137913, 1884, 1988),
+    ("BRQC-256", "dec", 256.46e6, 122e6, 8.16, 123e6, 5, 20, 137913, 1916, 1996),
+    ("BRQC-512", "keygen", 26.53e6, 12.7e6, 78.9, 12.7e6, 5, 82, 138001, 1828, 1988),
+    ("BRQC-512", "enc", 55.45e6, 26.5e6, 37.8, 26.5e6, 5, 38, 138001, 2000, 2072),
+    ("BRQC-512", "dec", 1.07e9, 510e6, 1.96, 510e6, 5, 20, 138001, 2056, 2128),
 ];
 
 /// The seed page's tables of sections 2–6, one row per line, cells as printed there.
@@ -84,16 +84,16 @@ fn environment() -> Environment {
 fn record(row: &Row, env: &Environment) -> Record {
     let &(label, op, cycles, ns, ops, median, trials, iterations, image, baseline, peak) = row;
     let mut r: Record = golden("record.json");
-    (r.id, r.label, r.op, r.system, r.quick) = ("kem-07".into(), label.into(), op, "x86_1".into(), false);
+    (r.id, r.label, r.op, r.system, r.quick) = ("kem-07".into(), label.into(), OpId::new(op), "x86_1".into(), false);
     r.counter.hardware_cycles = true;
     let a = &mut r.aggregate;
     (a.mean_ticks, a.mean_ns, a.ops_per_s, a.median_trial_ns) = (cycles, ns, ops, median);
     (a.trials, a.iterations, a.n) = (trials, iterations, trials as u64 * iterations);
     (r.memory.static_image_bytes, r.memory.baseline_rss_kib, r.memory.peak_rss_kib) = (image, baseline, peak);
     let sizes = |l| match l {
-        "BRQC-128" => Sizes { pk: 1954, sk: 2066, ct: 3844, ss: 64 },
-        "BRQC-256" => Sizes { pk: 3345, sk: 3471, ct: 6626, ss: 64 },
-        _ => Sizes { pk: 6562, sk: 6712, ct: 13060, ss: 64 },
+        "BRQC-128" => Sizes::of([("pk", 1954), ("sk", 2066), ("ct", 3844), ("ss", 64)]),
+        "BRQC-256" => Sizes::of([("pk", 3345), ("sk", 3471), ("ct", 6626), ("ss", 64)]),
+        _ => Sizes::of([("pk", 6562), ("sk", 6712), ("ct", 13060), ("ss", 64)]),
     };
     r.sizes.api = sizes(label);
     r.sizes.external =
@@ -133,7 +133,7 @@ fn sections_two_to_six_equal_the_seed_page() {
     schema::write(&layout.kat_summary("kem-07"), &summary).unwrap();
     schema::write(&layout.environment("kem-07"), &env).unwrap();
     for row in &FIGURES {
-        schema::write(&layout.record("kem-07", row.0, row.1.name()), &record(row, &env)).unwrap();
+        schema::write(&layout.record("kem-07", row.0, row.1), &record(row, &env)).unwrap();
     }
     let run = common::xtask(&["report", "kem-07", "--system", "x86_1", "--out", out.as_str()], None);
     assert!(run.status.success());

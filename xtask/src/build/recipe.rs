@@ -6,8 +6,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::build::sources::Source;
-use crate::build::submission::{CmakeSpec, Instance, Submission};
+use crate::build::submission::{CmakeSpec, Instance, Lengths, Submission};
 use crate::container::engine::Backend;
+use crate::family::{Corroboration, Driver, Family};
 use crate::project;
 
 /// Mount points inside the sandbox. Build steps run in BUILD (their own fresh folder);
@@ -18,10 +19,6 @@ pub const BUILD: &str = "/build";
 
 pub const LIBRARY: &str = "libinstance.so";
 pub const KAT_PROGRAM: &str = "kat";
-pub const BENCH_DRIVER: &str = "kem_bench.c";
-pub const BENCH_PROGRAM: &str = "kem_bench";
-pub const REPLAY_DRIVER: &str = "kem_replay.c";
-pub const REPLAY_PROGRAM: &str = "kem_replay";
 
 /// One build step; it runs in the build folder, and `output` (relative to it) is the
 /// file it makes. An optional step may fail without failing the build.
@@ -121,6 +118,9 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     prog.extend(includes);
     prog.extend(sub.kat.defines.iter().map(|d| format!("-D{}", inst.expand(d))));
     prog.extend(defines);
+    if sub.kat.lengths == Lengths::Reset {
+        prog.push("-DNGCC_KAT_RESET_LENGTHS=1".into());
+    }
     if let Some(h) = &sub.kat.api_header {
         prog.extend(force_include(inst, src, places, h)?);
     }
@@ -138,10 +138,13 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
         Step { what: "kat program".into(), argv: prog, output: Some(KAT_PROGRAM.into()), optional: false },
     ];
     if sub.bench.is_some() {
-        // The timing driver is optional (KATs are still checked without it); the replay
-        // driver is not: a PASS needs the replay whenever the API can be reached.
-        steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::BENCH)?);
-        steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::REPLAY)?);
+        // The timing driver is optional (KATs are still checked without it); the
+        // corroborating driver is not: a PASS needs it whenever the API can be reached.
+        let family = sub.family()?;
+        steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::bench(family))?);
+        if let Some(check) = &family.corroboration {
+            steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::check(check))?);
+        }
     }
     Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run: vec![KAT_PROGRAM.into()] })
 }
@@ -158,7 +161,9 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
         bail!("{}: profiles need the cc recipe and a [bench] section", sub.id);
     }
     let mut plan = plan(sub, inst, src, places)?;
-    plan.steps.retain(|s| s.output.as_deref() != Some(REPLAY_PROGRAM));
+    let family = sub.family()?;
+    let bench = family.bench.program;
+    plan.steps.retain(|s| family.corroboration.is_none_or(|c| s.output.as_deref() != Some(c.driver.program)));
     let symbols: Vec<&String> = spec.groups.iter().flat_map(|g| &g.symbols).collect();
     let list: Vec<String> = symbols.iter().enumerate().map(|(i, s)| format!("X({i},{s})")).collect();
     for step in &mut plan.steps {
@@ -171,7 +176,7 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
                 extra.extend(symbols.iter().map(|s| format!("-Wl,--wrap={s}")));
                 step.argv.splice(at..at, extra);
             }
-            Some(BENCH_PROGRAM) => {
+            Some(p) if p == bench => {
                 step.argv.insert(1, "-DNGCC_PROFILE".into());
                 step.optional = false;
             }
@@ -217,17 +222,22 @@ fn link_to_library(program: &str) -> [String; 5] {
 
 /// A harness driver reaching the API through the manifest's `[bench]` adapter.
 struct Adapter {
-    what: &'static str,
-    driver: &'static str,
-    program: &'static str,
+    what: String,
+    driver: Driver,
+    adapter_prefix: &'static str,
     optional: bool,
 }
 
 impl Adapter {
-    const BENCH: Adapter =
-        Adapter { what: "timing driver", driver: BENCH_DRIVER, program: BENCH_PROGRAM, optional: true };
-    const REPLAY: Adapter =
-        Adapter { what: "replay driver", driver: REPLAY_DRIVER, program: REPLAY_PROGRAM, optional: false };
+    fn bench(family: &Family) -> Adapter {
+        let (driver, adapter_prefix) = (family.bench, family.adapter_prefix);
+        Adapter { what: "timing driver".into(), driver, adapter_prefix, optional: true }
+    }
+
+    fn check(check: &Corroboration) -> Adapter {
+        let (driver, what) = (check.driver, format!("{} driver", check.name));
+        Adapter { what, driver, adapter_prefix: "", optional: false }
+    }
 }
 
 /// A harness driver compiled with the build's flags and linked to the instance
@@ -248,10 +258,13 @@ fn adapter_step(
     argv.extend(sub.build.include.iter().map(|i| format!("-I{}", places.src(&inst.expand(i)))));
     argv.extend(sub.build.defines.iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
     argv.extend(force_include(inst, src, places, &spec.header)?);
-    argv.extend(["-include".into(), places.driver(&format!("bench_{}.h", spec.api.name()))]);
-    argv.push(places.driver(adapter.driver));
-    argv.extend(link_to_library(adapter.program));
-    Ok(Step { what: adapter.what.into(), argv, output: Some(adapter.program.into()), optional: adapter.optional })
+    // A check driver uses the timing driver's adapter of its family.
+    let prefix = if adapter.adapter_prefix.is_empty() { sub.family()?.adapter_prefix } else { adapter.adapter_prefix };
+    argv.extend(["-include".into(), places.driver(&format!("{prefix}{}.h", spec.api.name()))]);
+    argv.push(places.driver(adapter.driver.source));
+    argv.extend(link_to_library(adapter.driver.program));
+    let output = Some(adapter.driver.program.into());
+    Ok(Step { what: adapter.what, argv, output, optional: adapter.optional })
 }
 
 /// Configure and build one target of the submission's `CMake` project.
@@ -461,9 +474,9 @@ extra_flags = ["-DX=1"]
         let kat = &p.steps[1].argv;
         assert!(kat.contains(&"/drivers/iccs_kem_kat.c".to_owned()));
         assert!(kat.windows(2).any(|w| w == ["-include", "/src/i1/api.h"]));
-        assert_eq!(p.steps[2].output.as_deref(), Some(BENCH_PROGRAM));
+        assert_eq!(p.steps[2].output.as_deref(), Some("kem_bench"));
         assert!(p.steps[2].optional && !p.steps[0].optional);
-        assert_eq!(p.steps[3].output.as_deref(), Some(REPLAY_PROGRAM));
+        assert_eq!(p.steps[3].output.as_deref(), Some("kem_replay"));
         assert!(!p.steps[3].optional, "a PASS needs the replay");
         assert_eq!(p.run, [KAT_PROGRAM]);
     }

@@ -217,6 +217,11 @@ pub struct Instance {
 }
 
 impl Submission {
+    /// What this submission's family is: its operations, sizes, drivers and pages.
+    pub fn family(&self) -> Result<&'static crate::family::Family> {
+        self.family.get().with_context(|| format!("{}: family = \"{}\"", self.path, self.family))
+    }
+
     pub fn dir() -> Utf8PathBuf {
         project::root().join("submissions")
     }

@@ -28,41 +28,135 @@ use crate::build::sources::{PatchRecord, Provenance};
 use crate::build::submission::GroupKind;
 use crate::container::engine::Backend;
 use crate::container::sandbox::{Limits, Outcome};
-use crate::flags::{Arch, Op};
+use crate::flags::Arch;
 use crate::kat;
-use crate::kat::verify::Status;
-use crate::measure::bench::CounterKind;
 use crate::measure::hostgate::Gate;
-use crate::measure::sizes::{Basis, CatalogRow, Field, Sizes};
 use crate::measure::stats::{Aggregate, PlanSpec, Trial};
 use crate::measure::systems::SystemProfile;
 use crate::sha::Sha256Hex;
+
+/// An operation, by its family's id (`keygen`, `sign`, `hash_4096`; `family::Operation`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OpId(pub String);
+
+impl OpId {
+    pub fn new(id: &str) -> OpId {
+        OpId(id.to_owned())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for OpId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&self.0)
+    }
+}
+
+/// A KAT status: a fact the tool observed (`kat::verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Pass,
+    Mismatch,
+    Nokat,
+    Buildfail,
+    Cryptofail,
+    Overflow,
+    Loadfail,
+    Timeout,
+    Crash,
+    /// The program printed more than the output cap.
+    Outputlimit,
+}
+
+/// The counter the timing driver read (its own name for it in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CounterKind {
+    /// Hardware CPU cycles, user space, through `perf_event_open`: the only real cycles.
+    #[serde(rename = "perf-cycles")]
+    PerfCycles,
+    #[serde(rename = "tsc")]
+    Tsc,
+    #[serde(rename = "cntvct_el0")]
+    CntvctEl0,
+}
+
+impl std::fmt::Display for CounterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CounterKind::PerfCycles => "perf-cycles",
+            CounterKind::Tsc => "tsc",
+            CounterKind::CntvctEl0 => "cntvct_el0",
+        })
+    }
+}
+
+/// Sizes by the family's size ids (`pk`, `sk`, `ct`, `ss`, `sig`; `family::SizeName`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Sizes(pub BTreeMap<String, u64>);
+
+impl Sizes {
+    pub fn of<const N: usize>(pairs: [(&str, u64); N]) -> Sizes {
+        Sizes(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+    }
+
+    /// The size `id`, 0 when the driver did not report it.
+    pub fn get(&self, id: &str) -> u64 {
+        self.0.get(id).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CatalogRow {
+    pub id: String,
+    pub instance: String,
+    pub sizes: Sizes,
+    pub basis: Basis,
+}
+
+/// What a catalog size measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// The encoded object as the API returns it.
+    Encoded,
+    MaximumVariable,
+    NominalVariable,
+}
 
 /// A file the tool writes and reads back: through its type, at one schema version.
 pub trait Evidence: Serialize + serde::de::DeserializeOwned {
     /// What the file is, for messages.
     const KIND: &'static str;
     const SCHEMA: u32;
+    /// The command that writes it, for the message that refuses another schema.
+    const WRITER: &'static str;
 }
 
 macro_rules! evidence {
-    ($($t:ty: $kind:literal, $schema:literal;)*) => {
+    ($($t:ty: $kind:literal, $schema:literal, $writer:literal;)*) => {
         $(impl Evidence for $t {
             const KIND: &'static str = $kind;
             const SCHEMA: u32 = $schema;
+            const WRITER: &'static str = $writer;
         })*
     };
 }
 
 evidence! {
-    Summary: "KAT summary", 3;
-    Record: "timing record", 3;
-    Environment: "environment manifest", 1;
-    SizeAudit: "size audit", 1;
-    ImageLock: "image lock", 1;
-    BuildRecord: "build record", 1;
-    ProfileRecord: "profile record", 2;
-    Survey: "symmetric-primitive survey", 2;
+    Summary: "KAT summary", 4, "cargo xtask verify";
+    Record: "timing record", 4, "cargo xtask bench";
+    Environment: "environment manifest", 1, "cargo xtask bench";
+    SizeAudit: "size audit", 2, "cargo xtask bench";
+    ImageLock: "image lock", 1, "cargo xtask image build";
+    BuildRecord: "build record", 1, "cargo xtask verify (the build is made again)";
+    ProfileRecord: "profile record", 3, "cargo xtask profile";
+    Survey: "symmetric-primitive survey", 3, "cargo xtask profile";
 }
 
 /// The schema version this harness writes for `T`.
@@ -86,9 +180,10 @@ pub fn read<T: Evidence>(path: &Utf8Path) -> Result<Option<T>> {
     if version.schema != Some(T::SCHEMA) {
         let found = version.schema.map_or("none".to_owned(), |s| s.to_string());
         bail!(
-            "{path} is a {} of schema {found}; this harness reads schema {}: re-run the command that writes it",
+            "{path} is a {} of schema {found}; this harness reads schema {}: re-run `{}` for it",
             T::KIND,
-            T::SCHEMA
+            T::SCHEMA,
+            T::WRITER
         );
     }
     let value =
@@ -174,23 +269,54 @@ pub struct InstanceResult {
     pub run_seconds: Option<f64>,
     /// Bytes the program printed (the log keeps at most the output cap).
     pub output_bytes: Option<u64>,
-    /// The replay on seeds drawn at run time that corroborates a matching digest; None
-    /// when the digest did not match, or the manifest gives no API to replay through.
-    pub replay: Option<Replay>,
+    /// The check on inputs drawn at run time that corroborates a matching digest; None
+    /// when the digest did not match, or the manifest gives no API to check through.
+    pub check: Option<Check>,
     pub message: Option<String>,
     pub finished: String,
     pub harness_commit: String,
 }
 
-/// keygen, enc and dec in three separate processes on seeds the tool drew at run time,
-/// the shared secrets compared by the tool.
+/// The check after a matching digest, on inputs drawn at run time (`family::Corroboration`):
+/// the KEM replay, the signature verify contract.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Replay {
-    /// The seeds, hex, in record order.
+pub struct Check {
+    /// Which check (`replay`, `verify contract`).
+    pub check: String,
+    /// The inputs drawn at run time, hex, in record order.
     pub seeds: Vec<String>,
-    pub passed: bool,
+    pub verdict: CheckVerdict,
     /// What was compared, or the first thing that failed.
     pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckVerdict {
+    Holds,
+    /// The check itself failed (a disagreement, a program failure).
+    Fails,
+    /// A verifier returned 0 (valid) on a modified message, signature or key.
+    AcceptsInvalid,
+    /// A return value outside the API's contract.
+    Breach,
+}
+
+impl Check {
+    pub fn holds(&self) -> bool {
+        self.verdict == CheckVerdict::Holds
+    }
+}
+
+impl std::fmt::Display for CheckVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            CheckVerdict::Holds => "holds",
+            CheckVerdict::Fails => "fails",
+            CheckVerdict::AcceptsInvalid => "accepts-invalid",
+            CheckVerdict::Breach => "breach",
+        })
+    }
 }
 
 // ---- Timing record (bench)
@@ -200,7 +326,7 @@ pub struct Record {
     pub schema: u32,
     pub id: String,
     pub label: String,
-    pub op: Op,
+    pub op: OpId,
     pub system: String,
     pub quick: bool,
     pub emulated: bool,
@@ -216,6 +342,10 @@ pub struct Record {
     pub reruns: usize,
     pub aggregate: Aggregate,
     pub sizes: SizeRecord,
+    /// Lengths of the family's variable output (a signature) over every timed trial.
+    pub out_len: Option<LenStats>,
+    /// Calls that failed and were retried (signing attempts), over every timed trial.
+    pub failed_attempts: u64,
     pub memory: Memory,
     pub environment: Environment,
     pub toolchain: ToolchainRecord,
@@ -232,6 +362,35 @@ pub struct Record {
     pub commands: Commands,
     pub started: String,
     pub finished: String,
+}
+
+/// Lengths one operation returned: as the driver counts them, summed over trials.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LenStats {
+    pub min: u64,
+    pub max: u64,
+    pub sum: u64,
+    pub count: u64,
+}
+
+impl LenStats {
+    /// Two counts as one; an empty count leaves the other as it is.
+    pub fn merge(self, o: LenStats) -> LenStats {
+        match (self.count, o.count) {
+            (0, _) => o,
+            (_, 0) => self,
+            _ => LenStats {
+                min: self.min.min(o.min),
+                max: self.max.max(o.max),
+                sum: self.sum + o.sum,
+                count: self.count + o.count,
+            },
+        }
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.sum as f64 / self.count.max(1) as f64
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -353,7 +512,7 @@ pub struct ProfileRecord {
     pub schema: u32,
     pub id: String,
     pub label: String,
-    pub op: Op,
+    pub op: OpId,
     pub system: String,
     pub emulated: bool,
     pub counter: CounterKind,
@@ -425,7 +584,7 @@ pub struct InstanceSurvey {
     /// Family → what shows it is in the library (constants found, symbols defined).
     pub compiled_in: BTreeMap<String, Vec<String>>,
     /// Groups with at least one measured call, with the operations that made them.
-    pub reached: BTreeMap<String, Vec<Op>>,
+    pub reached: BTreeMap<String, Vec<OpId>>,
     pub notes: Vec<String>,
 }
 
@@ -476,7 +635,8 @@ pub struct SizeAudit {
 pub struct Disagreement {
     pub id: String,
     pub instance: String,
-    pub field: Field,
+    /// The catalog column (`public_key`), or `row` when the catalog has no row.
+    pub field: String,
     pub api: Option<u64>,
     pub catalog: Option<u64>,
     pub basis: Option<Basis>,
@@ -571,9 +731,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let path = camino::Utf8Path::from_path(t.path()).unwrap().join("summary.json");
         let text = std::fs::read_to_string(golden("summary.json")).unwrap();
-        std::fs::write(&path, text.replacen("\"schema\": 3", "\"schema\": 1", 1)).unwrap();
+        // The schema before the family model: operations and sizes were KEM-shaped.
+        std::fs::write(&path, text.replacen("\"schema\": 4", "\"schema\": 3", 1)).unwrap();
         let e = format!("{:#}", read::<Summary>(&path).unwrap_err());
-        assert!(e.contains("KAT summary of schema 1; this harness reads schema 3: re-run"), "{e}");
+        assert!(e.contains("KAT summary of schema 3; this harness reads schema 4: re-run `cargo xtask verify`"), "{e}");
         std::fs::write(&path, "[]").unwrap();
         assert!(read::<SizeAudit>(&path).is_err(), "a bare list is not a size audit");
         assert!(read::<Summary>(&path.with_file_name("none.json")).unwrap().is_none());

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
-use serde::{Deserialize, Serialize};
+
 use sha2::Sha256;
 use xshell::Shell;
 
@@ -20,29 +20,14 @@ use crate::build::recipe;
 use crate::build::sources::{self, Source};
 use crate::build::submission::{Instance, Submission};
 use crate::container::sandbox::Outcome;
+pub use crate::evidence::schema::Status;
 use crate::evidence::schema::{self, InstanceResult, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
-use crate::family::replay;
+use crate::family::CheckCtx;
 use crate::flags::Verify;
 use crate::kat::{self, Canonical, Manifest};
 use crate::project;
 use crate::sha::Sha256Hex;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Status {
-    Pass,
-    Mismatch,
-    Nokat,
-    Buildfail,
-    Cryptofail,
-    Overflow,
-    Loadfail,
-    Timeout,
-    Crash,
-    /// The program printed more than the output cap.
-    Outputlimit,
-}
 
 impl Status {
     pub fn name(self) -> &'static str {
@@ -299,7 +284,7 @@ impl Ctx<'_> {
             run_outcome: None,
             run_seconds: None,
             output_bytes: None,
-            replay: None,
+            check: None,
             message: None,
             finished: String::new(),
             harness_commit: self.harness_commit.clone(),
@@ -406,24 +391,20 @@ impl Ctx<'_> {
             r.message = Some(format!("the KAT text has the published digest, but {found}: it was not computed"));
             return Ok(());
         }
-        if !replay::available(build) {
+        let Some(check) = self.build.sub.family()?.corroborates(build) else {
             return Ok(());
-        }
-        let ctx = replay::Ctx {
-            sh: self.build.sh,
-            sb: self.build.sb,
-            build,
-            timeout: Duration::from_secs(self.verify.timeout),
         };
-        let replay = replay::run(&ctx, &replay::draw_seeds()?)?;
-        if !replay.passed {
+        let ctx =
+            CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout: Duration::from_secs(self.verify.timeout) };
+        let result = (check.run)(&ctx)?;
+        if !result.holds() && check.failure_is_mismatch {
             r.status = Status::Mismatch;
             r.message = Some(format!(
-                "the KAT text has the published digest, but the replay on seeds drawn at run time failed: {}",
-                replay.detail
+                "the KAT text has the published digest, but the {} on inputs drawn at run time failed: {}",
+                check.name, result.detail
             ));
         }
-        r.replay = Some(replay);
+        r.check = Some(result);
         Ok(())
     }
 

@@ -14,12 +14,14 @@ use crate::build::recipe;
 use crate::build::sources::Source;
 use crate::build::submission::{Instance, Submission};
 use crate::container::sandbox::{Limits, Sandbox};
+pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
-    self, Calibration, Commands, Counter, Credibility, Disagreement, Environment, HostCheck, Memory, PlanRecord,
-    Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
+    self, Calibration, Commands, Counter, Credibility, Disagreement, Environment, HostCheck, LenStats, Memory,
+    PlanRecord, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
 };
 use crate::evidence::Layout;
-use crate::flags::{Bench, Op};
+use crate::family::{Family, OpId};
+use crate::flags::Bench;
 use crate::measure::env;
 use crate::measure::hostcpu::HostCpu;
 use crate::measure::hostgate::{self, Gate};
@@ -44,6 +46,12 @@ pub struct DriverReport {
     pub peak_rss_kib: i64,
     pub api_sizes: Sizes,
     pub returned_sizes: Sizes,
+    /// Lengths of the family's variable output over the run's calls (signatures).
+    #[serde(default)]
+    pub out_len: LenStats,
+    /// Calls that failed and were retried (signing attempts).
+    #[serde(default)]
+    pub failed_attempts: u64,
     /// Wrapped-call counts of the profiling variant (`-DNGCC_PROFILE`), in symbol order.
     #[serde(default)]
     pub profile: Vec<WrappedCount>,
@@ -71,6 +79,7 @@ pub fn static_image_bytes(path: &Utf8Path) -> Result<u64> {
 }
 
 pub(crate) struct Ctx<'a> {
+    pub family: &'static Family,
     pub sh: &'a Shell,
     pub sb: &'a Sandbox,
     pub build: &'a Build,
@@ -113,18 +122,19 @@ impl std::error::Error for ProgramFailed {}
 const DRIVER_OUTPUT: u64 = 1 << 20;
 
 impl Ctx<'_> {
-    fn command(&self, op: Op, iterations: u64, warmups: u64) -> Vec<String> {
-        let mut argv =
-            vec![recipe::BENCH_PROGRAM.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
+    fn job(&self, op: &OpId, iterations: u64, warmups: u64) -> crate::container::sandbox::Job {
+        let program = self.family.bench.program;
+        let mut argv = vec![program.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
         argv.extend(self.cpu.map(|c| c.to_string()));
-        self.build.run_job(self.sb.backend, &argv, self.timeout).argv
+        self.build.run_job(self.sb.backend, &argv, self.timeout)
     }
 
-    fn run(&self, op: Op, iterations: u64, warmups: u64) -> Result<DriverReport> {
-        let mut argv =
-            vec![recipe::BENCH_PROGRAM.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
-        argv.extend(self.cpu.map(|c| c.to_string()));
-        let job = self.build.run_job(self.sb.backend, &argv, self.timeout);
+    fn command(&self, op: &OpId, iterations: u64, warmups: u64) -> Vec<String> {
+        self.job(op, iterations, warmups).argv
+    }
+
+    fn run(&self, op: &OpId, iterations: u64, warmups: u64) -> Result<DriverReport> {
+        let job = self.job(op, iterations, warmups);
         let (f, out) = self.sb.run_captured(self.sh, &job, DRIVER_OUTPUT)?;
         let line = job.argv.join(" ");
         if !f.outcome.success() {
@@ -279,9 +289,10 @@ impl Bench {
                     continue;
                 }
             };
-            let ctx = Ctx { sh, sb: &sb, build: &build, cpu: self.cpu, timeout: Duration::from_hours(1) };
+            let family = sub.family()?;
+            let ctx = Ctx { family, sh, sb: &sb, build: &build, cpu: self.cpu, timeout: Duration::from_hours(1) };
             match self.bench_instance(&ctx, &facts, inst, &run.layout, &mut failures)? {
-                Some(api) => audit.extend(sizes::audit(catalog, &sub.id, &inst.label, api)),
+                Some(api) => audit.extend(sizes::audit(catalog, &sub.id, &inst.label, &api)),
                 None => continue,
             }
             commit_run(&run.layout, sub, &environment, &audit)?;
@@ -305,7 +316,8 @@ impl Bench {
         failures: &mut Vec<String>,
     ) -> Result<Option<Sizes>> {
         let (record, id) = (&ctx.build.record, &facts.sub.id);
-        let Some(driver_sha256) = record.output_sha256(recipe::BENCH_PROGRAM).map(str::to_owned) else {
+        let driver = ctx.family.bench;
+        let Some(driver_sha256) = record.output_sha256(driver.program).map(str::to_owned) else {
             let logs: Vec<&str> = record.optional_failures.iter().map(|f| f.log.as_str()).collect();
             failures.push(format!("{id} {}: the timing driver does not build:\n{}", inst.label, logs.join("\n")));
             return Ok(None);
@@ -314,13 +326,13 @@ impl Bench {
             inst,
             static_image: static_image_bytes(&ctx.build.out.join(recipe::LIBRARY))?,
             library_sha256: record.output_sha256(recipe::LIBRARY).context("the build record lists no library")?.into(),
-            driver_source_sha256: project::sha256_file(&project::drivers_dir().join(recipe::BENCH_DRIVER))?,
+            driver_source_sha256: project::sha256_file(&project::drivers_dir().join(driver.source))?,
             driver_sha256,
         };
         let mut api_sizes = None;
-        for &op in &self.ops {
+        for op in ctx.family.select_ops(&self.ops)? {
             let started = project::now_utc();
-            let timed = match self.time_op(ctx, op) {
+            let timed = match self.time_op(ctx, &op) {
                 Ok(t) => t,
                 Err(e) if e.is::<ProgramFailed>() => {
                     failures.push(format!("{id} {} {}: {e:#}", inst.label, op.name()));
@@ -328,9 +340,9 @@ impl Bench {
                 }
                 Err(e) => return Err(e),
             };
-            let record = self.record(ctx, facts, &built, (op, timed), started);
+            let record = self.record(ctx, facts, &built, (&op, timed), started);
             print_row(&record);
-            api_sizes = Some(record.sizes.api);
+            api_sizes = Some(record.sizes.api.clone());
             schema::write(&layout.record(id, &inst.label, op.name()), &record)?;
             if record.host_check.credibility == Credibility::NotCredible {
                 let why = record.host_check.detail.as_deref().unwrap_or_default();
@@ -343,7 +355,7 @@ impl Bench {
 
     /// Calibrate (unless iterations are fixed), plan, run the trials and re-run
     /// disturbed ones a bounded number of times.
-    pub(crate) fn time_op(&self, ctx: &Ctx, op: Op) -> Result<Timed> {
+    pub(crate) fn time_op(&self, ctx: &Ctx, op: &OpId) -> Result<Timed> {
         let spec = self.plan_spec();
         let mut calibration = Vec::new();
         let mut checked = Vec::new();
@@ -404,7 +416,7 @@ impl Bench {
         Ok(Timed { spec, plan, estimate, calibration, slots, disturbed_total, host_check })
     }
 
-    fn trial(&self, ctx: &Ctx, op: Op, plan: stats::Plan) -> Result<(Trial, DriverReport)> {
+    fn trial(&self, ctx: &Ctx, op: &OpId, plan: stats::Plan) -> Result<(Trial, DriverReport)> {
         let r = ctx.run(op, plan.iterations, plan.warmups)?;
         let t = Trial { iterations: r.iterations, ns: r.ns, ticks: r.ticks, disturbed: false, replaced: false };
         Ok((t, r))
@@ -415,7 +427,7 @@ impl Bench {
         ctx: &Ctx,
         facts: &RunFacts,
         built: &BuiltFacts,
-        (op, timed): (Op, Timed),
+        (op, timed): (&OpId, Timed),
         started: String,
     ) -> Record {
         let (sub, inst, tc, src, catalog) = (facts.sub, built.inst, facts.tc, facts.src, facts.catalog);
@@ -425,11 +437,13 @@ impl Bench {
         let memory = Memory::of(&trials, built.static_image);
         let first = &timed.slots[0][0].1;
         let emulated = tc.emulated;
+        let reports = || timed.slots.iter().flatten().map(|(_, r)| r);
+        let out_len = reports().fold(LenStats::default(), |a, r| a.merge(r.out_len));
         Record {
             schema: schema::version::<Record>(),
             id: sub.id.clone(),
             label: inst.label.clone(),
-            op,
+            op: op.clone(),
             system: self.inputs.system.clone(),
             quick: self.quick,
             emulated,
@@ -455,10 +469,12 @@ impl Bench {
             trials,
             aggregate,
             sizes: SizeRecord {
-                api: first.api_sizes,
-                returned: first.returned_sizes,
+                api: first.api_sizes.clone(),
+                returned: first.returned_sizes.clone(),
                 external: sizes::row(catalog, &sub.id, &inst.label).cloned(),
             },
+            out_len: (ctx.family.variable_output.is_some() && out_len.count > 0).then_some(out_len),
+            failed_attempts: reports().map(|r| r.failed_attempts).sum(),
             memory,
             environment: facts.environment.clone(),
             toolchain: tc.clone(),
@@ -482,7 +498,7 @@ impl Commands {
     /// The build steps, the timing driver's compile step and one trial, as run.
     fn of(ctx: &Ctx, tc: &ToolchainRecord, trial: Vec<String>) -> Commands {
         let steps = &ctx.build.record.plan.steps;
-        let is_driver = |s: &&recipe::Step| s.output.as_deref() == Some(recipe::BENCH_PROGRAM);
+        let is_driver = |s: &&recipe::Step| s.output.as_deref() == Some(ctx.family.bench.program);
         Commands {
             engine: tc.engine,
             image: tc.image.clone(),
@@ -490,28 +506,6 @@ impl Commands {
             driver: steps.iter().find(is_driver).map(|s| s.argv.clone()).unwrap_or_default(),
             trial,
         }
-    }
-}
-
-/// The counter the timing driver read (its own name for it in the JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CounterKind {
-    /// Hardware CPU cycles, user space, through `perf_event_open`: the only real cycles.
-    #[serde(rename = "perf-cycles")]
-    PerfCycles,
-    #[serde(rename = "tsc")]
-    Tsc,
-    #[serde(rename = "cntvct_el0")]
-    CntvctEl0,
-}
-
-impl std::fmt::Display for CounterKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            CounterKind::PerfCycles => "perf-cycles",
-            CounterKind::Tsc => "tsc",
-            CounterKind::CntvctEl0 => "cntvct_el0",
-        })
     }
 }
 
@@ -681,7 +675,7 @@ fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audi
 
 fn print_audit(audit: &[Disagreement]) {
     if audit.is_empty() {
-        println!("  size audit: API sizes agree with {}", sizes::catalog_path());
+        println!("  size audit: API sizes agree with the size catalog (submissions/external_sizes*.csv)");
         return;
     }
     println!("  size audit ({} disagreements):", audit.len());
@@ -766,6 +760,8 @@ mod tests {
             peak_rss_kib: 1,
             api_sizes: Sizes::default(),
             returned_sizes: Sizes::default(),
+            out_len: LenStats::default(),
+            failed_attempts: 0,
             profile: Vec::new(),
             host_cpu: None,
         }

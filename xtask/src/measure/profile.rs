@@ -19,7 +19,8 @@ use crate::container::sandbox::Limits;
 use crate::evidence::schema::{
     self, Credibility, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict,
 };
-use crate::flags::{Bench, Op, Profile};
+use crate::family::OpId;
+use crate::flags::{Bench, Profile};
 use crate::measure::bench::{Ctx, Timed};
 use crate::measure::hostgate::Gate;
 use crate::measure::systems::SystemProfile;
@@ -291,7 +292,7 @@ pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileR
     let surveyed: Vec<InstanceSurvey> = instances
         .iter()
         .map(|(l, st, recs)| {
-            let ops: Vec<(Op, &[GroupShare])> = recs.iter().map(|r| (r.op, r.groups.as_slice())).collect();
+            let ops: Vec<(OpId, &[GroupShare])> = recs.iter().map(|r| (r.op.clone(), r.groups.as_slice())).collect();
             let credible = recs.iter().all(|r| r.host_check.credibility != Credibility::NotCredible);
             survey_instance(l, st, &ops, credible)
         })
@@ -314,13 +315,13 @@ pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileR
 }
 
 /// One instance's verdict and notes from what each operation reached.
-fn survey_instance(label: &str, st: &Static, recs: &[(Op, &[GroupShare])], credible: bool) -> InstanceSurvey {
-    let mut reached: BTreeMap<String, Vec<Op>> = BTreeMap::new();
+fn survey_instance(label: &str, st: &Static, recs: &[(OpId, &[GroupShare])], credible: bool) -> InstanceSurvey {
+    let mut reached: BTreeMap<String, Vec<OpId>> = BTreeMap::new();
     let mut kinds = BTreeSet::new();
     let mut families_reached = BTreeSet::new();
     for (op, groups) in recs {
         for g in groups.iter().filter(|g| g.symbols.iter().any(|s| s.calls > 0)) {
-            reached.entry(g.name.clone()).or_default().push(*op);
+            reached.entry(g.name.clone()).or_default().push(op.clone());
             kinds.insert(if g.kind.is_iccs() {
                 "iccs"
             } else if g.kind == GroupKind::Direct {
@@ -459,12 +460,14 @@ fn profile_submission(
         };
         let st = inspect(&profiled.out.join(recipe::LIBRARY), spec)?;
         let mut recs = Vec::new();
-        for &op in &bench.ops {
-            let ctx = |build| Ctx { sh, sb: &sb, build, cpu: bench.cpu, timeout: std::time::Duration::from_hours(1) };
+        let family = sub.family()?;
+        for op in family.select_ops(&bench.ops)? {
+            let timeout = std::time::Duration::from_hours(1);
+            let ctx = |build| Ctx { family, sh, sb: &sb, build, cpu: bench.cpu, timeout };
             let started = project::now_utc();
-            let reference_timed = bench.time_op(&ctx(&reference), op)?;
-            let timed = bench.time_op(&ctx(&profiled), op)?;
-            let rec = record(&facts, inst, (&reference, &profiled), &st, (op, &reference_timed, &timed), started)?;
+            let reference_timed = bench.time_op(&ctx(&reference), &op)?;
+            let timed = bench.time_op(&ctx(&profiled), &op)?;
+            let rec = record(&facts, inst, (&reference, &profiled), &st, (&op, &reference_timed, &timed), started)?;
             print_row(&rec);
             schema::write(&run.layout.profile(&sub.id, &inst.label, op.name()), &rec)?;
             if rec.host_check.credibility == Credibility::NotCredible {
@@ -489,7 +492,7 @@ fn record(
     inst: &Instance,
     (reference, profiled): (&Build, &Build),
     st: &Static,
-    (op, reference_timed, timed): (Op, &Timed, &Timed),
+    (op, reference_timed, timed): (&OpId, &Timed, &Timed),
     started: String,
 ) -> Result<ProfileRecord> {
     let (operations, total_ticks, groups) = shares(f.spec, timed)?;
@@ -513,7 +516,7 @@ fn record(
         schema: schema::version::<ProfileRecord>(),
         id: f.sub.id.clone(),
         label: inst.label.clone(),
-        op,
+        op: op.clone(),
         system: f.bench.inputs.system.clone(),
         emulated: f.tc.emulated,
         counter: timed.kept().next().context("no trial")?.1.counter,
@@ -601,7 +604,7 @@ mod tests {
         let keccak = |n| group("keccak", GroupKind::Direct, "Keccak", n);
         let rng = group("randombytes", GroupKind::Randombytes, "randombytes", 1);
         let st = compiled(&["Keccak", "AES"]);
-        let v = |groups: &[GroupShare]| survey_instance("x", &st, &[(Op::Keygen, groups)], true);
+        let v = |groups: &[GroupShare]| survey_instance("x", &st, &[(OpId::new("keygen"), groups)], true);
         assert_eq!(v(&[iccs(2), keccak(0)]).verdict, Verdict::IccsOnly);
         assert_eq!(v(&[iccs(0), keccak(3), rng.clone()]).verdict, Verdict::Bypass);
         assert_eq!(v(&[iccs(1), keccak(1)]).verdict, Verdict::Mixed);
@@ -612,19 +615,19 @@ mod tests {
         // dead, and the verdict cannot read ICCS-only.
         let mut hidden = compiled(&["Keccak"]);
         hidden.unseen_call_sites.insert("keccak_fn".into(), 2);
-        let s = survey_instance("x", &hidden, &[(Op::Enc, &[iccs(1), keccak(0)][..])], true);
+        let s = survey_instance("x", &hidden, &[(OpId::new("enc"), &[iccs(1), keccak(0)][..])], true);
         assert_eq!(s.notes, ["Keccak undetermined (2 call sites no wrapper of it sees)"]);
         assert_eq!(s.verdict, Verdict::Undetermined);
         // Its constants used by code outside its wrapped functions: the same.
         let mut copied = compiled(&["Keccak"]);
         copied.constants_outside.insert("Keccak".into(), "in code at 0x1000 outside its wrapped functions".into());
-        let s = survey_instance("x", &copied, &[(Op::Enc, &[iccs(1), keccak(0)][..])], true);
+        let s = survey_instance("x", &copied, &[(OpId::new("enc"), &[iccs(1), keccak(0)][..])], true);
         assert_eq!(s.notes, ["Keccak undetermined (its constants: in code at 0x1000 outside its wrapped functions)"]);
         assert_eq!(s.verdict, Verdict::Undetermined);
         // A bypass stays a bypass; timings the host found not credible decide nothing.
-        let s = survey_instance("x", &hidden, &[(Op::Enc, &[iccs(0), keccak(3)][..])], true);
+        let s = survey_instance("x", &hidden, &[(OpId::new("enc"), &[iccs(0), keccak(3)][..])], true);
         assert_eq!(s.verdict, Verdict::Bypass);
-        let s = survey_instance("x", &compiled(&[]), &[(Op::Enc, &[iccs(1), keccak(0)][..])], false);
+        let s = survey_instance("x", &compiled(&[]), &[(OpId::new("enc"), &[iccs(1), keccak(0)][..])], false);
         assert_eq!(s.verdict, Verdict::Undetermined);
         assert!(s.notes[0].starts_with("timings not credible"), "{:?}", s.notes);
     }

@@ -174,21 +174,23 @@ pub fn human_count(x: f64) -> String {
     }
 }
 
-/// Three significant digits without trailing zeros (`45 ms`, `22.2`, `1.96`), whole
-/// numbers from 100 up.
+/// Three significant digits as the seed pages print them: C's `%.3g` (`45`, `22.2`,
+/// `1.96`, `864`, and `1.83e+03` from 1000 up), trailing zeros dropped.
 pub fn three_digits(v: f64) -> String {
-    let s = if v >= 99.95 {
-        format!("{v:.0}")
-    } else if v >= 9.995 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
     }
+    // The exponent after rounding to three digits (999.7 is 1.00e+03).
+    let sci = format!("{v:.2e}");
+    let (mantissa, exp) = sci.split_once('e').expect("exponent form");
+    let exp: i32 = exp.parse().expect("exponent");
+    let trim = |s: String| if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_owned() } else { s };
+    if !(-4..3).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim(mantissa.to_owned()), exp.abs());
+    }
+    let decimals = (2 - exp) as usize;
+    trim(format!("{v:.decimals$}"))
 }
 
 #[cfg(test)]
@@ -213,6 +215,18 @@ mod tests {
         assert_eq!(three_digits(1.96), "1.96");
         assert_eq!(three_digits(99.97), "100");
         assert_eq!(human_count(1.07e9), "1.07 G");
+        // Seed page kem-04 on x86_1 (ops/s): `1.83e+03`, `864`, `34.4`, `13`, `3.9`;
+        // kex-02: `1.99e+07`.
+        assert_eq!(three_digits(1831.5), "1.83e+03");
+        assert_eq!(three_digits(864.2), "864");
+        assert_eq!(three_digits(34.41), "34.4");
+        assert_eq!(three_digits(13.02), "13");
+        assert_eq!(three_digits(3.9), "3.9");
+        assert_eq!(three_digits(1.99e7), "1.99e+07");
+        assert_eq!(three_digits(999.7), "1e+03");
+        assert_eq!(three_digits(1800.0), "1.8e+03");
+        assert_eq!(three_digits(0.0123), "0.0123");
+        assert_eq!(human_time(19.97e6), "20 ms");
     }
 
     #[test]

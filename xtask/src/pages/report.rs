@@ -14,19 +14,17 @@ use crate::evidence::schema::{
     self, Credibility, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary, Survey,
 };
 use crate::evidence::{self, Layout};
-use crate::flags::{Op, Report};
+use crate::family::{Family, SizeName};
+use crate::flags::Report;
 use crate::kat::verify::Status;
 use crate::measure::systems::SystemProfile;
 use crate::{measure::stats, project};
-
-/// The operations a page shows, in its order.
-pub const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
 
 /// The timing records of one submission, in manifest and page order.
 pub fn records(layout: &Layout, sub: &Submission) -> Result<Vec<Record>> {
     let mut records = Vec::new();
     for inst in &sub.instances {
-        for op in OPS {
+        for op in sub.family()?.all_ops() {
             records.extend(schema::read::<Record>(&layout.record(&sub.id, &inst.label, op.name()))?);
         }
     }
@@ -35,6 +33,7 @@ pub fn records(layout: &Layout, sub: &Submission) -> Result<Vec<Record>> {
 
 /// The evidence of one submission on one system, read through its types.
 struct Evidence {
+    family: &'static Family,
     kat: Option<Summary>,
     env: Option<Environment>,
     records: Vec<Record>,
@@ -48,13 +47,14 @@ impl Evidence {
         let records = records(layout, sub)?;
         let mut profiles = Vec::new();
         for inst in &sub.instances {
-            for op in OPS {
+            for op in sub.family()?.all_ops() {
                 profiles.extend(schema::read::<ProfileRecord>(&layout.profile(&sub.id, &inst.label, op.name()))?);
             }
         }
         let audit_path = layout.size_audit(&sub.id);
         let audit = schema::read::<SizeAudit>(&audit_path)?.map(|a| a.disagreements).unwrap_or_default();
         Ok(Evidence {
+            family: sub.family()?,
             kat: schema::read(&layout.kat_summary(&sub.id))?,
             env: schema::read(&layout.environment(&sub.id))?,
             records,
@@ -160,7 +160,7 @@ fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Res
     writeln!(w, "# {} {} — performance on {} (system {system})\n", sub.id, sub.name, arch(e))?;
     writeln!(w, "Independent measurement by ngcc-repro. Not a submitter self-assessment.\n")?;
     writeln!(w, "## 1. Basic information\n")?;
-    writeln!(w, "- Category: public-key algorithm; function: key encapsulation")?;
+    writeln!(w, "- Category: public-key algorithm; function: {}", e.family.function)?;
     writeln!(w, "- Algorithm: {}", sub.name)?;
     // Measured: what this evidence set has a result for; the rest were only declared.
     let measured: Vec<&str> = sub
@@ -218,6 +218,7 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "KAT digests checked against {}.\n", shown_manifest(&k.kat_manifest, &k.kat_manifest_sha256))?;
     writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
     let mut others = Vec::new();
+    let mut notes = Vec::new();
     for i in &k.instances {
         // Beside timing, a KAT result stands only for the very library that was timed.
         let timed: Vec<&Record> = e.records.iter().filter(|r| r.label == i.label).collect();
@@ -225,8 +226,11 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
             writeln!(w, "| {} | {} | not shown: another library than the one timed |", md(&i.label), md(&i.flag_set))?;
             others.push(i.label.clone());
         } else {
-            writeln!(w, "| {} | {} | {} |", md(&i.label), md(&i.flag_set), i.status)?;
+            writeln!(w, "| {} | {} | {}{} |", md(&i.label), md(&i.flag_set), i.status, verdict_note(i, &mut notes))?;
         }
+    }
+    for (n, (label, detail)) in notes.iter().enumerate() {
+        writeln!(w, "{}[{}] {}: {}", if n == 0 { "\n" } else { "" }, n + 1, md(label), md(detail))?;
     }
     if !others.is_empty() {
         writeln!(
@@ -236,28 +240,36 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
             others.join(", ")
         )?;
     }
-    replays(w, k)
+    corroborated(w, e.family, k)
 }
 
-/// Which PASSes a replay on run-time seeds corroborates, and which rest on the digest.
-fn replays(w: &mut String, k: &Summary) -> Result<()> {
+/// A check that stands as a verdict of its own (a verifier accepting invalid
+/// signatures) is shown beside the status, with its detail as a numbered note.
+fn verdict_note(i: &InstanceResult, notes: &mut Vec<(String, String)>) -> String {
+    match &i.check {
+        Some(c) if !c.holds() && i.status == Status::Pass => {
+            notes.push((i.label.clone(), c.detail.clone()));
+            format!("; {}: {} [{}]", c.check, c.verdict, notes.len())
+        }
+        _ => String::new(),
+    }
+}
+
+/// Which PASSes the family's check on run-time inputs corroborates, and which rest on
+/// the digest alone.
+fn corroborated(w: &mut String, family: &Family, k: &Summary) -> Result<()> {
+    let Some(check) = &family.corroboration else { return Ok(()) };
     let passed = k.instances.iter().filter(|i| i.status == Status::Pass);
-    let (replayed, digest_only): (Vec<_>, Vec<_>) = passed.partition(|i| i.replay.as_ref().is_some_and(|r| r.passed));
+    let (held, digest_only): (Vec<_>, Vec<_>) = passed.partition(|i| i.check.is_some());
+    let held: Vec<_> = held.into_iter().filter(|i| i.check.as_ref().is_some_and(|c| c.holds())).collect();
     let names = |v: &[&InstanceResult]| v.iter().map(|i| i.label.as_str()).collect::<Vec<_>>().join(", ");
-    if !replayed.is_empty() {
-        writeln!(
-            w,
-            "\nReplayed on seeds drawn at run time (keygen, enc and dec in separate processes, shared secrets \
-             compared by the harness): {}.",
-            names(&replayed)
-        )?;
+    if !held.is_empty() {
+        let mut text = check.holds.to_owned();
+        text[..1].make_ascii_uppercase();
+        writeln!(w, "\n{text}: {}.", names(&held))?;
     }
     if !digest_only.is_empty() {
-        writeln!(
-            w,
-            "\nKAT digest only, no replay (the manifest gives no API to replay through): {}.",
-            names(&digest_only)
-        )?;
+        writeln!(w, "\nKAT digest only, {}: {}.", check.absent, names(&digest_only))?;
     }
     Ok(())
 }
@@ -288,7 +300,7 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         let a = &r.aggregate;
         writeln!(
             w,
-            "| {} | {}{} | {} | {} | {} | {} | {} ({} × {}) |",
+            "| {} | {}{} | {} | {} | {} | {} | {} ({} × {}){} |",
             md(&r.label),
             r.op.name(),
             match r.host_check.credibility {
@@ -302,9 +314,11 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
             stats::human_time(a.median_trial_ns),
             a.n,
             a.trials,
-            a.iterations
+            a.iterations,
+            retried(e.family, r)
         )?;
     }
+    lengths(w, e)?;
     if e.records.iter().any(|r| r.quick) {
         writeln!(w, "\nQuick mode: short trials for CI; the figures are indicative only.")?;
     }
@@ -319,6 +333,48 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The seed pages' `n` cell note: `; 10 failed signing attempts retried`.
+fn retried(family: &Family, r: &Record) -> String {
+    match r.failed_attempts {
+        0 => String::new(),
+        n => format!("; {n} {}", family.retried),
+    }
+}
+
+/// Lengths of a variable output (signatures) over the timed calls, which the reference
+/// method never reports.
+fn lengths(w: &mut String, e: &Evidence) -> Result<()> {
+    let Some(size) = e.family.variable_output.and_then(|id| e.family.sizes.iter().find(|s| s.id == id)) else {
+        return Ok(());
+    };
+    let rows: Vec<(&Record, schema::LenStats)> = e.records.iter().filter_map(|r| r.out_len.map(|l| (r, l))).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(w, "\n{} lengths returned by the timed calls (bytes):\n", capitalized(size.heading))?;
+    writeln!(w, "| instance | operation | min | mean | max | calls |\n|---|---|---|---|---|---|")?;
+    for (r, l) in rows {
+        let mean = stats::three_digits(l.mean());
+        writeln!(w, "| {} | {} | {} | {mean} | {} | {} |", md(&r.label), r.op, l.min, l.max, l.count)?;
+    }
+    Ok(())
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut s = s.to_owned();
+    s[..1].make_ascii_uppercase();
+    s
 }
 
 /// Which figures are the driver's own word and how the host checked them.
@@ -391,24 +447,33 @@ fn resources(w: &mut String, e: &Evidence) -> Result<()> {
 }
 
 fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
+    let f = e.family;
     writeln!(w, "\n## 6. Transmission and storage overhead\n")?;
-    writeln!(w, "Public key, ciphertext and shared secret from the catalog (`submissions/external_sizes.csv`) where it has a row, else the API; secret keys are API figures.\n")?;
+    let (external, api_only): (Vec<&SizeName>, Vec<&SizeName>) = f.sizes.iter().partition(|s| s.external);
+    let plural: Vec<String> = api_only.iter().map(|s| format!("{}s", s.heading)).collect();
     writeln!(
         w,
-        "| instance | public key | secret key | ciphertext | shared secret | basis |\n|---|---|---|---|---|---|"
+        "{} from the catalog (`submissions/{}`) where it has a row, else the API; {} are API figures.\n",
+        capitalized(&listed(&external.iter().map(|s| s.heading).collect::<Vec<_>>())),
+        f.catalog,
+        listed(&plural.iter().map(String::as_str).collect::<Vec<_>>())
     )?;
+    let heads: String = f.sizes.iter().map(|s| format!(" {} |", s.heading)).collect();
+    writeln!(w, "| instance |{heads} basis |\n|---|{}---|", "---|".repeat(f.sizes.len()))?;
     let mut seen: Vec<&str> = Vec::new();
     for r in &e.records {
         if seen.contains(&r.label.as_str()) {
             continue;
         }
         seen.push(&r.label);
-        let api = r.sizes.api;
-        let (shown, basis) = match &r.sizes.external {
-            Some(row) => (row.sizes, row.basis.to_string()),
-            None => (api, "API".to_owned()),
+        let row = r.sizes.external.as_ref();
+        let cell = |s: &SizeName| {
+            let catalog = row.filter(|_| s.external).and_then(|row| row.sizes.0.get(s.id));
+            format!(" {} |", catalog.copied().unwrap_or(r.sizes.api.get(s.id)))
         };
-        writeln!(w, "| {} | {} | {} | {} | {} | {basis} |", md(&r.label), shown.pk, api.sk, shown.ct, shown.ss)?;
+        let cells: String = f.sizes.iter().map(cell).collect();
+        let basis = row.map_or("API".to_owned(), |row| row.basis.to_string());
+        writeln!(w, "| {} |{cells} {basis} |", md(&r.label))?;
     }
     if !e.audit.is_empty() {
         writeln!(w, "\nSize audit ({} disagreements):", e.audit.len())?;
@@ -526,6 +591,7 @@ mod tests {
         let entry = kat.instances.iter_mut().find(|i| i.label == record.label).unwrap();
         entry.library_sha256 = Some(record.library_sha256.clone());
         let mut e = Evidence {
+            family: &crate::family::KEM,
             kat: Some(kat),
             env: None,
             records: vec![record],
@@ -549,8 +615,15 @@ mod tests {
     fn pages_say_what_is_self_reported_and_mark_what_the_host_refuted() {
         let golden = crate::project::root().join("xtask/tests/golden/record.json");
         let record: Record = schema::read(&golden).unwrap().unwrap();
-        let mut e =
-            Evidence { kat: None, env: None, records: vec![record], audit: vec![], survey: None, profiles: vec![] };
+        let mut e = Evidence {
+            family: &crate::family::KEM,
+            kat: None,
+            env: None,
+            records: vec![record],
+            audit: vec![],
+            survey: None,
+            profiles: vec![],
+        };
         let mut page = String::new();
         performance(&mut page, &e).unwrap();
         assert!(page.contains("| ML-KEM-512 | enc | "), "{page}");

@@ -19,8 +19,7 @@ use xshell::Shell;
 use crate::build::submission::Submission;
 use crate::evidence::schema::Record;
 use crate::evidence::Layout;
-use crate::flags::{Op, Site};
-use crate::pages::report::OPS;
+use crate::flags::Site;
 use crate::{measure::stats, pages::report, project};
 
 const COLORS: [&str; 3] = ["#4477aa", "#ee6677", "#228833"];
@@ -293,14 +292,21 @@ pub fn times_chart(records: &[Record]) -> String {
             labels.push(&r.label);
         }
     }
+    // The operations in the records' own (page) order: the family's.
+    let mut ops: Vec<&str> = Vec::new();
+    for r in records {
+        if !ops.contains(&r.op.name()) {
+            ops.push(r.op.name());
+        }
+    }
     let groups: Vec<(String, Vec<Option<f64>>)> = labels
         .iter()
         .map(|l| {
-            let ns = OPS.map(|op| records.iter().find(|r| r.label == *l && r.op == op).map(|r| r.aggregate.mean_ns));
-            ((*l).to_owned(), ns.to_vec())
+            let mean = |op: &&str| records.iter().find(|r| r.label == *l && r.op.name() == *op);
+            ((*l).to_owned(), ops.iter().map(|op| mean(op).map(|r| r.aggregate.mean_ns)).collect())
         })
         .collect();
-    bars(&groups, &OPS.map(Op::name))
+    bars(&groups, &ops)
 }
 
 /// Grouped bars of times in ns on a log scale: one group per label, one bar per series.

@@ -1,37 +1,31 @@
-//! The replay that corroborates a matching KAT digest: keygen, enc and dec on seeds the
-//! tool draws at run time, each in its own process (`drivers/kem_replay.c`), with the
-//! shared secrets compared here. A program that prints a canned KAT text cannot know
-//! these seeds, and one process cannot vouch for another's output.
-
-use std::time::Duration;
+//! KEMs: the replay that corroborates a matching KAT digest. keygen, enc and dec run on
+//! seeds the tool draws at run time, each in its own process (`drivers/kem_replay.c`),
+//! with the shared secrets compared here. A program that prints a canned KAT text cannot
+//! know these seeds, and one process cannot vouch for another's output.
 
 use anyhow::Result;
-use xshell::Shell;
 
-use crate::build::builder::Build;
-use crate::build::recipe;
-use crate::container::sandbox::Sandbox;
-use crate::evidence::schema::Replay;
+use super::{CheckCtx as Ctx, Corroboration, Driver};
+use crate::evidence::schema::{Check, CheckVerdict};
 use crate::project;
+
+const DRIVER: Driver = Driver { source: "kem_replay.c", program: "kem_replay" };
+
+pub const REPLAY: Corroboration = Corroboration {
+    driver: DRIVER,
+    name: "replay",
+    failure_is_mismatch: true,
+    holds: "replayed on seeds drawn at run time (keygen, enc and dec in separate processes, shared secrets \
+            compared by the harness)",
+    absent: "no replay (the manifest gives no API to replay through)",
+    run,
+};
 
 /// Records per replay, and bytes per seed (what the timing adapters take).
 const RECORDS: usize = 3;
 const SEED_BYTES: usize = 48;
 /// The replay prints a few keys per record; more is not a replay.
 const OUTPUT_CAP: u64 = 64 << 20;
-
-/// What a replay runs with.
-pub struct Ctx<'a> {
-    pub sh: &'a Shell,
-    pub sb: &'a Sandbox,
-    pub build: &'a Build,
-    pub timeout: Duration,
-}
-
-/// Whether this build can be replayed (its manifest gives an API adapter).
-pub fn available(build: &Build) -> bool {
-    build.record.output_sha256(recipe::REPLAY_PROGRAM).is_some()
-}
 
 /// Seeds from the kernel's random source, never from anything the candidate saw.
 pub fn draw_seeds() -> Result<Vec<Vec<u8>>> {
@@ -44,22 +38,23 @@ pub fn draw_seeds() -> Result<Vec<Vec<u8>>> {
     Ok(seeds)
 }
 
-/// Replay `seeds`; a failure of the program is a failed replay, an engine failure or an
-/// interruption an error.
-pub fn run(ctx: &Ctx, seeds: &[Vec<u8>]) -> Result<Replay> {
+/// Replay on fresh seeds; a failure of the program is a failed replay, an engine failure
+/// or an interruption an error.
+fn run(ctx: &Ctx) -> Result<Check> {
+    let seeds = draw_seeds()?;
     let hex_seeds: Vec<String> = seeds.iter().map(|s| project::hex(s).to_ascii_uppercase()).collect();
-    let (passed, detail) = match replay(ctx, &hex_seeds)? {
+    let (verdict, detail) = match replay(ctx, &hex_seeds)? {
         Ok(()) => (
-            true,
+            CheckVerdict::Holds,
             format!(
                 "{} records: keygen, enc and dec in separate processes; each decapsulated secret equals the \
                  encapsulated one, and keys and ciphertexts differ between records",
                 seeds.len()
             ),
         ),
-        Err(why) => (false, why),
+        Err(why) => (CheckVerdict::Fails, why),
     };
-    Ok(Replay { seeds: hex_seeds, passed, detail })
+    Ok(Check { check: REPLAY.name.into(), seeds: hex_seeds, verdict, detail })
 }
 
 type Verdict = std::result::Result<(), String>;
@@ -99,16 +94,13 @@ fn compare(keys: &[Vec<String>], sent: &[Vec<String>], got: &[Vec<String>]) -> V
 impl Ctx<'_> {
     /// One operation over every record: `fields` hex fields per output line.
     fn op(&self, op: &str, lines: Vec<String>, fields: usize) -> Result<std::result::Result<Vec<Vec<String>>, String>> {
-        let argv = [recipe::REPLAY_PROGRAM.to_owned(), op.to_owned()];
-        let mut job = self.build.run_job(self.sb.backend, &argv, self.timeout);
-        let records = lines.len();
-        job.stdin = Some(lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect());
-        let (f, out) = self.sb.run_captured(self.sh, &job, OUTPUT_CAP)?;
-        if !f.outcome.success() {
-            let stderr = project::printable(f.stderr.trim_end());
-            return Ok(Err(format!("`kem_replay {op}` {}: {}", f.outcome, tail(&stderr))));
-        }
-        Ok(parse(&out, records, fields).map_err(|why| format!("`kem_replay {op}` printed {why}")))
+        let input = lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect();
+        let out = match self.run(DRIVER, &[op], input, OUTPUT_CAP)? {
+            Ok(out) => out,
+            Err(why) => return Ok(Err(why)),
+        };
+        let program = DRIVER.program;
+        Ok(parse(&out, lines.len(), fields).map_err(|why| format!("`{program} {op}` printed {why}")))
     }
 }
 
@@ -126,11 +118,6 @@ fn parse(out: &[u8], records: usize, fields: usize) -> std::result::Result<Vec<V
         }
     }
     Ok(lines)
-}
-
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(4)..].join("\n")
 }
 
 #[cfg(test)]
