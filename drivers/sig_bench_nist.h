@@ -46,7 +46,7 @@ static int bench_keygen(unsigned char *pk, unsigned long long *pk_len, unsigned 
 }
 
 /* The detached API takes the capacity implicitly (CRYPTO_BYTES) and returns the length
- * through a size_t; *sig_len carries it back, or the capacity when the call failed. */
+ * through a size_t, which *sig_len carries back as the call left it. */
 static int bench_sign(unsigned char *sk, unsigned long long sk_len, unsigned char *m, unsigned long long m_len,
                       unsigned char *sig, unsigned long long *sig_len) {
     size_t n = (size_t)*sig_len;
