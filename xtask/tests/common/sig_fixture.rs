@@ -49,13 +49,14 @@ pub enum Lengths {
 pub struct Scheme {
     pub n: usize,
     pub pad: Pad,
-    /// `FIX_TWEAK`: the tag's first bit flipped (in signing and verifying alike).
-    pub tweak: bool,
+    /// `FIX_IGNORE_KEY`: the tag hashes zeros where the public key goes, so a signature
+    /// verifies under every key.
+    pub keyless: bool,
 }
 
 impl Scheme {
     pub const fn plain(n: usize) -> Scheme {
-        Scheme { n, pad: Pad::None, tweak: false }
+        Scheme { n, pad: Pad::None, keyless: false }
     }
 
     /// The signature length the scheme claims (`sig_get_sn_len_bytes`).
@@ -68,11 +69,9 @@ impl Scheme {
     }
 
     fn tag(&self, pk: &[u8], r: &[u8], p: usize, m: &[u8]) -> Vec<u8> {
-        let mut t = expand(HASH, &[b"S".as_slice(), pk, r, &[p as u8], m].concat(), TAG);
-        if self.tweak {
-            t[0] ^= 1;
-        }
-        t
+        let zeros = vec![0; pk.len()];
+        let pk = if self.keyless { &zeros } else { pk };
+        expand(HASH, &[b"S".as_slice(), pk, r, &[p as u8], m].concat(), TAG)
     }
 
     fn padding(t: &[u8], p: usize) -> Vec<u8> {
@@ -232,8 +231,9 @@ const fn inst(
     SigInst { label, scheme, template: false, defines, kat, contract }
 }
 
-const VAR: Scheme = Scheme { n: 32, pad: Pad::Message, tweak: false };
-pub const CARRY: Scheme = Scheme { n: 32, pad: Pad::Carry, tweak: false };
+pub const VAR: Scheme = Scheme { n: 32, pad: Pad::Message, keyless: false };
+pub const CARRY: Scheme = Scheme { n: 32, pad: Pad::Carry, keyless: false };
+const KEYLESS: Scheme = Scheme { n: 32, pad: Pad::None, keyless: true };
 
 /// Every instance of the fixture; no label is a substring of another (the tests find
 /// an instance's line in the tool's output by its label).
@@ -250,6 +250,10 @@ pub fn instances() -> Vec<SigInst> {
         inst("sig-signfail", p, "#define FIX_FAIL_SIGN 1\n", "CRYPTOFAIL", Unchecked),
         inst("sig-acceptall", p, "#define FIX_ACCEPT_ALL 1\n", "PASS", AcceptsInvalid),
         inst("sig-verify1", p, "#define FIX_VERIFY_ONE 1\n", "PASS", Breach),
+        // Verify checks message and signature but not the key: only the other-key check sees it.
+        inst("sig-anykey", KEYLESS, "#define FIX_IGNORE_KEY 1\n", "PASS", AcceptsInvalid),
+        // Verify compares one byte short: a flipped last signature byte goes unnoticed.
+        inst("sig-offbyone", p, "#define FIX_OFF_BY_ONE 1\n", "PASS", AcceptsInvalid),
         // Every 12th sig_sign call of a process returns -4: none of the KAT's ten.
         inst("sig-flaky", p, "#define FIX_FLAKY 1\n", "PASS", Holds),
         inst("sig-varlen", VAR, "#define FIX_PAD 1\n", "PASS", Holds),
@@ -265,6 +269,15 @@ pub fn instances() -> Vec<SigInst> {
             p,
             "#define _DEFAULT_SOURCE 1\n#define FIX_PRINTER 1\n#define FIX_ACCEPT_ALL 1\n",
             "MISMATCH",
+            AcceptsInvalid,
+        ),
+        // Reads the contract program's stdin in a constructor, prints a "held" line per
+        // record with the real nonce and exits before the driver's main; verify accepts all.
+        inst(
+            "sig-forger",
+            p,
+            "#define _DEFAULT_SOURCE 1\n#define FIX_FORGER 1\n#define FIX_ACCEPT_ALL 1\n",
+            "PASS",
             AcceptsInvalid,
         ),
     ]
