@@ -8,6 +8,7 @@ use xtask::evidence::schema::{self, InstanceResult, Record, Summary};
 use xtask::evidence::Layout;
 
 pub mod fixture;
+pub mod sig_fixture;
 use std::process::{Command, Output};
 
 /// Run `xtask args...` (with `NGCC_CACHE` when given), echoing its output for failures.
