@@ -14,8 +14,8 @@ use common::sig_fixture::*;
 use common::{entry, xtask};
 use xtask::family::FamilyId;
 use xtask::kat;
-use xtask::schema::Summary;
-use xtask::submission::{Lengths as LengthsChoice, Submission};
+use xtask::evidence::schema::{CheckVerdict, Record, Summary};
+use xtask::build::submission::{Lengths as LengthsChoice, Submission};
 
 // ---- the model, without a container ----------------------------------------------
 
@@ -171,20 +171,30 @@ fn row<'a>(stdout: &'a str, label: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no row for {label} in:\n{stdout}"))
 }
 
-/// The contract verdict must show on the row: `accepts-invalid` or `breach` next to the
-/// KAT status, and neither where the contract holds. The contract runs whatever the KAT
-/// status (sig-printer is a MISMATCH whose verifier accepts everything).
-// LEAD: once `InstanceResult` carries the contract verdict, assert the field as well
-// (e.g. `entry(&s, label).contract`), and the breach's returned value (1 here).
-fn check_contract(stdout: &str, i: &SigInst, status: &str) {
+/// The contract verdict is in the summary and on the row `verify` prints: `accepts-invalid`
+/// or `breach` next to the KAT status, and neither where the contract holds.
+fn check_contract(s: &Summary, stdout: &str, i: &SigInst, status: &str) {
     let r = row(stdout, i.label);
     assert!(r.split_whitespace().any(|w| w == status), "{}: {r}", i.label);
     let (accepts, breach) = (r.contains("accepts-invalid"), r.contains("breach"));
+    let check = entry(s, i.label).check.as_ref();
+    let verdict = check.map(|c| c.verdict);
     match i.contract {
-        Contract::Holds => assert!(!accepts && !breach, "{}: the contract holds: {r}", i.label),
-        Contract::AcceptsInvalid => assert!(accepts && !breach, "{}: {r}", i.label),
-        Contract::Breach => assert!(breach && !accepts, "{}: {r}", i.label),
-        Contract::Unchecked => {}
+        Contract::Holds => {
+            assert!(!accepts && !breach, "{}: the contract holds: {r}", i.label);
+            assert_eq!(verdict, Some(CheckVerdict::Holds), "{}", i.label);
+        }
+        Contract::AcceptsInvalid => {
+            assert!(accepts && !breach, "{}: {r}", i.label);
+            assert_eq!(verdict, Some(CheckVerdict::AcceptsInvalid), "{}", i.label);
+        }
+        Contract::Breach => {
+            assert!(breach && !accepts, "{}: {r}", i.label);
+            assert_eq!(verdict, Some(CheckVerdict::Breach), "{}", i.label);
+            let detail = &check.unwrap().detail;
+            assert!(detail.contains("returned 1 on a modified message"), "{}: {detail}", i.label);
+        }
+        Contract::Unchecked => assert!(check.is_none(), "{}: {check:?}", i.label),
     }
 }
 
@@ -224,7 +234,7 @@ fn signature_fixture_reaches_every_verdict() {
         if i.kat == "PASS" {
             assert_eq!(e.actual_sha256, e.expected_sha256, "{}", i.label);
         }
-        check_contract(&text, i, i.kat);
+        check_contract(&s, &text, i, i.kat);
     }
     // The tweaked scheme and the printer computed something else than the model.
     for label in ["sig-tweak", "sig-printer"] {
@@ -249,10 +259,6 @@ fn signature_fixture_reaches_every_verdict() {
     assert!(msg.contains("sig_get_sn_len_bytes"), "{msg}");
     let msg = message(&s, "sig-msgwrite");
     assert!(msg.contains("sig_sign") && msg.contains("message"), "{msg}");
-    // The summary on disk carries both contract verdicts by name.
-    // LEAD: replace with the contract field of `InstanceResult` when it exists.
-    let raw = std::fs::read_to_string(common::layout(&out).kat_summary(ID)).unwrap();
-    assert!(raw.contains("accepts-invalid") && raw.contains("breach"), "{raw}");
 
     // The per-record reset is a recorded manifest choice, and it changes the carry-over
     // candidate's text: its published digest under reset is the model's reset digest.
@@ -266,49 +272,21 @@ fn signature_fixture_reaches_every_verdict() {
     let text2 = String::from_utf8_lossy(&run2.stdout).into_owned();
     for i in &two {
         assert_eq!(entry(&s2, i.label).status.name(), "PASS", "{}: {}", i.label, message(&s2, i.label));
-        check_contract(&text2, i, "PASS");
+        check_contract(&s2, &text2, i, "PASS");
     }
     let reset = strict_digest(&CARRY, false, Lengths::Reset);
     assert_eq!(entry(&s2, "sig-carry").actual_sha256.as_ref().map(|d| d.as_str()), Some(reset.as_str()));
     assert_ne!(entry(&s2, "sig-carry").actual_sha256, entry(&s, "sig-carry").actual_sha256);
-    // LEAD: the summary records the choice; wire the field name if it is not "reset".
-    let raw2 = std::fs::read_to_string(common::layout(&out2).kat_summary(ID)).unwrap();
-    assert!(raw2.contains("\"reset\""), "{raw2}");
+    // The choice is recorded with each result.
+    assert_eq!(entry(&s2, "sig-carry").lengths, Some(LengthsChoice::Reset));
+    assert_eq!(entry(&s, "sig-carry").lengths, Some(LengthsChoice::Carry));
 
     timing(&m, &zip, &out);
 }
 
-/// The first value of `key` anywhere in a JSON document.
-// LEAD: replace with the timing record's fields (`failed_attempts`, `out_len`) once the
-// schema has them.
-fn find<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> {
-    match v {
-        serde_json::Value::Object(o) => o.get(key).or_else(|| o.values().find_map(|x| find(x, key))),
-        serde_json::Value::Array(a) => a.iter().find_map(|x| find(x, key)),
-        _ => None,
-    }
-}
-
-fn record_json(out: &Path, label: &str, op: &str) -> serde_json::Value {
-    let path = common::layout(out).record(ID, label, op);
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
-}
-
-/// The object of a timing record that holds `failed_attempts` (and the `out_len` beside it).
-fn report_of(v: &serde_json::Value) -> &serde_json::Value {
-    match v {
-        serde_json::Value::Object(o) if o.contains_key("failed_attempts") => Some(v),
-        serde_json::Value::Object(o) => o.values().find(|x| find(x, "failed_attempts").is_some()).map(report_of),
-        serde_json::Value::Array(a) => a.iter().find(|x| find(x, "failed_attempts").is_some()).map(report_of),
-        _ => None,
-    }
-    .unwrap_or_else(|| panic!("no failed_attempts in {v}"))
-}
-
-fn out_len(v: &serde_json::Value) -> (u64, u64, u64) {
-    let o = find(v, "out_len").unwrap_or_else(|| panic!("no out_len in {v}"));
-    let n = |k: &str| o[k].as_u64().unwrap_or_else(|| panic!("out_len.{k} in {o}"));
-    (n("min"), n("max"), n("count"))
+fn out_len(r: &Record) -> (u64, u64, u64) {
+    let l = r.out_len.unwrap_or_else(|| panic!("{} {}: no signature lengths", r.label, r.op));
+    (l.min, l.max, l.count)
 }
 
 /// Two short timing runs: failed signing attempts are retried and counted, a library's
@@ -322,19 +300,17 @@ fn timing(m: &Path, zip: &Path, out: &Path) {
         assert!(run.status.success());
     };
     bench(&["--instance", "sig-flaky", "--instance", "sig-printer", "--op", "sign"]);
-    let flaky = record_json(out, "sig-flaky", "sign");
-    let flaky = report_of(&flaky);
-    let failed = flaky["failed_attempts"].as_u64().expect("failed_attempts");
-    let (min, max, count) = out_len(flaky);
+    let flaky = common::record(out, ID, "sig-flaky", "sign");
+    let failed = flaky.failed_attempts;
+    let (min, max, count) = out_len(&flaky);
     // Every 12th call of a process fails: one failure per eleven signatures, give or
     // take one per process (the setup signature, the last incomplete dozen; 3 trials).
     assert!(failed > 0 && failed.abs_diff(count / 11) <= 4, "{failed} failures, {count} signatures");
     assert_eq!((min, max), (SIG_BASE as u64, SIG_BASE as u64));
     // The printer's JSON line says 0 failures and 1-byte signatures: the driver's own says 48.
-    let printer = record_json(out, "sig-printer", "sign");
-    let printer = report_of(&printer);
-    assert_eq!(printer["failed_attempts"].as_u64(), Some(0));
-    let (min, max, count) = out_len(printer);
+    let printer = common::record(out, ID, "sig-printer", "sign");
+    assert_eq!(printer.failed_attempts, 0);
+    let (min, max, count) = out_len(&printer);
     assert_eq!((min, max), (SIG_BASE as u64, SIG_BASE as u64));
     assert!(count > 1, "{count}");
 
@@ -348,7 +324,7 @@ fn timing(m: &Path, zip: &Path, out: &Path) {
             VAR.sign(&sk, &msg, VAR.sn_max(), &mut alg).len() as u64
         })
         .collect();
-    let (min, max, count) = out_len(&record_json(out, "sig-varlen", "sign_msgs"));
+    let (min, max, count) = out_len(&common::record(out, ID, "sig-varlen", "sign_msgs"));
     assert_eq!((min, max), (*lens.iter().min().unwrap(), *lens.iter().max().unwrap()));
     assert!(count >= 16, "{count}");
 }

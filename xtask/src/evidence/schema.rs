@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::build::recipe::Plan;
 use crate::build::sources::{PatchRecord, Provenance};
-use crate::build::submission::GroupKind;
+use crate::build::submission::{GroupKind, Lengths};
 use crate::container::engine::Backend;
 use crate::container::sandbox::{Limits, Outcome};
 use crate::flags::Arch;
@@ -272,6 +272,9 @@ pub struct InstanceResult {
     /// The check on inputs drawn at run time that corroborates a matching digest; None
     /// when the digest did not match, or the manifest gives no API to check through.
     pub check: Option<Check>,
+    /// How the KAT driver passed in/out lengths between records (families that carry
+    /// them: `kat.lengths` of the manifest).
+    pub lengths: Option<Lengths>,
     pub message: Option<String>,
     pub finished: String,
     pub harness_commit: String,

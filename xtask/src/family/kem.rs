@@ -15,6 +15,7 @@ pub const REPLAY: Corroboration = Corroboration {
     driver: DRIVER,
     name: "replay",
     failure_is_mismatch: true,
+    on_mismatch: false,
     holds: "replayed on seeds drawn at run time (keygen, enc and dec in separate processes, shared secrets \
             compared by the harness)",
     absent: "no replay (the manifest gives no API to replay through)",

@@ -61,6 +61,8 @@ pub struct Corroboration {
     /// A failure makes the KAT status MISMATCH (the text was not computed), or stands as
     /// a verdict of its own next to the status.
     pub failure_is_mismatch: bool,
+    /// Run also beside a MISMATCH (a verdict of its own says something there too).
+    pub on_mismatch: bool,
     /// What a page says a holding check did, and says where the manifest gives no API.
     pub holds: &'static str,
     pub absent: &'static str,
@@ -119,6 +121,8 @@ pub struct Family {
     pub bench: Driver,
     pub adapter_prefix: &'static str,
     pub corroboration: Option<Corroboration>,
+    /// In/out lengths pass from record to record in its KAT driver (`kat.lengths`).
+    pub kat_lengths: bool,
     /// The size whose returned length varies per call (a signature), if any.
     pub variable_output: Option<&'static str>,
     /// What retried failures of an operation are called on pages.
@@ -150,6 +154,7 @@ pub static KEM: Family = Family {
     bench: Driver { source: "kem_bench.c", program: "kem_bench" },
     adapter_prefix: "bench_",
     corroboration: Some(kem::REPLAY),
+    kat_lengths: false,
     variable_output: None,
     retried: "failed attempts",
     catalog: "external_sizes.csv",
@@ -165,6 +170,7 @@ pub static SIG: Family = Family {
     bench: Driver { source: "sig_bench.c", program: "sig_bench" },
     adapter_prefix: "sig_bench_",
     corroboration: Some(sig::CONTRACT),
+    kat_lengths: true,
     variable_output: Some("sig"),
     retried: "failed signing attempts retried",
     catalog: "external_sizes_sig.csv",

@@ -17,6 +17,7 @@ pub const CONTRACT: Corroboration = Corroboration {
     driver: DRIVER,
     name: "verify contract",
     failure_is_mismatch: false,
+    on_mismatch: true,
     holds: "verify returned 0 on each signature and -1 on a modified message, a modified signature and \
             another record's key (messages drawn at run time)",
     absent: "no verify contract (the manifest gives no API to check it through)",

@@ -21,7 +21,7 @@ use crate::build::sources::{self, Source};
 use crate::build::submission::{Instance, Submission};
 use crate::container::sandbox::Outcome;
 pub use crate::evidence::schema::Status;
-use crate::evidence::schema::{self, InstanceResult, Summary, ToolchainRecord};
+use crate::evidence::schema::{self, Check, InstanceResult, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
 use crate::family::CheckCtx;
 use crate::flags::Verify;
@@ -132,7 +132,7 @@ impl Verify {
             let manifest = Manifest::load(&self.kat_path(sub))?;
             let summary = self.verify_submission(sh, ctx, (sub, src), &manifest)?;
             let selected = summary.instances.iter().filter(|i| self.inputs.selects_label(&i.label));
-            let bad = selected.filter(|i| i.status != Status::Pass).count();
+            let bad = selected.filter(|i| !i.clean()).count();
             if bad > 0 {
                 failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
             }
@@ -232,18 +232,27 @@ impl Verify {
 }
 
 fn print_row(r: &InstanceResult, tc: &ToolchainRecord, note: &str) {
+    // A check that stands as a verdict of its own shows beside the status.
+    let failed_check = r.check.as_ref().filter(|c| !c.holds());
+    let verdict = failed_check.map_or(String::new(), |c| format!("  {}: {}", c.check, c.verdict));
     println!(
-        "  {:<18} {:<14} {:<11} {}  [{}]{note}",
+        "  {:<18} {:<14} {:<11} {}  [{}]{verdict}{note}",
         r.label,
         tc.toolchain,
         r.status,
         r.actual_sha256.as_ref().map_or("-", Sha256Hex::short),
         r.flag_set,
     );
-    if let Some(m) = &r.message {
-        for line in m.lines() {
-            println!("      {line}");
-        }
+    let lines = r.message.iter().chain(failed_check.map(|c| &c.detail));
+    for line in lines.flat_map(|m| m.lines()) {
+        println!("      {line}");
+    }
+}
+
+impl InstanceResult {
+    /// A PASS whose corroborating check, if any ran, holds.
+    pub fn clean(&self) -> bool {
+        self.status == Status::Pass && self.check.as_ref().is_none_or(Check::holds)
     }
 }
 
@@ -258,6 +267,7 @@ impl Ctx<'_> {
 
     fn verify_instance(&self, inst: &Instance) -> Result<InstanceResult> {
         let (sub, layout) = (self.build.sub, self.layout);
+        let family = sub.family()?;
         let entry = self.manifest.entry(&inst.label);
         let built = self.build.ensure(inst)?;
         let (plan, key) = match &built {
@@ -285,6 +295,7 @@ impl Ctx<'_> {
             run_seconds: None,
             output_bytes: None,
             check: None,
+            lengths: family.kat_lengths.then_some(sub.kat.lengths),
             message: None,
             finished: String::new(),
             harness_commit: self.harness_commit.clone(),
@@ -372,6 +383,9 @@ impl Ctx<'_> {
                 r.actual_sha256 = Some(Sha256Hex::computed(actual));
                 if r.status == Status::Pass {
                     self.corroborate(build, text, r)?;
+                } else if let Some(check) = sub.family()?.corroborates(build).filter(|c| c.on_mismatch) {
+                    // A verdict of its own is worth having beside a MISMATCH too.
+                    r.check = Some((check.run)(&self.check_ctx(build))?);
                 }
             }
             Err(why) => {
@@ -406,6 +420,11 @@ impl Ctx<'_> {
         }
         r.check = Some(result);
         Ok(())
+    }
+
+    fn check_ctx<'b>(&'b self, build: &'b Build) -> CheckCtx<'b> {
+        let timeout = Duration::from_secs(self.verify.timeout);
+        CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout }
     }
 
     /// What happened to a KAT program that did not finish cleanly.

@@ -326,7 +326,8 @@ impl Bench {
             inst,
             static_image: static_image_bytes(&ctx.build.out.join(recipe::LIBRARY))?,
             library_sha256: record.output_sha256(recipe::LIBRARY).context("the build record lists no library")?.into(),
-            driver_source_sha256: project::sha256_file(&project::drivers_dir().join(driver.source))?,
+            // The whole drivers tree: the driver includes its adapter and the shared core.
+            driver_source_sha256: recipe::drivers_digest()?,
             driver_sha256,
         };
         let mut api_sizes = None;
