@@ -400,7 +400,7 @@ int main(void) {
         }
         check_returned(&sn, sn_len);
         if (memcmp(copy, m.data, (size_t)m_len) != 0) {
-            fprintf(stderr, "CRYPTOFAIL: record=%d call=sig_sign modified=m\n", record);
+            fprintf(stderr, "CRYPTOFAIL: record=%d call=sig_sign modified=m (it wrote into the message it signs)\n", record);
             return EXIT_CRYPTOFAIL;
         }
 

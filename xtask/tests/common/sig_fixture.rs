@@ -202,6 +202,8 @@ pub enum Contract {
     AcceptsInvalid,
     /// verify returns a value other than 0 / -1 where those are due.
     Breach,
+    /// The check could not be completed (the library took its input): never "holds".
+    Fails,
     /// Not asserted: the KAT already failed, so what the contract says is secondary.
     Unchecked,
 }
@@ -263,22 +265,25 @@ pub fn instances() -> Vec<SigInst> {
         inst("sig-hugelen", p, "#define FIX_HUGE_LEN 1\n", "CRYPTOFAIL", Unchecked),
         inst("sig-msgwrite", p, "#define FIX_MSG_WRITE 1\n", "CRYPTOFAIL", Unchecked),
         inst("sig-getter", p, "#define FIX_GETTER_DRIFT 1\n", "CRYPTOFAIL", Unchecked),
-        // Prints KAT lines, a timing JSON line and contract lines; verify accepts all.
+        // Prints KAT lines, a timing JSON line and contract lines; verify accepts all. The
+        // drivers' private output channel sends all of it to stderr: the KAT text is the
+        // driver's alone (PASS), and the contract still sees the verifier accept anything.
         inst(
             "sig-printer",
             p,
             "#define _DEFAULT_SOURCE 1\n#define FIX_PRINTER 1\n#define FIX_ACCEPT_ALL 1\n",
-            "MISMATCH",
+            "PASS",
             AcceptsInvalid,
         ),
         // Reads the contract program's stdin in a constructor, prints a "held" line per
         // record with the real nonce and exits before the driver's main; verify accepts all.
+        // Its lines reach stderr, not the result channel: the check fails, never holds.
         inst(
             "sig-forger",
             p,
             "#define _DEFAULT_SOURCE 1\n#define FIX_FORGER 1\n#define FIX_ACCEPT_ALL 1\n",
             "PASS",
-            AcceptsInvalid,
+            Fails,
         ),
     ]
 }
