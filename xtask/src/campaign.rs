@@ -216,10 +216,10 @@ impl Campaign {
                 let bench = self.bench(id, ctx)?;
                 let gate = gate_once(&mut state.gate, &bench, ctx)?;
                 let failures = if matches!(step, Step::Bench(_)) {
-                    let work = bench.inputs.obtain(sh, &ctx.profile, Bench::check)?;
+                    let work = bench.inputs.obtain(sh, &ctx.profile, |sub| bench.check(sub))?;
                     bench.bench_all(sh, ctx, &work, &gate)?
                 } else {
-                    let work = bench.inputs.obtain(sh, &ctx.profile, profile::check)?;
+                    let work = bench.inputs.obtain(sh, &ctx.profile, |sub| profile::check(&bench, sub))?;
                     profile::profile_all(&bench, sh, (ctx, &gate), &work)?
                 };
                 if !failures.is_empty() {

@@ -121,3 +121,43 @@ fn docker_engine_verifies_against_the_published_digests() {
     assert!(check.status.success());
     assert!(stdout(&check).contains(".docker.lock.json"));
 }
+
+/// PQClean's published `nistkat-sha256` of ML-DSA (`crypto_sign/ml-dsa-*/META.yml`).
+const PUBLISHED_DSA: [(&str, &str); 3] = [
+    ("ML-DSA-44", "9a196e7fb32fbc93757dc2d8dc1924460eab66303c0c08aeb8b798fb8d8f8cf3"),
+    ("ML-DSA-65", "7cb96242eac9907a55b5c84c202f0ebd552419c50b2e986dc2e28f07ecebf072"),
+    ("ML-DSA-87", "4537905d2aabcf302fab2f242baed293459ecda7c230e6a67063b02c7e2840ed"),
+];
+
+/// The embedded signature reference: 3 × PASS against PQClean's digests, each with a
+/// verify contract that holds on messages drawn at run time; then one signing timed
+/// through the NIST adapter, with the signature lengths it returned.
+#[test]
+fn container_verify_of_the_signature_reference_passes_with_its_contract() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let run = xtask(&["verify", "pqclean-ml-dsa", "--engine", "podman", "--out", out_s]);
+    assert!(run.status.success(), "{}", stdout(&run));
+    let s = summary(&out, "pqclean-ml-dsa");
+    for (inst, (label, sha)) in s.instances.iter().zip(PUBLISHED_DSA) {
+        assert_eq!((inst.label.as_str(), inst.status), (label, Status::Pass));
+        assert_eq!(inst.actual_sha256.as_ref().unwrap().as_str(), sha);
+        let check = inst.check.as_ref().expect("a verify contract");
+        assert!(check.check == "verify contract" && check.holds(), "{label}: {check:?}");
+        assert_eq!(check.seeds.len(), 4, "{label}: four records on run-time inputs");
+    }
+    let bench = ["bench", "pqclean-ml-dsa", "--engine", "podman", "--out", out_s, "--quick", "--allow-unfixed-host"];
+    let timed = xtask(&[&bench[..], &["--instance", "ML-DSA-44", "--op", "sign"]].concat());
+    assert!(timed.status.success(), "{}", stdout(&timed));
+    let r = common::record(&out, "pqclean-ml-dsa", "ML-DSA-44", "sign");
+    let lengths = r.out_len.expect("signature lengths");
+    assert_eq!((lengths.min, lengths.max), (2420, 2420));
+    assert!(lengths.count >= r.aggregate.n as u64, "every timed call counted");
+    assert_eq!(r.sizes.api.get("sig"), 2420);
+    assert_eq!(r.failed_attempts, 0);
+    // The family decides the operations: a KEM's are refused before anything runs.
+    let wrong = xtask(&[&bench[..], &["--op", "enc"]].concat());
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("keygen, sign, verify, sign_msgs, nop"));
+}

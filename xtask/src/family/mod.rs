@@ -113,6 +113,8 @@ impl CheckCtx<'_> {
 #[derive(Debug)]
 pub struct Family {
     pub id: FamilyId,
+    /// What one candidate is called in messages (`signature`).
+    pub noun: &'static str,
     /// Page §1: "function: ...".
     pub function: &'static str,
     pub ops: &'static [Operation],
@@ -143,6 +145,7 @@ const SK: SizeName = SizeName { id: "sk", field: "secret_key", heading: "secret 
 
 pub static KEM: Family = Family {
     id: FamilyId::Kem,
+    noun: "KEM",
     function: "key encapsulation",
     ops: &[op("keygen"), op("enc"), op("dec"), Operation { id: "nop", default: false }],
     sizes: &[
@@ -164,6 +167,7 @@ pub static KEM: Family = Family {
 
 pub static SIG: Family = Family {
     id: FamilyId::Sig,
+    noun: "signature",
     function: "digital signature",
     ops: &[op("keygen"), op("sign"), op("verify"), op("sign_msgs"), Operation { id: "nop", default: false }],
     sizes: &[PK, SK, SizeName { id: "sig", field: "signature", heading: "signature", external: true }],
@@ -228,7 +232,7 @@ impl Family {
             .iter()
             .map(|a| match known.contains(&a.as_str()) {
                 true => Ok(OpId::new(a)),
-                false => anyhow::bail!("--op {a}: a {} has the operations {}", self.id, known.join(", ")),
+                false => anyhow::bail!("--op {a}: a {} has the operations {}", self.noun, known.join(", ")),
             })
             .collect()
     }

@@ -165,7 +165,7 @@ impl Bench {
         let profile = SystemProfile::load(&self.inputs.system)?;
         let bench = self.with_profile(&profile)?;
         let gate = bench.gate(&profile)?;
-        let run = bench.inputs.prepare(sh, Bench::check)?;
+        let run = bench.inputs.prepare(sh, |sub| bench.check(sub))?;
         let failures = bench.bench_all(sh, &run.ctx, &run.work, &gate)?;
         crate::evidence::reindex(&bench.inputs.out)?;
         if !failures.is_empty() {
@@ -225,12 +225,13 @@ impl Bench {
         Ok(gate)
     }
 
-    /// Only submissions whose manifest says how to reach their API can be timed.
-    pub fn check(sub: &Submission) -> Result<()> {
-        match sub.bench {
-            Some(_) => Ok(()),
-            None => bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id),
+    /// Only submissions whose manifest says how to reach their API can be timed, and
+    /// only on operations their family has (checked before any container starts).
+    pub fn check(&self, sub: &Submission) -> Result<()> {
+        if sub.bench.is_none() {
+            bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id);
         }
+        sub.family()?.select_ops(&self.ops).with_context(|| format!("{}", sub.id)).map(drop)
     }
 
     /// Time every submission of `work` in `ctx`; the operations that could not be timed.
@@ -264,7 +265,7 @@ impl Bench {
         let mut environment = env::collect(sh, &run.profile, gate, env.arch, Some(&tc));
         println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
         println!(
-            "  {:<18} {:<6} {:>14} {:>10} {:>9} {:>12} {:>18}",
+            "  {:<18} {:<9} {:>14} {:>10} {:>9} {:>12} {:>18}",
             "instance", "op", "mean ticks", "mean time", "ops/s", "median trial", "n (trials × iters)"
         );
         let facts = RunFacts {
@@ -709,7 +710,7 @@ fn print_row(r: &Record) {
         notes.push("quick".into());
     }
     println!(
-        "  {:<18} {:<6} {:>14} {:>10} {:>9} {:>12} {:>18}{}",
+        "  {:<18} {:<9} {:>14} {:>10} {:>9} {:>12} {:>18}{}",
         r.label,
         r.op.name(),
         ticks,

@@ -386,7 +386,7 @@ impl Profile {
         let system = SystemProfile::load(&self.bench.inputs.system)?;
         let bench = self.bench.with_profile(&system)?;
         let gate = bench.gate(&system)?;
-        let run = bench.inputs.prepare(sh, check)?;
+        let run = bench.inputs.prepare(sh, |sub| check(&bench, sub))?;
         let failures = profile_all(&bench, sh, (&run.ctx, &gate), &run.work)?;
         crate::evidence::reindex(&bench.inputs.out)?;
         if !failures.is_empty() {
@@ -411,8 +411,8 @@ pub fn profile_all(
 }
 
 /// Only submissions with a `[profile]` and a `[bench]` section can be profiled.
-pub fn check(sub: &Submission) -> Result<()> {
-    Bench::check(sub)?;
+pub fn check(bench: &Bench, sub: &Submission) -> Result<()> {
+    bench.check(sub)?;
     if sub.profile.is_none() {
         bail!("{} has no [profile] section: its manifest names no symbols to wrap", sub.id);
     }
@@ -441,7 +441,7 @@ fn profile_submission(
     let spec = sub.profile.as_ref().context("no [profile] section")?;
     let facts = Facts { bench, sub, spec, tc: &tc, gate, harness_commit: project::harness_commit(sh) };
     println!("{} ({}): symmetric-primitive profile, {} on {}", sub.id, sub.name, tc.gcc_version, run.env.arch.uname());
-    println!("  {:<18} {:<6} {:>9} {:>9} {:>9}  calls per operation", "instance", "op", "ICCS hash", "DRNG", "other");
+    println!("  {:<18} {:<9} {:>9} {:>9} {:>9}  calls per operation", "instance", "op", "ICCS hash", "DRNG", "other");
     let mut failures = Vec::new();
     let mut surveyed = Vec::new();
     // A survey speaks for whole instances of this run only (an operation not yet
@@ -551,7 +551,7 @@ pub fn kind_share(groups: &[GroupShare], pick: impl Fn(GroupKind) -> bool) -> f6
 fn print_row(r: &ProfileRecord) {
     let pct = |x: f64| format!("{:.1}%", 100.0 * x);
     println!(
-        "  {:<18} {:<6} {:>9} {:>9} {:>9}  {}  (overhead ×{:.2})",
+        "  {:<18} {:<9} {:>9} {:>9} {:>9}  {}  (overhead ×{:.2})",
         r.label,
         r.op.name(),
         pct(kind_share(&r.groups, |k| k == GroupKind::IccsHash)),

@@ -356,7 +356,7 @@ fn lengths(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n{} lengths returned by the timed calls (bytes):\n", capitalized(size.heading))?;
     writeln!(w, "| instance | operation | min | mean | max | calls |\n|---|---|---|---|---|---|")?;
     for (r, l) in rows {
-        let mean = stats::three_digits(l.mean());
+        let mean = format!("{:.1}", l.mean());
         writeln!(w, "| {} | {} | {} | {mean} | {} | {} |", md(&r.label), r.op, l.min, l.max, l.count)?;
     }
     Ok(())
