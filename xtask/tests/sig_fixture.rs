@@ -13,7 +13,7 @@ use common::fixture;
 use common::sig_fixture::*;
 use common::{entry, xtask};
 use xtask::build::submission::{Lengths as LengthsChoice, Submission};
-use xtask::evidence::schema::{CheckVerdict, Record, Summary};
+use xtask::evidence::schema::{CheckVerdict, ProfileRecord, Record, Summary};
 use xtask::family::FamilyId;
 use xtask::kat;
 
@@ -328,4 +328,19 @@ fn timing(m: &Path, zip: &Path, out: &Path) {
     let (min, max, count) = out_len(&common::record(out, ID, "sig-varlen", "sign_msgs"));
     assert_eq!((min, max), (*lens.iter().min().unwrap(), *lens.iter().max().unwrap()));
     assert!(count >= 16, "{count}");
+    profile(m, zip, out);
+}
+
+/// The profile works on a signature as on a KEM: the ICCS placeholder hash the toy
+/// scheme signs with is wrapped, counted per signature, and its share measured.
+fn profile(m: &Path, zip: &Path, out: &Path) {
+    let args = ["profile", m.to_str().unwrap(), "--engine", "podman", "--out", out.to_str().unwrap()];
+    let tail = ["--archive", zip.to_str().unwrap(), "--quick", "--allow-unfixed-host"];
+    let run = xtask(&[&args[..], &tail, &["--instance", "sig-good", "--op", "sign"]].concat(), None);
+    assert!(run.status.success());
+    let path = common::layout(out).profile(ID, "sig-good", "sign");
+    let p: ProfileRecord = xtask::evidence::schema::read(&path).unwrap().expect("a profile record");
+    let hash = p.groups.iter().find(|g| g.name == "hash").expect("the ICCS hash group");
+    let calls: u64 = hash.symbols.iter().map(|s| s.calls).sum();
+    assert!(calls >= p.operations && hash.share > 0.0, "{hash:?}");
 }
