@@ -1,55 +1,71 @@
-//! Shards merged into one evidence set: the same files as one run over both
-//! submissions, a passing index check, tampering named, conflicts refused.
+//! Shards merged into one evidence set, on the golden evidence set
+//! (`common/golden_set.rs`, no container): two shards that each hold one family, or one
+//! system, merge into the whole set byte for byte; tampering is named; a shard that
+//! fails its own check, a PASS whose log was changed and re-indexed, and conflicting
+//! duplicates are refused. One small real verify shows that what `verify` writes is
+//! what merge derives a PASS again from.
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use common::golden_set::{self, checkout, xtask_in, IDS, KEM, SIG, SYSTEMS};
 use common::{stdout, xtask};
 
-fn files(root: &Path) -> BTreeSet<String> {
+/// Every file below `root` with its bytes.
+fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
     walkdir::WalkDir::new(root)
         .into_iter()
         .filter_map(std::result::Result::ok)
         .filter(|e| e.file_type().is_file())
-        .map(|e| e.path().strip_prefix(root).unwrap().to_str().unwrap().to_owned())
+        .map(|e| (e.path().strip_prefix(root).unwrap().to_str().unwrap().to_owned(), std::fs::read(e.path()).unwrap()))
         .collect()
 }
 
-fn verify(out: &Path, ids: &[&str]) {
-    let mut args = vec!["verify"];
-    args.extend(ids);
-    args.extend(["--engine", "podman", "--out", out.to_str().unwrap()]);
-    assert!(xtask(&args, None).status.success());
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
 }
 
 #[test]
-fn merged_shards_equal_one_run_and_tampering_is_named() {
+fn shards_of_one_family_or_one_system_merge_into_the_whole_and_tampering_is_named() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b, both, merged) =
-        (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("both"), tmp.path().join("merged"));
-    verify(&a, &["pqclean-ml-kem"]);
-    verify(&b, &["pqclean-hqc"]);
-    verify(&both, &["pqclean-ml-kem", "pqclean-hqc"]);
+    let root = checkout(&tmp.path().join("checkout"));
+    let t = |name: &str| tmp.path().join(name);
+    golden_set::write(&t("whole"));
+    golden_set::write_part(&t("kem"), &SYSTEMS, &[KEM]);
+    golden_set::write_part(&t("sig"), &SYSTEMS, &[SIG]);
+    golden_set::write_part(&t("x86"), &["x86_1"], &IDS);
+    golden_set::write_part(&t("arm"), &["arm_1"], &IDS);
+    let whole = files(&t("whole"));
+    assert!(whole.keys().any(|f| f.ends_with("ML-DSA-44__sign_msgs.json")) && whole.len() > 60, "{:?}", whole.keys());
 
-    let m = xtask(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "--out", merged.to_str().unwrap()], None);
-    assert!(m.status.success());
-    assert_eq!(files(&merged), files(&both));
-    // The KAT texts are byte-reproducible; summaries differ only by their timestamps.
-    for f in files(&both).iter().filter(|f| f.ends_with(".log")) {
-        assert_eq!(std::fs::read(merged.join(f)).unwrap(), std::fs::read(both.join(f)).unwrap(), "{f}");
+    for (a, b, merged) in [("kem", "sig", "by-family"), ("x86", "arm", "by-system")] {
+        let m = xtask_in(&root, &["merge", s(&t(a)), s(&t(b)), "--out", s(&t(merged))]);
+        assert!(m.status.success(), "{merged}");
+        let got = files(&t(merged));
+        assert_eq!(got.keys().collect::<Vec<_>>(), whole.keys().collect::<Vec<_>>(), "{merged}");
+        for (f, bytes) in &whole {
+            assert!(got[f] == *bytes, "{merged}: {f} differs from the whole set's");
+        }
     }
-    let check = xtask(&["evidence", "check", merged.to_str().unwrap()], None);
-    assert!(check.status.success());
+    let merged = t("by-family");
+    assert!(xtask(&["evidence", "check", s(&merged)], None).status.success());
+    // In the real checkout the same set is refused: its KAT logs are not PQClean's
+    // output, and merge derives every PASS from its log against kat/<id>/kat.sha256.
+    let real = xtask(&["merge", s(&merged), "--out", s(&t("real"))], None);
+    let err = String::from_utf8_lossy(&real.stderr);
+    assert!(!real.status.success() && err.contains("records PASS for ML-DSA-44; refused"), "{err}");
+    assert!(err.contains("kat/pqclean-ml-dsa/kat.sha256 line 3 says 9a196e7fb32fbc93"), "{err}");
+    assert!(!t("real").exists() || files(&t("real")).is_empty());
 
-    // One changed byte in one record: named, non-zero exit.
-    let victim = "local/kat/pqclean-hqc/summary.json";
+    // One changed byte in one summary: named, non-zero exit.
+    let victim = "x86_1/kat/pqclean-ml-dsa/summary.json";
     let original = std::fs::read(merged.join(victim)).unwrap();
     let mut bytes = original.clone();
     bytes[10] ^= 0x20;
     std::fs::write(merged.join(victim), bytes).unwrap();
-    let bad = xtask(&["evidence", "check", merged.to_str().unwrap()], None);
+    let bad = xtask(&["evidence", "check", s(&merged)], None);
     assert!(!bad.status.success());
     let text = stdout(&bad);
     let lines: Vec<&str> = text.lines().collect();
@@ -57,42 +73,69 @@ fn merged_shards_equal_one_run_and_tampering_is_named() {
     // The changed byte is in the key `schema`: the file is no summary of this harness.
     assert!(lines[1].starts_with("schema ") && lines[1].contains("is a KAT summary of schema none"), "{text}");
     assert_eq!(lines.len(), 2, "{text}");
-    std::fs::write(merged.join(victim), original).unwrap();
+    std::fs::write(merged.join(victim), &original).unwrap();
 
     // A shard that fails its own check is not merged; nor are conflicting duplicates.
-    std::fs::write(merged.join("local/new.txt"), "not indexed").unwrap();
-    let refused = xtask(&["merge", merged.to_str().unwrap(), "--out", tmp.path().join("m2").to_str().unwrap()], None);
+    std::fs::write(merged.join("arm_1/new.txt"), "not indexed").unwrap();
+    let refused = xtask_in(&root, &["merge", s(&merged), "--out", s(&t("m2"))]);
     assert!(!refused.status.success());
-    std::fs::remove_file(merged.join("local/new.txt")).unwrap();
-    xtask(&["evidence", "index", merged.to_str().unwrap()], None);
-    let conflict = xtask(
-        &["merge", a.to_str().unwrap(), merged.to_str().unwrap(), "--out", tmp.path().join("m3").to_str().unwrap()],
-        None,
-    );
-    assert!(conflict.status.success(), "same files, same bytes: no conflict");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("does not match its own index"));
+    std::fs::remove_file(merged.join("arm_1/new.txt")).unwrap();
+    xtask(&["evidence", "index", s(&merged)], None);
+    let same = xtask_in(&root, &["merge", s(&t("sig")), s(&merged), "--out", s(&t("m3"))]);
+    assert!(same.status.success(), "same files, same bytes: no conflict");
+
     // A PASS log changed and re-indexed: the PASS is derived again from it and refused.
-    let log = "local/kat/pqclean-hqc/HQC-128.log";
-    let mut changed = std::fs::read(b.join(log)).unwrap();
+    let log = "arm_1/kat/pqclean-ml-dsa/ML-DSA-44.log";
+    let mut changed = std::fs::read(merged.join(log)).unwrap();
     changed[0] ^= 1;
     std::fs::write(merged.join(log), changed).unwrap();
-    xtask(&["evidence", "index", merged.to_str().unwrap()], None);
-    let m4 = tmp.path().join("m4");
-    let forged = xtask(&["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", m4.to_str().unwrap()], None);
+    xtask(&["evidence", "index", s(&merged)], None);
+    let m4 = t("m4");
+    let forged = xtask_in(&root, &["merge", s(&t("kem")), s(&merged), "--out", s(&m4)]);
     let err = String::from_utf8_lossy(&forged.stderr);
-    assert!(!forged.status.success() && err.contains("records PASS for HQC-128; refused"), "{err}");
+    assert!(!forged.status.success() && err.contains("records PASS for ML-DSA-44; refused"), "{err}");
+    assert!(err.contains("gives sha256"), "{err}");
     assert!(!m4.exists());
-    std::fs::copy(b.join(log), merged.join(log)).unwrap();
+    std::fs::write(merged.join(log), &whole[log]).unwrap();
     // A summary that differs from the other shard's: a conflict, nothing merged.
-    let summary = std::fs::read_to_string(merged.join(victim)).unwrap();
+    let summary = String::from_utf8(original).unwrap();
     let other = summary.replacen("\"harness_commit\": \"", "\"harness_commit\": \"other-", 1);
     std::fs::write(merged.join(victim), other).unwrap();
-    xtask(&["evidence", "index", merged.to_str().unwrap()], None);
-    let conflict =
-        xtask(&["merge", b.to_str().unwrap(), merged.to_str().unwrap(), "--out", m4.to_str().unwrap()], None);
+    xtask(&["evidence", "index", s(&merged)], None);
+    let conflict = xtask_in(&root, &["merge", s(&t("sig")), s(&merged), "--out", s(&m4)]);
     assert!(!conflict.status.success());
     let err = String::from_utf8_lossy(&conflict.stderr);
     assert!(err.contains("conflicting duplicates") && err.contains(victim), "{err}");
     assert!(!m4.exists());
+}
+
+/// The one container run of this file, and why: the golden set is written by the
+/// test's own builder, so only a real `verify` shows that the summary and KAT log it
+/// writes (log names, digests, index) are what merge derives the PASS again from, and
+/// that a real log changed by one bit is refused. One instance, its build cached.
+#[test]
+fn a_real_verify_merges_unchanged_and_its_changed_log_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, merged) = (tmp.path().join("a"), tmp.path().join("merged"));
+    let v = xtask(&["verify", KEM, "--instance", "ML-KEM-512", "--engine", "podman", "--out", s(&a)], None);
+    assert!(v.status.success());
+    assert!(xtask(&["merge", s(&a), "--out", s(&merged)], None).status.success());
+    let (shard, got) = (files(&a), files(&merged));
+    assert!(shard.contains_key("local/kat/pqclean-ml-kem/ML-KEM-512.log"), "{:?}", shard.keys());
+    assert!(shard == got, "a merge of one shard is that shard");
+
+    let log = "local/kat/pqclean-ml-kem/ML-KEM-512.log";
+    let mut changed = shard[log].clone();
+    changed[0] ^= 1;
+    std::fs::write(merged.join(log), changed).unwrap();
+    xtask(&["evidence", "index", s(&merged)], None);
+    let m2 = tmp.path().join("m2");
+    let forged = xtask(&["merge", s(&merged), "--out", s(&m2)], None);
+    let err = String::from_utf8_lossy(&forged.stderr);
+    assert!(!forged.status.success() && err.contains("records PASS for ML-KEM-512; refused"), "{err}");
+    assert!(err.contains("gives sha256") && err.contains("c70041a761e01cd6"), "{err}");
+    assert!(!m2.exists());
 }
 
 /// A shard whose summary says PASS (the golden one, with the published digests of
@@ -114,10 +157,10 @@ fn a_shard_edited_to_pass_and_reindexed_is_refused() {
                 std::fs::write(kat.join(format!("{label}.log")), text).unwrap();
             }
         }
-        assert!(xtask(&["evidence", "index", shard.to_str().unwrap()], None).status.success());
-        assert!(xtask(&["evidence", "check", shard.to_str().unwrap()], None).status.success());
+        assert!(xtask(&["evidence", "index", s(&shard)], None).status.success());
+        assert!(xtask(&["evidence", "check", s(&shard)], None).status.success());
         let out = tmp.path().join("merged");
-        let m = xtask(&["merge", shard.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
+        let m = xtask(&["merge", s(&shard), "--out", s(&out)], None);
         let err = String::from_utf8_lossy(&m.stderr);
         assert!(!m.status.success(), "{forged:?}: a forged PASS was merged");
         assert!(err.contains("records PASS for ML-KEM-512; refused") && err.contains(why), "{err}");

@@ -8,6 +8,7 @@ use xtask::evidence::schema::{self, InstanceResult, Record, Summary};
 use xtask::evidence::Layout;
 
 pub mod fixture;
+pub mod golden_set;
 pub mod sig_fixture;
 use std::process::{Command, Output};
 

@@ -1,0 +1,360 @@
+//! The golden evidence set: two systems (`x86_1`, `arm_1`), a KEM submission
+//! (`pqclean-ml-kem`) and a signature submission (`pqclean-ml-dsa`), written at test time
+//! from the golden files of `tests/golden/` through the schema types and [`Layout`], so
+//! that it follows every schema change by compiling. It stands for a campaign's evidence
+//! in the tests of file transforms (site, merge, compare, the golden pages): no container.
+//!
+//! Every byte is a function of (system, submission, instance, operation): the same call
+//! writes the same set, so two parts of it merged equal the whole, byte for byte.
+//!
+//! The KAT logs are short texts made here, not PQClean's output (which only the C code
+//! gives); the summaries record their digests as PASS. The checkout's `kat.sha256` lists
+//! PQClean's published digests, so `merge`, which derives every PASS again from its log
+//! against the checkout's manifests, runs on this set in a [`checkout`] whose
+//! `kat/<id>/kat.sha256` lists the golden logs' digests.
+
+use std::path::{Path, PathBuf};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use xtask::build::submission::{Lengths, Submission};
+use xtask::evidence::schema::{
+    self, Basis, CatalogRow, Check, CheckVerdict, CounterKind, Environment, InstanceResult, LenStats, Record,
+    SizeAudit, Sizes, SlotTrial, Summary,
+};
+use xtask::evidence::Layout;
+use xtask::family::{FamilyId, OpId};
+use xtask::flags::Arch;
+use xtask::kat::verify::Status;
+use xtask::measure::stats::{self, Trial};
+use xtask::measure::systems::SystemProfile;
+
+pub const KEM: &str = "pqclean-ml-kem";
+pub const SIG: &str = "pqclean-ml-dsa";
+pub const IDS: [&str; 2] = [KEM, SIG];
+pub const SYSTEMS: [&str; 2] = ["x86_1", "arm_1"];
+/// The instance whose verify contract accepted a modified message.
+pub const ACCEPTS_INVALID: &str = "ML-DSA-65";
+/// The record with retried signing attempts, and how many.
+pub const RETRIED: (&str, &str, &str, u64) = ("x86_1", "ML-DSA-87", "sign", 3);
+
+fn golden<T: schema::Evidence>(file: &str) -> T {
+    let path = Utf8PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden")).join(file);
+    schema::read(&path).unwrap().unwrap()
+}
+
+fn sha(text: &str) -> String {
+    xtask::project::sha256_hex(text.as_bytes())
+}
+
+/// (public key, secret key, third size, fourth size) of an instance, as the API and the
+/// catalogs (`submissions/external_sizes*.csv`) give them.
+fn sizes(label: &str) -> Sizes {
+    match label {
+        "ML-KEM-512" => Sizes::of([("pk", 800), ("sk", 1632), ("ct", 768), ("ss", 32)]),
+        "ML-KEM-768" => Sizes::of([("pk", 1184), ("sk", 2400), ("ct", 1088), ("ss", 32)]),
+        "ML-KEM-1024" => Sizes::of([("pk", 1568), ("sk", 3168), ("ct", 1568), ("ss", 32)]),
+        "ML-DSA-44" => Sizes::of([("pk", 1312), ("sk", 2560), ("sig", 2420)]),
+        "ML-DSA-65" => Sizes::of([("pk", 1952), ("sk", 4032), ("sig", 3309)]),
+        "ML-DSA-87" => Sizes::of([("pk", 2592), ("sk", 4896), ("sig", 4627)]),
+        other => panic!("no sizes for {other}"),
+    }
+}
+
+pub fn submission(id: &str) -> Submission {
+    Submission::load(id).unwrap()
+}
+
+pub fn labels(id: &str) -> Vec<String> {
+    submission(id).instances.iter().map(|i| i.label.clone()).collect()
+}
+
+pub fn ops(id: &str) -> Vec<OpId> {
+    submission(id).family().unwrap().default_ops()
+}
+
+fn arch(system: &str) -> Arch {
+    match system {
+        "arm_1" => Arch::Aarch64,
+        _ => Arch::X86_64,
+    }
+}
+
+/// The KAT text of one instance: the same on every system (KAT output is reproducible).
+pub fn kat_text(id: &str, label: &str) -> String {
+    let mut text = String::new();
+    let mut state = sha(&format!("golden KAT {id} {label}"));
+    for count in 0..3 {
+        let next = sha(&state);
+        text.push_str(&format!("count = {count}\nseed = {}\npk = {}\n", state.to_uppercase(), next.to_uppercase()));
+        text.push_str(&format!("{} = {}\n\n", if id == SIG { "sm" } else { "ct" }, sha(&next).to_uppercase()));
+        state = sha(&next);
+    }
+    text
+}
+
+/// The digest of the golden KAT text under the manifest's rule (`raw`).
+pub fn kat_digest(id: &str, label: &str) -> String {
+    let canonical = xtask::kat::canonical(kat_text(id, label).as_bytes(), xtask::kat::Mode::Raw, None);
+    xtask::project::sha256_hex(&canonical)
+}
+
+/// `kat/<id>/kat.sha256` as the golden set's checkout has it: the golden logs' digests.
+pub fn kat_manifest(id: &str) -> String {
+    let mut text = "# The golden evidence set's KAT texts (tests/common/golden_set.rs), not PQClean's.\n".to_owned();
+    for label in labels(id) {
+        text.push_str(&format!("{} raw {label}/nistkat.rsp\n", kat_digest(id, &label)));
+    }
+    text
+}
+
+fn library_sha256(system: &str, id: &str, label: &str) -> String {
+    sha(&format!("library {id} {label} built for {}", arch(system).uname()))
+}
+
+fn toolchain(system: &str) -> schema::ToolchainRecord {
+    let mut t = golden::<Summary>("summary.json").toolchain;
+    let a = arch(system);
+    t.arch = a;
+    t.emulated = false;
+    t.image = Some(format!("localhost/ngcc-repro/debian-13:{}-fceb905840ced1b1", a.uname()));
+    t.image_id = Some(sha(&format!("image debian-13 {}", a.uname())));
+    t
+}
+
+pub fn environment(system: &str) -> Environment {
+    let mut e: Environment = golden("environment.json");
+    e.system = SystemProfile::load(system).unwrap();
+    (e.processor, e.machine, e.clock) = match system {
+        "arm_1" => (
+            "Neoverse-N1".to_owned(),
+            "golden arm_1".to_owned(),
+            "max 3.00 GHz, governor performance, SMT off".to_owned(),
+        ),
+        _ => (
+            "12th Gen Intel(R) Core(TM) i7-12700".to_owned(),
+            "golden x86_1".to_owned(),
+            "max 2.10 GHz, governor performance, turbo off, SMT off".to_owned(),
+        ),
+    };
+    e.gate.cpu = Some(2);
+    e.virtualized = false;
+    e.warnings.clear();
+    (e.campaign_start, e.campaign_end) = ("2026-11-30T08:00:00Z".into(), Some("2026-11-30T09:00:00Z".into()));
+    e
+}
+
+/// The KAT summary of `id` on `system`: every instance PASS with its golden log; the
+/// family's check holds except the verify contract of [`ACCEPTS_INVALID`].
+pub fn summary(system: &str, id: &str) -> Summary {
+    let mut s: Summary = golden("summary.json");
+    let sub = submission(id);
+    (s.id, s.name, s.system) = (id.into(), sub.name.clone(), system.into());
+    s.system_profile = SystemProfile::load(system).unwrap();
+    s.toolchain = toolchain(system);
+    s.kat_manifest = format!("kat/{id}/kat.sha256");
+    s.kat_manifest_sha256 = sha(&kat_manifest(id));
+    let template = s.instances[0].clone();
+    let family = sub.family().unwrap().id;
+    s.instances = labels(id)
+        .iter()
+        .map(|label| {
+            let digest: xtask::sha::Sha256Hex = kat_digest(id, label).parse().unwrap();
+            let mut i = InstanceResult {
+                label: label.clone(),
+                status: Status::Pass,
+                expected_sha256: Some(digest.clone()),
+                actual_sha256: Some(digest),
+                log: Some(format!("{system}/kat/{id}/{label}.log")),
+                build_key: sha(&format!("build {system} {id} {label}")),
+                library_sha256: Some(library_sha256(system, id, label)),
+                program_sha256: Some(sha(&format!("kat program {system} {id} {label}"))),
+                commands: vec![],
+                output_bytes: Some(kat_text(id, label).len() as u64),
+                ..template.clone()
+            };
+            if family == FamilyId::Sig {
+                i.lengths = Some(Lengths::Carry);
+                i.check = Some(contract(label));
+            }
+            i
+        })
+        .collect();
+    s
+}
+
+fn contract(label: &str) -> Check {
+    let seeds = (0..4).map(|k| sha(&format!("contract seed {label} {k}")).to_uppercase()).collect();
+    let (verdict, detail) = if label == ACCEPTS_INVALID {
+        (
+            CheckVerdict::AcceptsInvalid,
+            "record 2: verify returned 0 on a modified message (the API demands -1); 1 such results".to_owned(),
+        )
+    } else {
+        (CheckVerdict::Holds, format!("4 records: {}", xtask::family::sig::CONTRACT.holds))
+    };
+    Check { check: "verify contract".into(), seeds, verdict, detail }
+}
+
+/// Mean time per operation (ns) of `op` of `label` on `system`.
+pub fn mean_ns(system: &str, label: &str, op: &str) -> f64 {
+    let level = match label {
+        "ML-KEM-512" | "ML-DSA-44" => 1.0,
+        "ML-KEM-768" | "ML-DSA-65" => 1.6,
+        _ => 2.5,
+    };
+    let base = match op {
+        "keygen" if label.starts_with("ML-KEM") => 18_200.0,
+        "enc" => 21_700.0,
+        "dec" => 26_900.0,
+        "keygen" => 71_300.0,
+        "sign" => 298_000.0,
+        "verify" => 79_100.0,
+        "sign_msgs" => 4_770_000.0,
+        other => panic!("no figures for {other}"),
+    };
+    let machine = if system == "arm_1" { 1.5 } else { 1.0 };
+    base * level * machine
+}
+
+/// One timing record: five trials around [`mean_ns`], aggregated by the tool's own rule.
+pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
+    let mut r: Record = golden("record.json");
+    let sub = submission(id);
+    let family = sub.family().unwrap();
+    (r.id, r.label, r.op, r.system, r.quick) = (id.into(), label.into(), op.clone(), system.into(), false);
+    let ns_per_op = mean_ns(system, label, op.name());
+    let hz = if system == "arm_1" { 3.0e9 } else { 2.1e9 };
+    let iterations = (1.0e9 / ns_per_op).ceil() as u64;
+    r.counter = schema::Counter {
+        name: CounterKind::PerfCycles,
+        hardware_cycles: true,
+        measured_hz: hz,
+        nominal_hz: None,
+        cycles_unavailable: None,
+    };
+    r.plan.spec.trials = 5;
+    (r.plan.iterations, r.plan.fixed_iterations, r.plan.estimate_ns_per_op) = (iterations, false, ns_per_op);
+    r.trials = [1.0, 0.998, 1.004, 1.011, 0.995]
+        .iter()
+        .enumerate()
+        .map(|(slot, f)| {
+            let ns = (ns_per_op * f * iterations as f64).round() as u64;
+            let ticks = (ns as f64 * hz / 1e9).round() as u64;
+            SlotTrial {
+                slot,
+                trial: Trial { iterations, ns, ticks, disturbed: false, replaced: false },
+                baseline_rss_kib: 1800 + slot as i64 * 4,
+                peak_rss_kib: 1900 + slot as i64 * 4,
+                accounted_ns: ns + 1_000_000,
+                host_cpu_ns: Some(ns + 40_000_000),
+            }
+        })
+        .collect();
+    let trials: Vec<Trial> = r.trials.iter().map(|t| t.trial.clone()).collect();
+    r.aggregate = stats::aggregate(&trials);
+    let sizes = sizes(label);
+    r.sizes = schema::SizeRecord {
+        api: sizes.clone(),
+        returned: sizes.clone(),
+        external: Some(CatalogRow {
+            id: id.into(),
+            instance: label.into(),
+            sizes: sizes.clone(),
+            basis: Basis::Encoded,
+        }),
+    };
+    let signs = match op.name() {
+        "sign" => 1,
+        "sign_msgs" => 16,
+        _ => 0,
+    };
+    r.out_len = family.variable_output.filter(|_| signs > 0).map(|v| {
+        let len = sizes.get(v);
+        let count = signs * (r.aggregate.n + r.plan.warmups * 5);
+        LenStats { min: len, max: len, sum: len * count, count }
+    });
+    r.failed_attempts = match RETRIED {
+        (s, l, o, n) if (s, l, o) == (system, label, op.name()) => n,
+        _ => 0,
+    };
+    r.memory = schema::Memory {
+        static_image_bytes: 60_000 + sizes.get("sk") * 10,
+        baseline_rss_kib: 1804,
+        peak_rss_kib: 1916 + sizes.get("sk") as i64 / 256,
+    };
+    r.environment = environment(system);
+    r.toolchain = toolchain(system);
+    r.library_sha256 = library_sha256(system, id, label);
+    r.build_key = sha(&format!("build {system} {id} {label}"));
+    r.commands.image = r.toolchain.image.clone();
+    r.commands.build = vec![];
+    r.commands.driver = vec![];
+    r.commands.trial = vec![family.bench.program.into(), op.name().into(), iterations.to_string(), "3".into()];
+    (r.started, r.finished) = ("2026-11-30T08:10:00Z".into(), "2026-11-30T08:10:30Z".into());
+    r
+}
+
+/// Write the evidence of `ids` on `systems` into `out` and index it.
+pub fn write_part(out: &Path, systems: &[&str], ids: &[&str]) {
+    let out = Utf8Path::from_path(out).unwrap();
+    for system in systems {
+        let layout = Layout::new(out, system);
+        for id in ids {
+            std::fs::create_dir_all(layout.kat_dir(id)).unwrap();
+            std::fs::create_dir_all(layout.records_dir(id)).unwrap();
+            for label in labels(id) {
+                std::fs::write(layout.kat_log(id, &label), kat_text(id, &label)).unwrap();
+                for op in ops(id) {
+                    schema::write(&layout.record(id, &label, op.name()), &record(system, id, &label, &op)).unwrap();
+                }
+            }
+            schema::write(&layout.kat_summary(id), &summary(system, id)).unwrap();
+            schema::write(&layout.environment(id), &environment(system)).unwrap();
+            let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: (*id).into(), disagreements: vec![] };
+            schema::write(&layout.size_audit(id), &audit).unwrap();
+        }
+    }
+    xtask::evidence::write_index(out).unwrap();
+}
+
+/// The whole golden set in `out`.
+pub fn write(out: &Path) {
+    write_part(out, &SYSTEMS, &IDS);
+}
+
+/// A checkout for commands that read `kat/<id>/kat.sha256` (merge): the real
+/// submissions, and KAT manifests that list the golden logs' digests. Run the tool in it
+/// with [`xtask_in`].
+pub fn checkout(dir: &Path) -> PathBuf {
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    std::fs::create_dir_all(dir.join("xtask")).unwrap();
+    std::fs::copy(real.join("xtask/Cargo.toml"), dir.join("xtask/Cargo.toml")).unwrap();
+    std::fs::create_dir_all(dir.join("submissions")).unwrap();
+    for entry in std::fs::read_dir(real.join("submissions")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join("submissions").join(path.file_name().unwrap())).unwrap();
+    }
+    for id in IDS {
+        std::fs::create_dir_all(dir.join("kat").join(id)).unwrap();
+        std::fs::write(dir.join("kat").join(id).join("kat.sha256"), kat_manifest(id)).unwrap();
+    }
+    dir.to_owned()
+}
+
+/// `xtask args...` in the checkout `root` (the tool finds its checkout through
+/// `CARGO_MANIFEST_DIR`, `project::locate_root`).
+pub fn xtask_in(root: &Path, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .env("CARGO_MANIFEST_DIR", root.join("xtask"))
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ xtask {} (in {})\n{}{}",
+        args.join(" "),
+        root.display(),
+        super::stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
