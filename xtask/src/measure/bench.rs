@@ -231,7 +231,7 @@ impl Bench {
         if sub.bench.is_none() {
             bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id);
         }
-        sub.family()?.select_ops(&self.ops).with_context(|| format!("{}", sub.id)).map(drop)
+        sub.family()?.select_ops(&self.ops).with_context(|| sub.id.clone()).map(drop)
     }
 
     /// Time every submission of `work` in `ctx`; the operations that could not be timed.
