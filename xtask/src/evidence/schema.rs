@@ -779,6 +779,19 @@ mod tests {
     }
 
     #[test]
+    fn the_schema_imports_no_command() {
+        // Commands import the schema; the schema never imports them back.
+        let code = include_str!("schema.rs");
+        let commands = ["verify", "bench", "profile", "campaign", "report", "site", "compare", "merge", "image", "env"];
+        let uses: Vec<&str> = code.lines().filter(|l| l.starts_with("use crate::")).collect();
+        for line in &uses {
+            let offending = commands.iter().find(|c| line.contains(&format!("::{c}::")) || line.ends_with(&format!("::{c};")));
+            assert!(offending.is_none(), "{line}");
+        }
+        assert!(uses.len() > 3, "the check sees the imports");
+    }
+
+    #[test]
     fn evidence_is_read_through_its_types_only() {
         // Everything the crate, its tests and benches read back goes through this
         // module's types: no untyped JSON, no lookups by string key. The one exception
