@@ -28,7 +28,7 @@ impl List {
                     format!("archive {file} (sha256 {}…)", sha256.short())
                 }
             };
-            println!("  {:<16} {} — {source}", s.id, s.name);
+            println!("  {:<16} {} ({}) — {source}", s.id, s.name, s.family);
             let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
             println!("  {:<16} instances: {}", "", labels.join(", "));
         }
