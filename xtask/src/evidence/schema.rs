@@ -785,7 +785,8 @@ mod tests {
         let commands = ["verify", "bench", "profile", "campaign", "report", "site", "compare", "merge", "image", "env"];
         let uses: Vec<&str> = code.lines().filter(|l| l.starts_with("use crate::")).collect();
         for line in &uses {
-            let offending = commands.iter().find(|c| line.contains(&format!("::{c}::")) || line.ends_with(&format!("::{c};")));
+            let offending =
+                commands.iter().find(|c| line.contains(&format!("::{c}::")) || line.ends_with(&format!("::{c};")));
             assert!(offending.is_none(), "{line}");
         }
         assert!(uses.len() > 3, "the check sees the imports");

@@ -549,7 +549,7 @@ pub fn kind_share(groups: &[GroupShare], pick: impl Fn(GroupKind) -> bool) -> f6
 }
 
 fn print_row(r: &ProfileRecord) {
-    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    let pct = crate::measure::stats::percent;
     println!(
         "  {:<18} {:<9} {:>9} {:>9} {:>9}  {}  (overhead ×{:.2})",
         r.label,

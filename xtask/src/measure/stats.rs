@@ -174,6 +174,17 @@ pub fn human_count(x: f64) -> String {
     }
 }
 
+/// A share as the seed pages print it: whole percent from 10 % up (`78%`), one decimal
+/// below (`5.3%`, `0.0%`).
+pub fn percent(share: f64) -> String {
+    let p = 100.0 * share;
+    if p >= 9.95 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
 /// Three significant digits as the seed pages print them: C's `%.3g` (`45`, `22.2`,
 /// `1.96`, `864`, and `1.83e+03` from 1000 up), trailing zeros dropped.
 pub fn three_digits(v: f64) -> String {
@@ -227,6 +238,11 @@ mod tests {
         assert_eq!(three_digits(1800.0), "1.8e+03");
         assert_eq!(three_digits(0.0123), "0.0123");
         assert_eq!(human_time(19.97e6), "20 ms");
+        // Shares (seed kem-03 on arm_1): `78%`, `42%`, `5.3%`, `0.0%`.
+        assert_eq!(percent(0.7812), "78%");
+        assert_eq!(percent(0.053), "5.3%");
+        assert_eq!(percent(0.0001), "0.0%");
+        assert_eq!(percent(0.0996), "10%");
     }
 
     #[test]

@@ -518,7 +518,7 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         "| instance | operation | pseudohash/XOF/sm3 | DRNG | own primitives | calls per operation | wrapper overhead |\n\
          |---|---|---|---|---|---|---|"
     )?;
-    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    let pct = crate::measure::stats::percent;
     for r in &e.profiles {
         let share = |pick: &dyn Fn(GroupKind) -> bool| pct(crate::measure::profile::kind_share(&r.groups, pick));
         writeln!(
