@@ -294,6 +294,30 @@ pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
     r
 }
 
+/// The KEM's profile: the golden profile record for every instance and operation
+/// (shares as measured for ML-KEM-512 keygen), and a survey that speaks for them all.
+fn write_profile(layout: &Layout, system: &str, id: &str) {
+    if id != "pqclean-ml-kem" {
+        return;
+    }
+    std::fs::create_dir_all(layout.profile_dir(id)).unwrap();
+    let mut survey: xtask::evidence::schema::Survey = golden("survey.json");
+    let first = survey.instances[0].clone();
+    survey.instances.clear();
+    for label in labels(id) {
+        for op in ops(id) {
+            let mut p: xtask::evidence::schema::ProfileRecord = golden("profile_record.json");
+            (p.label, p.op, p.system) = (label.clone(), op.clone(), system.into());
+            p.toolchain = toolchain(system);
+            p.library_sha256 = library_sha256(system, id, &label);
+            schema::write(&layout.profile(id, &label, op.name()), &p).unwrap();
+        }
+        survey.instances.push(xtask::evidence::schema::InstanceSurvey { label: label.clone(), ..first.clone() });
+    }
+    survey.system = system.into();
+    schema::write(&layout.survey(id), &survey).unwrap();
+}
+
 /// Write the evidence of `ids` on `systems` into `out` and index it.
 pub fn write_part(out: &Path, systems: &[&str], ids: &[&str]) {
     let out = Utf8Path::from_path(out).unwrap();
@@ -312,6 +336,7 @@ pub fn write_part(out: &Path, systems: &[&str], ids: &[&str]) {
             schema::write(&layout.environment(id), &environment(system)).unwrap();
             let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: (*id).into(), disagreements: vec![] };
             schema::write(&layout.size_audit(id), &audit).unwrap();
+            write_profile(&layout, system, id);
         }
     }
     xtask::evidence::write_index(out).unwrap();
