@@ -23,7 +23,7 @@ use crate::container::sandbox::Outcome;
 pub use crate::evidence::schema::Status;
 use crate::evidence::schema::{self, Check, InstanceResult, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
-use crate::family::CheckCtx;
+use crate::family::{CheckCtx, Family};
 use crate::flags::Verify;
 use crate::kat::{self, Canonical, Manifest};
 use crate::project;
@@ -186,6 +186,7 @@ impl Verify {
             instances: Vec::new(),
         };
         self.keep_earlier(layout, sub, &mut summary);
+        let family = sub.family()?;
         let ctx = Ctx {
             verify: self,
             build: BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs },
@@ -196,12 +197,12 @@ impl Verify {
         for inst in instances {
             if self.resume {
                 if let Some(kept) = ctx.current(&summary, inst)? {
-                    print_row(&kept, &tc, " (kept, --resume)");
+                    print_row(&kept, (&tc, family), " (kept, --resume)");
                     continue;
                 }
             }
             let r = ctx.verify_instance(inst)?;
-            print_row(&r, &tc, if r.build_reused { " (build reused)" } else { "" });
+            print_row(&r, (&tc, family), if r.build_reused { " (build reused)" } else { "" });
             summary.put(r, sub);
             summary.finished = project::now_utc();
             schema::write(&layout.kat_summary(&sub.id), &summary)?;
@@ -231,9 +232,11 @@ impl Verify {
     }
 }
 
-fn print_row(r: &InstanceResult, tc: &ToolchainRecord, note: &str) {
-    // A check that stands as a verdict of its own shows beside the status.
-    let failed_check = r.check.as_ref().filter(|c| !c.holds());
+fn print_row(r: &InstanceResult, (tc, family): (&ToolchainRecord, &Family), note: &str) {
+    // A check that stands as a verdict of its own shows beside the status (one that
+    // turns a PASS into MISMATCH is the status's message already).
+    let own_verdict = family.corroboration.is_some_and(|c| !c.failure_is_mismatch);
+    let failed_check = r.check.as_ref().filter(|c| own_verdict && !c.holds());
     let verdict = failed_check.map_or(String::new(), |c| format!("  {}: {}", c.check, c.verdict));
     println!(
         "  {:<18} {:<14} {:<11} {}  [{}]{verdict}{note}",
@@ -414,7 +417,7 @@ impl Ctx<'_> {
         if !result.holds() && check.failure_is_mismatch {
             r.status = Status::Mismatch;
             r.message = Some(format!(
-                "the KAT text has the published digest, but the {} on inputs drawn at run time failed: {}",
+                "the KAT text has the published digest, but the {} on seeds drawn at run time failed: {}",
                 check.name, result.detail
             ));
         }
