@@ -228,8 +228,9 @@ static inline void sys_exit(int code) {
     _exit(code);
 }
 
-/* Write the whole report (looping on partial writes) and end the process at once. */
-static inline void report_and_exit(void) {
+/* Write the whole report to the channel (looping on partial writes) and empty it; the
+ * process ends with exit 3 at once when the channel cannot be written. */
+static inline void report_flush(void) {
     size_t done = 0;
     while (done < report_len) {
         long n = sys_write(channel_fd, report + done, report_len - done);
@@ -241,6 +242,12 @@ static inline void report_and_exit(void) {
         }
         done += (size_t)n;
     }
+    report_len = 0;
+}
+
+/* Write the whole report and end the process at once. */
+static inline void report_and_exit(void) {
+    report_flush();
     sys_exit(0);
 }
 

@@ -190,21 +190,6 @@ static int verify(const record_t *key, const record_t *r, const unsigned char *s
     return bench_verify(key->pk, key->pk_len, s, sig_len, m, r->msg_len);
 }
 
-static void write_line(void) {
-    size_t done = 0;
-    while (done < report_len) {
-        long n = sys_write(channel_fd, report + done, report_len - done);
-        if (n == -EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            die(3);
-        }
-        done += (size_t)n;
-    }
-    report_len = 0;
-}
-
 int main(void) {
     char nonce[NONCE_HEX + 1];
     size_t input_len;
@@ -237,7 +222,7 @@ int main(void) {
         put_str(" ");
         put_u64(sig_len);
         put_str("\n");
-        write_line();
+        report_flush();
     }
     die(0);
     return 0;
