@@ -27,6 +27,7 @@
 /* The report goes through the private channel: a library printing to stdout cannot
  * put a report line of its own in front of the driver's. */
 #include "channel.h"
+#include "digits.h"
 
 static inline long raw_syscall3(long nr, long a, long b, long c);
 
@@ -169,15 +170,9 @@ static inline void put_str(const char *s) {
 }
 
 static inline void put_u64(uint64_t v) {
-    char d[24];
-    int n = 0;
-    do {
-        d[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    while (n > 0 && report_len < sizeof report - 1) {
-        report[report_len++] = d[--n];
-    }
+    char d[21];
+    dec_digits(v, d);
+    put_str(d);
 }
 
 static inline void put_i64(long long v) {
