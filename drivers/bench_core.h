@@ -4,7 +4,7 @@
  * TSC / cntvct_el0), the clock, hand-written decimal parsing, resident memory from /proc,
  * the report buffer written by one raw system call, CPU pinning and the profile counts.
  * Functions are `static inline` so that a driver using part of them compiles without
- * unused-function warnings.
+ * unused-function warnings. Needs the API adapter (BENCH_API, bench_seed) included first.
  */
 #ifndef NGCC_BENCH_CORE_H
 #define NGCC_BENCH_CORE_H
@@ -27,6 +27,7 @@
 /* The report goes through the private channel: a library printing to stdout cannot
  * put a report line of its own in front of the driver's. */
 #include "channel.h"
+#include "digits.h"
 
 static inline long raw_syscall3(long nr, long a, long b, long c);
 
@@ -169,15 +170,9 @@ static inline void put_str(const char *s) {
 }
 
 static inline void put_u64(uint64_t v) {
-    char d[24];
-    int n = 0;
-    do {
-        d[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    while (n > 0 && report_len < sizeof report - 1) {
-        report[report_len++] = d[--n];
-    }
+    char d[21];
+    dec_digits(v, d);
+    put_str(d);
 }
 
 static inline void put_i64(long long v) {
@@ -228,8 +223,9 @@ static inline void sys_exit(int code) {
     _exit(code);
 }
 
-/* Write the whole report (looping on partial writes) and end the process at once. */
-static inline void report_and_exit(void) {
+/* Write the whole report to the channel (looping on partial writes) and empty it; the
+ * process ends with exit 3 at once when the channel cannot be written. */
+static inline void report_flush(void) {
     size_t done = 0;
     while (done < report_len) {
         long n = sys_write(channel_fd, report + done, report_len - done);
@@ -241,6 +237,12 @@ static inline void report_and_exit(void) {
         }
         done += (size_t)n;
     }
+    report_len = 0;
+}
+
+/* Write the whole report and end the process at once. */
+static inline void report_and_exit(void) {
+    report_flush();
     sys_exit(0);
 }
 
@@ -269,15 +271,45 @@ static inline void put_profile(void) {
 }
 #endif
 
+/* The end of a timing driver's report: the profile counts (NGCC_PROFILE builds), the
+ * object's closing brace and the newline; then it is written and the process ends. */
+static inline void finish_report_and_exit(void) {
+#ifdef NGCC_PROFILE
+    put_profile();
+#endif
+    put_str("}\n");
+    report_and_exit();
+}
+
+
+/* A call that must succeed (setup, and every timed call but sign, which is retried). */
+static inline void must(int ret, const char *what) {
+    if (ret != 0) {
+        fprintf(stderr, "CRYPTOFAIL: %s returned %d\n", what, ret);
+        exit(2);
+    }
+}
+
+/* What one timing run measured, for the family-neutral head of the report. */
+typedef struct {
+    const char *api, *op, *counter;
+    unsigned long long iterations, warmups;
+    int cpu;
+    uint64_t t_start, t0, t1, c0, c1;
+    long baseline_rss_kib;
+    struct rusage ru;
+} bench_measurement;
 
 /* The command line of a timing driver: `<op> <iterations> <warmups> [cpu]`, where <op>
  * is one of `ops` (`op_list` is how the usage line spells them). Pins the process to
- * [cpu] when given. Returns 0, or 64 after saying why on stderr. */
+ * [cpu] when given, and records the adapter's api, op, iterations, warmups and cpu in
+ * `m` as well. Returns 0, or 64 after saying why on stderr. */
 static inline int bench_args(int argc, char **argv, const char *const *ops, int n_ops, const char *op_list,
-                             int *op, unsigned long long *iterations, unsigned long long *warmups, int *cpu) {
+                             int *op, unsigned long long *iterations, unsigned long long *warmups,
+                             bench_measurement *m) {
     int i;
     *op = -1;
-    *cpu = -1;
+    m->cpu = -1;
     if (argc < 4) {
         fprintf(stderr, "usage: %s <%s> <iterations> <warmups> [cpu]\n", argv[0], op_list);
         return 64;
@@ -293,11 +325,15 @@ static inline int bench_args(int argc, char **argv, const char *const *ops, int 
     }
     *iterations = (unsigned long long)arg_dec(argv[2]);
     *warmups = (unsigned long long)arg_dec(argv[3]);
+    m->api = BENCH_API;
+    m->op = ops[*op];
+    m->iterations = *iterations;
+    m->warmups = *warmups;
     if (argc > 4) {
         cpu_set_t set;
-        *cpu = (int)arg_dec(argv[4]);
+        m->cpu = (int)arg_dec(argv[4]);
         CPU_ZERO(&set);
-        CPU_SET(*cpu, &set);
+        CPU_SET(m->cpu, &set);
         if (sched_setaffinity(0, sizeof set, &set) != 0) {
             perror("sched_setaffinity");
             return 64;
@@ -306,15 +342,32 @@ static inline int bench_args(int argc, char **argv, const char *const *ops, int 
     return 0;
 }
 
-/* What one timing run measured, for the family-neutral head of the report. */
-typedef struct {
-    const char *api, *op, *counter;
-    unsigned long long iterations, warmups;
-    int cpu;
-    uint64_t t_start, t0, t1, c0, c1;
-    long baseline_rss_kib;
-    struct rusage ru;
-} bench_measurement;
+/* The reference method's randomness: the adapter's seeded once with bytes 00..2f. */
+static inline void bench_reference_seed(void) {
+    unsigned char seed[48];
+    size_t i;
+    for (i = 0; i < sizeof seed; i++) {
+        seed[i] = (unsigned char)i;
+    }
+    must(bench_seed(seed, sizeof seed), "seeding the DRNG");
+}
+
+/* Right before the timed loop: the profile counts start (NGCC_PROFILE), then the clock
+ * and the counter. Always inlined, so the timed region is the driver's own code. */
+static inline __attribute__((always_inline)) void timing_start(bench_measurement *m) {
+#ifdef NGCC_PROFILE
+    ngcc_profile_begin(counter_read);
+#endif
+    m->t0 = now_ns();
+    m->c0 = counter_read();
+}
+
+/* Right after it: the counter, the clock, then the resource usage. */
+static inline __attribute__((always_inline)) void timing_stop(bench_measurement *m) {
+    m->c1 = counter_read();
+    m->t1 = now_ns();
+    getrusage(RUSAGE_SELF, &m->ru);
+}
 
 /* The report from `{"api":` through `"ru_maxrss_kib"`; the family adds its sizes and
  * closes the object. */

@@ -1,42 +1,11 @@
-/* kem_bench adapter for the NIST/PQClean KEM API (crypto_kem_* with a namespace
- * prefix, fixed sizes, randomness through a randombytes function this adapter
- * provides). Needs -DBENCH_NAMESPACE=<prefix> and -DBENCH_RANDOMBYTES=<symbol>. */
-#include <stddef.h>
-#include <stdint.h>
+/* kem_bench / kem_replay adapter for the NIST/PQClean KEM API (crypto_kem_* with a
+ * namespace prefix, fixed sizes; randomness through a randombytes function this adapter
+ * provides: nist_shared.h, with sig_bench_nist.h).
+ * Needs -DBENCH_NAMESPACE=<prefix> and -DBENCH_RANDOMBYTES=<symbol>. */
+#include "nist_shared.h"
 
-#define BENCH_API "nist"
-#define BENCH_PASTE(x, y) x##_##y
-#define BENCH_EVAL(x, y) BENCH_PASTE(x, y)
-#define BENCH_NS(name) BENCH_EVAL(BENCH_NAMESPACE, name)
-
-/* splitmix64 stream: deterministic, cheap, seeded from the benchmark seed. */
-static uint64_t bench_rng;
-
-int BENCH_RANDOMBYTES(uint8_t *out, size_t n);
-int BENCH_RANDOMBYTES(uint8_t *out, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        uint64_t z = (bench_rng += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        out[i] = (uint8_t)(z ^ (z >> 31));
-    }
-    return 0;
-}
-
-static unsigned long long bench_pk_max(void) { return BENCH_NS(CRYPTO_PUBLICKEYBYTES); }
-static unsigned long long bench_sk_max(void) { return BENCH_NS(CRYPTO_SECRETKEYBYTES); }
 static unsigned long long bench_ct_max(void) { return BENCH_NS(CRYPTO_CIPHERTEXTBYTES); }
 static unsigned long long bench_ss_max(void) { return BENCH_NS(CRYPTO_BYTES); }
-
-static int bench_seed(const unsigned char *seed, unsigned long long len) {
-    unsigned long long i;
-    bench_rng = 0;
-    for (i = 0; i < len; i++) {
-        bench_rng = (bench_rng ^ seed[i]) * 0x100000001b3ULL;
-    }
-    return 0;
-}
 
 static int bench_keygen(unsigned char *pk, unsigned long long *pk_len, unsigned char *sk, unsigned long long *sk_len) {
     *pk_len = bench_pk_max();

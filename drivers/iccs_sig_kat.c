@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "digits.h"
 #include "drng.h"
 
 DRNG_ctx drng_algorithm;
@@ -99,18 +100,9 @@ static void put_err(const char *s) {
 }
 
 static void put_err_u64(unsigned long long v) {
-    char d[24];
-    int n = 0;
-    do {
-        d[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    while (n > 0) {
-        char c = d[--n];
-        if (write(2, &c, 1) < 0) {
-            _exit(EXIT_OVERFLOW);
-        }
-    }
+    char d[21];
+    dec_digits(v, d);
+    put_err(d);
 }
 
 /* Async-signal-safe: raw writes only, then _exit. Any other fault returns with the

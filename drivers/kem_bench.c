@@ -21,13 +21,6 @@ static unsigned char *pk, *sk, *ct, *ss, *ss2;
 static unsigned long long pk_len, sk_len, ct_len, ss_len, ss2_len;
 static unsigned long long pk_max, sk_max, ct_max, ss_max;
 
-static void must(int ret, const char *what) {
-    if (ret != 0) {
-        fprintf(stderr, "CRYPTOFAIL: %s returned %d\n", what, ret);
-        exit(2);
-    }
-}
-
 static void run_op(int op) {
     switch (op) {
     case 0:
@@ -51,12 +44,11 @@ static void run_op(int op) {
 
 int main(int argc, char **argv) {
     static const char *const ops[] = {"keygen", "enc", "dec", "nop"};
-    unsigned char seed[48];
     unsigned long long iterations, warmups, i;
     bench_measurement m;
     int op, bad;
 
-    if ((bad = bench_args(argc, argv, ops, 4, "keygen|enc|dec|nop", &op, &iterations, &warmups, &m.cpu)) != 0) {
+    if ((bad = bench_args(argc, argv, ops, 4, "keygen|enc|dec|nop", &op, &iterations, &warmups, &m)) != 0) {
         return bad;
     }
 
@@ -74,10 +66,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "out of memory\n");
         return 2;
     }
-    for (i = 0; i < sizeof seed; i++) {
-        seed[i] = (unsigned char)i;
-    }
-    must(bench_seed(seed, sizeof seed), "seeding the DRNG");
+    bench_reference_seed();
     /* Inputs for enc and dec, and the one correctness check before timing. */
     run_op(0);
     run_op(1);
@@ -92,22 +81,12 @@ int main(int argc, char **argv) {
     for (i = 0; i < warmups; i++) {
         run_op(op);
     }
-#ifdef NGCC_PROFILE
-    ngcc_profile_begin(counter_read);
-#endif
-    m.t0 = now_ns();
-    m.c0 = counter_read();
+    timing_start(&m);
     for (i = 0; i < iterations; i++) {
         run_op(op);
     }
-    m.c1 = counter_read();
-    m.t1 = now_ns();
-    getrusage(RUSAGE_SELF, &m.ru);
+    timing_stop(&m);
 
-    m.api = BENCH_API;
-    m.op = ops[op];
-    m.iterations = iterations;
-    m.warmups = warmups;
     put_measurement(&m);
     put_str(",\"api_sizes\":{\"pk\":");
     put_u64(pk_max);
@@ -120,10 +99,6 @@ int main(int argc, char **argv) {
     put_field("ct", ct_len);
     put_field("ss", ss_len);
     put_str("}");
-#ifdef NGCC_PROFILE
-    put_profile();
-#endif
-    put_str("}\n");
-    report_and_exit();
+    finish_report_and_exit();
     return 0;
 }

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digits.h"
+
 #define MAX_INPUT (64u << 20)
 
 static void die(int code, const char *what, int record) {
@@ -31,24 +33,11 @@ static unsigned char *buffer(unsigned long long len, int record) {
     return p;
 }
 
-static int nibble(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
-
 /* Decode the hex field at *p (ended by a space or the end of the line) into a fresh buffer
  * of at least `room` bytes. */
 static unsigned char *field(char **p, unsigned long long room, unsigned long long *len, int record) {
     char *s = *p;
-    unsigned long long n = 0, i;
+    unsigned long long n = 0;
     unsigned char *out;
     while (s[n] != '\0' && s[n] != ' ') {
         n++;
@@ -58,12 +47,8 @@ static unsigned char *field(char **p, unsigned long long room, unsigned long lon
     }
     *len = n / 2;
     out = buffer(*len > room ? *len : room, record);
-    for (i = 0; i < *len; i++) {
-        int hi = nibble(s[2 * i]), lo = nibble(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            die(64, "a character that is not hex", record);
-        }
-        out[i] = (unsigned char)(hi * 16 + lo);
+    if (hex_decode(s, *len, out) != 0) {
+        die(64, "a character that is not hex", record);
     }
     *p = s[n] == ' ' ? s + n + 1 : s + n;
     return out;

@@ -37,13 +37,6 @@ static unsigned long long pk_max, sk_max, sig_max;
 static int counting;
 static unsigned long long failed_attempts, len_min, len_max, len_sum, len_count;
 
-static void must(int ret, const char *what) {
-    if (ret != 0) {
-        fprintf(stderr, "CRYPTOFAIL: %s returned %d\n", what, ret);
-        exit(2);
-    }
-}
-
 static void count_length(unsigned long long n) {
     if (len_count == 0 || n < len_min) {
         len_min = n;
@@ -128,13 +121,12 @@ static void put_sizes(void) {
 
 int main(int argc, char **argv) {
     static const char *const ops[] = {"keygen", "sign", "sign_msgs", "verify", "nop"};
-    unsigned char seed[48];
     unsigned long long iterations, warmups, i;
     bench_measurement m;
     int op, bad;
 
     if ((bad = bench_args(argc, argv, ops, 5, "keygen|sign|sign_msgs|verify|nop", &op, &iterations, &warmups,
-                          &m.cpu)) != 0) {
+                          &m)) != 0) {
         return bad;
     }
 
@@ -149,11 +141,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "out of memory\n");
         return 2;
     }
-    for (i = 0; i < sizeof seed; i++) {
-        seed[i] = (unsigned char)i;
-    }
     make_messages();
-    must(bench_seed(seed, sizeof seed), "seeding the DRNG");
+    bench_reference_seed();
     /* The key, the one signature verify times, and the correctness check before timing. */
     run_op(OP_KEYGEN, 0);
     run_op(OP_SIGN, 0);
@@ -165,28 +154,14 @@ int main(int argc, char **argv) {
     for (i = 0; i < warmups; i++) {
         run_op(op, i);
     }
-#ifdef NGCC_PROFILE
-    ngcc_profile_begin(counter_read);
-#endif
-    m.t0 = now_ns();
-    m.c0 = counter_read();
+    timing_start(&m);
     for (i = 0; i < iterations; i++) {
         run_op(op, i);
     }
-    m.c1 = counter_read();
-    m.t1 = now_ns();
-    getrusage(RUSAGE_SELF, &m.ru);
+    timing_stop(&m);
 
-    m.api = BENCH_API;
-    m.op = ops[op];
-    m.iterations = iterations;
-    m.warmups = warmups;
     put_measurement(&m);
     put_sizes();
-#ifdef NGCC_PROFILE
-    put_profile();
-#endif
-    put_str("}\n");
-    report_and_exit();
+    finish_report_and_exit();
     return 0;
 }

@@ -1,17 +1,10 @@
-/* sig_bench / sig_contract adapter for the ICCS signature API (sig_*, the ICCS DRNG). */
-#include "drng.h"
-
-#define BENCH_API "iccs"
-
-DRNG_ctx drng_algorithm;
+/* sig_bench / sig_contract adapter for the ICCS signature API (sig_*, the ICCS DRNG:
+ * iccs_shared.h, with bench_iccs.h). */
+#include "iccs_shared.h"
 
 static unsigned long long bench_pk_max(void) { return sig_get_pk_len_bytes(); }
 static unsigned long long bench_sk_max(void) { return sig_get_sk_len_bytes(); }
 static unsigned long long bench_sig_max(void) { return sig_get_sn_len_bytes(); }
-
-static int bench_seed(const unsigned char *seed, unsigned long long len) {
-    return init_random_number(&drng_algorithm, seed, len);
-}
 
 static int bench_keygen(unsigned char *pk, unsigned long long *pk_len, unsigned char *sk, unsigned long long *sk_len) {
     return sig_keygen(pk, pk_len, sk, sk_len);

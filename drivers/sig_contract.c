@@ -25,6 +25,7 @@
  */
 #include "bench_core.h"
 #include "channel.h"
+#include "digits.h"
 
 #define MAX_INPUT (64u << 20)
 #define NONCE_HEX 32
@@ -51,23 +52,10 @@ static void *memory(unsigned long long n) {
     return p;
 }
 
-static int nibble(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
-
 /* Decode the hex field at *p, ended by `end`, into a fresh buffer. */
 static unsigned char *hex_field(char **p, char end, unsigned long long *len, long line) {
     char *s = *p;
-    unsigned long long n = 0, i;
+    unsigned long long n = 0;
     unsigned char *out;
     while (s[n] != '\0' && s[n] != end) {
         n++;
@@ -77,12 +65,8 @@ static unsigned char *hex_field(char **p, char end, unsigned long long *len, lon
     }
     *len = n / 2;
     out = memory(*len);
-    for (i = 0; i < *len; i++) {
-        int hi = nibble(s[2 * i]), lo = nibble(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            malformed("a character that is not hex", line);
-        }
-        out[i] = (unsigned char)(hi * 16 + lo);
+    if (hex_decode(s, *len, out) != 0) {
+        malformed("a character that is not hex", line);
     }
     *p = s + n + (s[n] != '\0');
     return out;
@@ -114,7 +98,7 @@ static record_t *parse(char *input, char nonce[NONCE_HEX + 1], long *n_records) 
         malformed("the first line is not a 32-character nonce", 1);
     }
     for (i = 0; i < NONCE_HEX; i++) {
-        if (nibble(p[i]) < 0) {
+        if (hex_nibble(p[i]) < 0) {
             malformed("the nonce is not hex", 1);
         }
         nonce[i] = p[i];
@@ -190,21 +174,6 @@ static int verify(const record_t *key, const record_t *r, const unsigned char *s
     return bench_verify(key->pk, key->pk_len, s, sig_len, m, r->msg_len);
 }
 
-static void write_line(void) {
-    size_t done = 0;
-    while (done < report_len) {
-        long n = sys_write(channel_fd, report + done, report_len - done);
-        if (n == -EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            die(3);
-        }
-        done += (size_t)n;
-    }
-    report_len = 0;
-}
-
 int main(void) {
     char nonce[NONCE_HEX + 1];
     size_t input_len;
@@ -237,7 +206,7 @@ int main(void) {
         put_str(" ");
         put_u64(sig_len);
         put_str("\n");
-        write_line();
+        report_flush();
     }
     die(0);
     return 0;
