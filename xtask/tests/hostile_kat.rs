@@ -104,7 +104,7 @@ fn printing_the_published_kat_text_never_passes() {
         let (st, msg) = status(label);
         assert_eq!(st, Status::Mismatch, "{label}: {msg}");
         assert_eq!(entry(&s, label).actual_sha256, entry(&s, label).expected_sha256, "{label}: canned");
-        assert!(msg.contains("replay on inputs drawn at run time failed") && msg.contains(why), "{label}: {msg}");
+        assert!(msg.contains("replay on seeds drawn at run time failed") && msg.contains(why), "{label}: {msg}");
         assert!(!entry(&s, label).check.as_ref().unwrap().holds());
     }
     // The honest instance passes, with its replay and the seeds it used recorded.
