@@ -8,6 +8,21 @@ use std::path::{Path, PathBuf};
 
 use super::sha256;
 
+/// The ICCS placeholder hash functions and DRNG as `[profile]` groups (every ICCS-shaped
+/// fixture's manifest has them).
+pub const ICCS_GROUPS: &str = r#"[[profile.groups]]
+name = "hash"
+kind = "iccs-hash"
+family = "ICCS"
+symbols = ["pseudohash", "pseudoXOF", "sm3hash"]
+
+[[profile.groups]]
+name = "drng"
+kind = "iccs-drng"
+family = "ICCS"
+symbols = ["get_random_number"]
+"#;
+
 pub const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture");
 pub const WRAP: &str = "Fixture KEM v1";
 pub const ROOT: &str = "Implementations/Reference_Implementation";
@@ -253,18 +268,7 @@ reference = "{{dir}}/KAT/KAT_KEM_{{label}}.txt"
 api = "iccs"
 header = "{{dir}}/KEM_{{label}}.h"
 
-[[profile.groups]]
-name = "hash"
-kind = "iccs-hash"
-family = "ICCS"
-symbols = ["pseudohash", "pseudoXOF", "sm3hash"]
-
-[[profile.groups]]
-name = "drng"
-kind = "iccs-drng"
-family = "ICCS"
-symbols = ["get_random_number"]
-
+{ICCS_GROUPS}
 [[profile.groups]]
 name = "keccak"
 kind = "direct"

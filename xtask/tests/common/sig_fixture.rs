@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::fixture::{expand, hex, zip_tree, Drng, FIXTURE, ROOT};
+use super::fixture::{expand, hex, zip_tree, Drng, FIXTURE, ICCS_GROUPS, ROOT};
 use super::sha256;
 
 pub const ID: &str = "fixture-sig";
@@ -364,18 +364,7 @@ reference = "{{dir}}/KAT/KAT_SIG_{{label}}.txt"
 api = "iccs"
 header = "{{dir}}/SIG_{{label}}.h"
 
-[[profile.groups]]
-name = "hash"
-kind = "iccs-hash"
-family = "ICCS"
-symbols = ["pseudohash", "pseudoXOF", "sm3hash"]
-
-[[profile.groups]]
-name = "drng"
-kind = "iccs-drng"
-family = "ICCS"
-symbols = ["get_random_number"]
-"#
+{ICCS_GROUPS}"#
     );
     for i in instances {
         m.push_str(&format!("\n[[instance]]\nlabel = \"{0}\"\ndir = \"{0}\"\n", i.label));
