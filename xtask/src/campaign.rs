@@ -268,14 +268,19 @@ fn estimate_left(done: &[(Step, f64)], remaining: &[Step]) -> f64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_profile_is_done_only_when_its_survey_covers_every_instance() {
+    /// `campaign --out <out>` as parsed, and the local layout under it.
+    fn campaign_in(out: &Utf8Path) -> (Campaign, Layout) {
         use clap::Parser;
-        let t = tempfile::tempdir().unwrap();
-        let out = Utf8Path::from_path(t.path()).unwrap();
         let x = crate::flags::Xtask::parse_from(["xtask", "campaign", "--out", out.as_str()]);
         let crate::flags::Cmd::Campaign(c) = x.cmd else { panic!() };
-        let layout = Layout::new(out, "local");
+        (c, Layout::new(out, "local"))
+    }
+
+    #[test]
+    fn a_profile_is_done_only_when_its_survey_covers_every_instance() {
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let (c, layout) = campaign_in(out);
         let sub = Submission::load("pqclean-ml-kem").unwrap();
         let golden = project::root().join("xtask/tests/golden/survey.json");
         let mut survey: Survey = crate::evidence::schema::read(&golden).unwrap().unwrap();
@@ -295,12 +300,9 @@ mod tests {
 
     #[test]
     fn a_bench_is_done_when_every_operation_of_its_family_is_recorded() {
-        use clap::Parser;
         let t = tempfile::tempdir().unwrap();
         let out = Utf8Path::from_path(t.path()).unwrap();
-        let x = crate::flags::Xtask::parse_from(["xtask", "campaign", "--out", out.as_str()]);
-        let crate::flags::Cmd::Campaign(c) = x.cmd else { panic!() };
-        let layout = Layout::new(out, "local");
+        let (c, layout) = campaign_in(out);
         let sub = Submission::load("pqclean-ml-dsa").unwrap();
         let golden = project::root().join("xtask/tests/golden/record.json");
         let record: crate::evidence::schema::Record = crate::evidence::schema::read(&golden).unwrap().unwrap();

@@ -224,19 +224,16 @@ fn link_to_library(program: &str) -> [String; 5] {
 struct Adapter {
     what: String,
     driver: Driver,
-    adapter_prefix: &'static str,
     optional: bool,
 }
 
 impl Adapter {
     fn bench(family: &Family) -> Adapter {
-        let (driver, adapter_prefix) = (family.bench, family.adapter_prefix);
-        Adapter { what: "timing driver".into(), driver, adapter_prefix, optional: true }
+        Adapter { what: "timing driver".into(), driver: family.bench, optional: true }
     }
 
     fn check(check: &Corroboration) -> Adapter {
-        let (driver, what) = (check.driver, format!("{} driver", check.name));
-        Adapter { what, driver, adapter_prefix: "", optional: false }
+        Adapter { what: format!("{} driver", check.name), driver: check.driver, optional: false }
     }
 }
 
@@ -258,8 +255,8 @@ fn adapter_step(
     argv.extend(sub.build.include.iter().map(|i| format!("-I{}", places.src(&inst.expand(i)))));
     argv.extend(sub.build.defines.iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
     argv.extend(force_include(inst, src, places, &spec.header)?);
-    // A check driver uses the timing driver's adapter of its family.
-    let prefix = if adapter.adapter_prefix.is_empty() { sub.family()?.adapter_prefix } else { adapter.adapter_prefix };
+    // Every driver of a family reaches the API through the family's adapter.
+    let prefix = sub.family()?.adapter_prefix;
     argv.extend(["-include".into(), places.driver(&format!("{prefix}{}.h", spec.api.name()))]);
     argv.push(places.driver(adapter.driver.source));
     argv.extend(link_to_library(adapter.driver.program));

@@ -137,8 +137,12 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     kat(&mut p, &e)?;
     performance(&mut p, &e)?;
     resources(&mut p, &e)?;
-    sizes(&mut p, &e)?;
-    symmetric(&mut p, &e)?;
+    if e.family.sizes_section {
+        sizes(&mut p, &e)?;
+    }
+    if e.family.symmetric_section {
+        symmetric(&mut p, &e)?;
+    }
     index(&mut p, layout, sub)?;
     Ok(p)
 }
