@@ -143,7 +143,7 @@ impl Campaign {
                 .find(|s| matches!(step, Step::Verify(id) | Step::Bench(id) | Step::Profile(id) if *id == s.id));
             if let Step::Bench(id) | Step::Profile(id) = step {
                 if unverified.contains(id) {
-                    println!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
+                    crate::say!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
                     continue;
                 }
             }
@@ -155,20 +155,20 @@ impl Campaign {
                     _ => false,
                 };
             if done {
-                println!("{label}: evidence present and indexed, skipped (--resume)");
+                crate::say!("{label}: evidence present and indexed, skipped (--resume)");
                 continue;
             }
-            println!("{label} ...");
+            crate::say!("{label} ...");
             let t = Instant::now();
             let result = self.run_step(sh, step, &mut state);
             let secs = t.elapsed().as_secs_f64();
             durations.push((step.clone(), secs));
             let left = estimate_left(&durations, &steps[n + 1..]);
             match result {
-                Ok(()) => println!("{label}: done in {secs:.1} s; about {left:.0} s left"),
+                Ok(()) => crate::say!("{label}: done in {secs:.1} s; about {left:.0} s left"),
                 Err(e) if e.is::<Interrupted>() => return Err(e),
                 Err(e) => {
-                    println!("{label}: FAILED after {secs:.1} s: {e:#}");
+                    crate::say!("{label}: FAILED after {secs:.1} s: {e:#}");
                     failed.push(format!("{step} ({e})"));
                     if let Step::Verify(id) = step {
                         unverified.insert(id.clone());
@@ -178,7 +178,7 @@ impl Campaign {
         }
         // The index once, at the end (each verify also keeps it current per instance).
         evidence::reindex(&self.out)?;
-        println!("campaign on {} finished in {:.1} s", self.system, campaign_start.elapsed().as_secs_f64());
+        crate::say!("campaign on {} finished in {:.1} s", self.system, campaign_start.elapsed().as_secs_f64());
         if !failed.is_empty() {
             bail!("{} step(s) failed: {}", failed.len(), failed.join("; "));
         }
@@ -191,7 +191,7 @@ impl Campaign {
             Step::Image => {
                 let ctx = self.inputs(None).context(sh, state.profile.clone())?;
                 if let Some(lock) = &ctx.env.lock {
-                    println!("  {} ({})", lock.tag, lock.gcc_version);
+                    crate::say!("  {} ({})", lock.tag, lock.gcc_version);
                 }
                 state.ctx = Some(ctx);
                 Ok(())

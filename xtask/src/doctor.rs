@@ -85,9 +85,9 @@ impl Doctor {
                 (false, true) => "MISS",
                 (false, false) => "warn",
             };
-            println!("{mark} {:<22} {}", f.what, f.detail);
+            crate::say!("{mark} {:<22} {}", f.what, f.detail);
             if let (false, Some(fix)) = (f.ok, &f.fix) {
-                println!("     {:<22} fix: {fix}", "");
+                crate::say!("     {:<22} fix: {fix}", "");
             }
         }
         let missing = findings.iter().filter(|f| f.required && !f.ok).count();
@@ -98,7 +98,7 @@ impl Doctor {
                 self.on.system
             );
         }
-        println!("ready: {} images for {} can be built and used", facts.toolchain.name, facts.arch.uname());
+        crate::say!("ready: {} images for {} can be built and used", facts.toolchain.name, facts.arch.uname());
         Ok(())
     }
 }

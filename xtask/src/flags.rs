@@ -3,17 +3,44 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Reproducible build-and-verify harness for post-quantum KEM candidates.
+/// Reproducible build-and-verify harness for post-quantum candidates (KEMs, signatures).
 ///
 /// Every submission is compiled with a pinned gcc/cmake toolchain inside a
 /// Debian or Ubuntu container (no network, read-only sources, bounded memory,
 /// pids and time), its known-answer tests are regenerated and their SHA-256 is
 /// checked against kat/<id>/kat.sha256.
+///
+/// Exit status: 0 done and clean; 1 a candidate verdict or check that did not hold
+/// (MISMATCH, BUILD-FAIL, a failed timing, evidence not matching its index, figures not
+/// comparable); 2 a wrong command line or value (nothing run); 3 a failure of the tool,
+/// the engine or the machine (no candidate status recorded for it); 130 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", version, propagate_version = true)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", version, propagate_version = true)]
 pub struct Xtask {
+    #[command(flatten)]
+    pub output: Output,
     #[command(subcommand)]
     pub cmd: Cmd,
+}
+
+/// How much the commands say, and in which form.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct Output {
+    /// Print one JSON summary on stdout at the end (every other line goes to stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Say only warnings and errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more: commands run, cache decisions.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+impl Output {
+    pub fn options(self) -> crate::ui::Options {
+        crate::ui::Options { quiet: self.quiet, verbose: self.verbose, json: self.json }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -87,11 +114,7 @@ pub struct OnSystem {
 }
 
 #[derive(Debug, Args)]
-pub struct List {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
+pub struct List {}
 
 #[derive(Debug, Subcommand)]
 pub enum ImageCmd {
@@ -388,9 +411,6 @@ pub struct Env {
     /// The CPU the measurement would be pinned to.
     #[arg(long)]
     pub cpu: Option<usize>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// Where commands run: which engine, which architecture.

@@ -15,6 +15,7 @@ pub mod measure;
 pub mod pages;
 pub mod project;
 pub mod sha;
+pub mod ui;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -25,6 +26,7 @@ use crate::flags::{Cmd, EvidenceCmd, ImageCmd};
 /// The whole command line: parse, find the project root, dispatch.
 pub fn run() -> Result<()> {
     let mut flags = flags::Xtask::parse();
+    ui::configure(flags.output.options());
     let root = project::locate_root()?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let cwd = camino::Utf8PathBuf::from_path_buf(cwd)

@@ -11,16 +11,16 @@ impl List {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         let subs = Submission::ids()?.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         let tcs = Toolchain::names()?.iter().map(|n| Toolchain::load(n)).collect::<Result<Vec<_>>>()?;
-        if self.json {
+        if crate::ui::json() {
             #[derive(serde::Serialize)]
             struct Listing<'a> {
                 submissions: &'a [Submission],
                 toolchains: &'a [Toolchain],
             }
-            println!("{}", serde_json::to_string_pretty(&Listing { submissions: &subs, toolchains: &tcs })?);
+            crate::ui::emit(&Listing { submissions: &subs, toolchains: &tcs })?;
             return Ok(());
         }
-        println!("Submissions:");
+        crate::say!("Submissions:");
         for s in &subs {
             let source = match &s.source {
                 SourceSpec::Crate { name, version, .. } => format!("crate {name} {version}"),
@@ -28,14 +28,14 @@ impl List {
                     format!("archive {file} (sha256 {}…)", sha256.short())
                 }
             };
-            println!("  {:<16} {} ({}) — {source}", s.id, s.name, s.family);
+            crate::say!("  {:<16} {} ({}) — {source}", s.id, s.name, s.family);
             let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
-            println!("  {:<16} instances: {}", "", labels.join(", "));
+            crate::say!("  {:<16} instances: {}", "", labels.join(", "));
         }
-        println!("Toolchains:");
+        crate::say!("Toolchains:");
         for t in &tcs {
             let pins: Vec<String> = t.pinned.iter().map(|(p, v)| format!("{p}={v}")).collect();
-            println!(
+            crate::say!(
                 "  {:<16} {:?} {} [{}] — {}",
                 t.name,
                 t.distro,

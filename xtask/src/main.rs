@@ -1,13 +1,14 @@
 //! ngcc-repro: `cargo xtask <command>`. One module per command, each with a
-//! `run(self, sh)` entry; see `flags.rs` for the interface.
+//! `run(self, sh)` entry; see `flags.rs` for the interface and `ui.rs` for exit codes.
 
 fn main() {
     if let Err(e) = xtask::run() {
-        if xtask::container::interrupt::is_set() {
+        let code = xtask::ui::exit_code(&e);
+        if code == xtask::ui::exit::INTERRUPTED {
             eprintln!("{}", xtask::container::interrupt::Interrupted);
-            std::process::exit(130);
+        } else {
+            eprintln!("error: {e:#}");
         }
-        eprintln!("error: {e:#}");
-        std::process::exit(1);
+        std::process::exit(code);
     }
 }

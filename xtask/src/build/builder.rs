@@ -459,7 +459,7 @@ impl KeyLock {
                 return Err(e).with_context(|| format!("cannot lock {path}"));
             }
             if !said {
-                println!("  waiting for another run that is using or making this build ({path})");
+                crate::say!("  waiting for another run that is using or making this build ({path})");
                 said = true;
             }
             crate::container::interrupt::check()?;

@@ -35,7 +35,7 @@ pub fn ensure_binfmt(arch: Arch) -> Result<()> {
         }
     }
     match std::fs::write(format!("{BINFMT}/register"), line) {
-        Ok(()) => eprintln!("registered the {name} binfmt interpreter from {conf_path}"),
+        Ok(()) => crate::note!("registered the {name} binfmt interpreter from {conf_path}"),
         // Registered meanwhile (or disabled): what counts is whether it is enabled.
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) && enabled() => {}
         Err(e) => bail!("cannot register the {name} interpreter (needs root): {how}: {e}"),

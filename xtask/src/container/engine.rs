@@ -51,7 +51,7 @@ impl Backend {
                 if let Some(b) = found {
                     b
                 } else {
-                    eprintln!(
+                    crate::warning!(
                         "WARNING: no working container engine ({}); falling back to the HOST \
                          toolchain. Results are marked `toolchain: host (unpinned)` and are not \
                          comparable with pinned runs. `cargo xtask doctor` says what to install for \
@@ -63,7 +63,7 @@ impl Backend {
             }
         };
         if backend == Backend::Host && choice == EngineChoice::Host {
-            eprintln!(
+            crate::warning!(
                 "WARNING: --engine host: building with the host's unpinned compilers, without \
                  isolation; every record says `toolchain: host (unpinned)`."
             );

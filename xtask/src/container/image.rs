@@ -34,7 +34,7 @@ impl ImageCheck {
         }
         let lock = check(sh, engine, &tc, self.target.arch(), None)?;
         print_lock(engine, &lock);
-        println!("OK: {} matches its pins", tc.name);
+        crate::say!("OK: {} matches its pins", tc.name);
         Ok(())
     }
 }
@@ -49,15 +49,15 @@ fn container_engine(sh: &Shell, target: &crate::flags::Target) -> Result<Engine>
 }
 
 fn print_lock(engine: Engine, lock: &ImageLock) {
-    println!("image    {}", lock.tag);
-    println!("id       {}", lock.image_id);
-    println!("arch     {} (uname -m: {})", lock.arch.debian(), lock.uname_m);
-    println!("gcc      {}", lock.gcc_version);
-    println!("cmake    {}", lock.cmake_version);
+    crate::say!("image    {}", lock.tag);
+    crate::say!("id       {}", lock.image_id);
+    crate::say!("arch     {} (uname -m: {})", lock.arch.debian(), lock.uname_m);
+    crate::say!("gcc      {}", lock.gcc_version);
+    crate::say!("cmake    {}", lock.cmake_version);
     if let Some(r) = &lock.rootfs_sha256 {
-        println!("rootfs   sha256 {r}");
+        crate::say!("rootfs   sha256 {r}");
     }
-    println!("packages {} recorded in {}", lock.packages.len(), ImageLock::path(engine, &lock.tag));
+    crate::say!("packages {} recorded in {}", lock.packages.len(), ImageLock::path(engine, &lock.tag));
 }
 
 /// The checked image of a toolchain, built when missing. An unchanged spec reuses
@@ -75,10 +75,10 @@ pub fn ensure(
     if !force {
         if let Some(id) = engine.image_id(sh, &tag)? {
             if let Some(lock) = ImageLock::load(engine, &tag).filter(|l| l.image_id == id) {
-                eprintln!("image {tag} reused ({})", &id[..12.min(id.len())]);
+                crate::note!("image {tag} reused ({})", &id[..12.min(id.len())]);
                 return Ok(lock);
             }
-            eprintln!("image {tag} exists; checking it");
+            crate::note!("image {tag} exists; checking it");
             return check(sh, engine, tc, arch, None);
         }
     }
@@ -98,7 +98,7 @@ pub fn ensure(
             ],
         )
         .with_context(|| format!("cannot import {rootfs} as {tag}"))?;
-    eprintln!("imported {tag} in {:.1} s", t.elapsed().as_secs_f64());
+    crate::note!("imported {tag} in {:.1} s", t.elapsed().as_secs_f64());
     std::fs::remove_file(&rootfs).ok();
     check(sh, engine, tc, arch, Some(rootfs_sha))
 }
@@ -140,7 +140,7 @@ fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) ->
     let arch_flag = format!("--architectures={}", arch.debian());
     let include_flag = format!("--include={include}");
     let mirror: Vec<&str> = mirror.into_iter().collect();
-    eprintln!("building the {} root filesystem for {} with mmdebstrap (a few minutes)...", tc.name, arch.debian());
+    crate::note!("building the {} root filesystem for {} with mmdebstrap (a few minutes)...", tc.name, arch.debian());
     let t = Instant::now();
     // SOURCE_DATE_EPOCH makes the tarball reproducible for the same package set.
     let out = cmd!(sh, "mmdebstrap --quiet --variant=apt {arch_flag} {include_flag} {suite} {tar} {mirror...}")
@@ -157,7 +157,7 @@ fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) ->
             explain_mmdebstrap(&String::from_utf8_lossy(&out.stderr))
         );
     }
-    eprintln!("root filesystem built in {:.0} s", t.elapsed().as_secs_f64());
+    crate::note!("root filesystem built in {:.0} s", t.elapsed().as_secs_f64());
     Ok(tar)
 }
 

@@ -41,11 +41,11 @@ pub fn install() {
         if INTERRUPTED.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("\ninterrupted: stopping (containers are removed; press Ctrl-C again to quit at once)");
+        crate::warning!("\ninterrupted: stopping (containers are removed; press Ctrl-C again to quit at once)");
         std::thread::spawn(|| {
             kill_all();
             std::thread::sleep(GRACE);
-            eprintln!("interrupted: the command did not stop within {} s", GRACE.as_secs());
+            crate::warning!("interrupted: the command did not stop within {} s", GRACE.as_secs());
             std::process::exit(130);
         });
     });

@@ -364,7 +364,7 @@ impl Drop for Remove {
     fn drop(&mut self) {
         if let Ok(sh) = Shell::new() {
             if let Err(e) = self.engine.call(&sh, &self.engine.remove_args(&self.name)) {
-                eprintln!("warning: could not remove container {}: {e:#}", self.name);
+                crate::warning!("warning: could not remove container {}: {e:#}", self.name);
             }
         }
     }

@@ -66,7 +66,12 @@ impl Merge {
             }
         }
         let digest = evidence::write_index(&self.out)?;
-        println!("merged {} shards: {} files into {}; index sha256 {digest}", self.shards.len(), plan.len(), self.out);
+        crate::say!(
+            "merged {} shards: {} files into {}; index sha256 {digest}",
+            self.shards.len(),
+            plan.len(),
+            self.out
+        );
         Ok(())
     }
 }

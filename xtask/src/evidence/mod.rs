@@ -171,7 +171,7 @@ pub fn files(root: &Utf8Path) -> Result<Vec<Utf8PathBuf>> {
 /// Re-index after a run and say so.
 pub fn reindex(root: &Utf8Path) -> Result<()> {
     let digest = write_index(root)?;
-    println!("evidence index {root}/{INDEX} (sha256 {})", &digest[..16]);
+    crate::say!("evidence index {root}/{INDEX} (sha256 {})", &digest[..16]);
     Ok(())
 }
 
@@ -284,17 +284,17 @@ impl EvidenceCheck {
         let p = check(&self.dir)?;
         for (what, list) in [("changed", &p.changed), ("missing", &p.missing), ("extra", &p.extra)] {
             for f in list {
-                println!("{what:<8} {f}");
+                crate::say!("{what:<8} {f}");
             }
         }
         if let Some(i) = &p.index {
-            println!("index    {i}");
+            crate::say!("index    {i}");
         }
         for why in &p.schema {
-            println!("schema   {why}");
+            crate::say!("schema   {why}");
         }
         for why in &p.refused {
-            println!("refused  {why}");
+            crate::say!("refused  {why}");
         }
         if !p.is_clean() {
             bail!(
@@ -317,7 +317,7 @@ impl EvidenceCheck {
             );
         }
         let n = read_index(&self.dir)?.len();
-        println!("OK: {n} files match {}/{INDEX}", self.dir);
+        crate::say!("OK: {n} files match {}/{INDEX}", self.dir);
         Ok(())
     }
 }
@@ -325,7 +325,7 @@ impl EvidenceCheck {
 impl EvidenceIndex {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         let digest = write_index(&self.dir)?;
-        println!("{}/{INDEX}: {} files, sha256 {digest}", self.dir, read_index(&self.dir)?.len());
+        crate::say!("{}/{INDEX}: {} files, sha256 {digest}", self.dir, read_index(&self.dir)?.len());
         Ok(())
     }
 }

@@ -154,7 +154,7 @@ impl Verify {
         }
         let sb = env.sandbox(self.inputs.limits());
         let tc = env.record(sh, &sb)?;
-        println!(
+        crate::say!(
             "{} ({}): {} on {} [{}], source {}{}",
             sub.id,
             sub.name,
@@ -222,12 +222,12 @@ impl Verify {
                     summary.put(r, sub);
                 }
             }
-            Ok(Some(prev)) => println!(
+            Ok(Some(prev)) => crate::say!(
                 "  earlier results ({} instances) dropped: made with another toolchain, source or KAT manifest",
                 prev.instances.len()
             ),
             Ok(None) => {}
-            Err(e) => println!("  earlier results dropped: {e:#}"),
+            Err(e) => crate::say!("  earlier results dropped: {e:#}"),
         }
     }
 }
@@ -238,7 +238,7 @@ fn print_row(r: &InstanceResult, (tc, family): (&ToolchainRecord, &Family), note
     let own_verdict = family.corroboration.is_some_and(|c| !c.failure_is_mismatch);
     let failed_check = r.check.as_ref().filter(|c| own_verdict && !c.holds());
     let verdict = failed_check.map_or(String::new(), |c| format!("  {}: {}", c.check, c.verdict));
-    println!(
+    crate::say!(
         "  {:<18} {:<14} {:<11} {}  [{}]{verdict}{note}",
         r.label,
         tc.toolchain,
@@ -248,7 +248,7 @@ fn print_row(r: &InstanceResult, (tc, family): (&ToolchainRecord, &Family), note
     );
     let lines = r.message.iter().chain(failed_check.map(|c| &c.detail));
     for line in lines.flat_map(|m| m.lines()) {
-        println!("      {line}");
+        crate::say!("      {line}");
     }
 }
 
@@ -322,7 +322,7 @@ impl Ctx<'_> {
         r.library_sha256 = build.record.output_sha256(recipe::LIBRARY).map(str::to_owned);
         r.program_sha256 = build.record.output_sha256(&plan.run[0]).map(str::to_owned);
         if let Some(why) = &build.rebuilt_because {
-            println!("  {}: rebuilt: {why}", inst.label);
+            crate::say!("  {}: rebuilt: {why}", inst.label);
         }
         let Some(entry) = entry else {
             r.status = Status::Nokat;

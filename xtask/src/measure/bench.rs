@@ -212,11 +212,11 @@ impl Bench {
                     list.join("\n")
                 );
             }
-            eprintln!("WARNING: timing on an unfixed host (--allow-unfixed-host):\n{}", list.join("\n"));
+            crate::warning!("WARNING: timing on an unfixed host (--allow-unfixed-host):\n{}", list.join("\n"));
             gate.overridden = true;
         }
         if emulated {
-            eprintln!(
+            crate::warning!(
                 "WARNING: {} runs under qemu-user emulation: records are marked emulated and their timings \
                  are not measurements of that architecture.",
                 arch.uname()
@@ -263,10 +263,16 @@ impl Bench {
         let tc = env.record(sh, &sb)?;
         let bctx = BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs };
         let mut environment = env::collect(sh, &run.profile, gate, env.arch, Some(&tc));
-        println!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
-        println!(
+        crate::say!("{} ({}): {} on {}, {}", sub.id, sub.name, tc.gcc_version, env.arch.uname(), src.provenance);
+        crate::say!(
             "  {:<18} {:<9} {:>14} {:>10} {:>9} {:>12} {:>18}",
-            "instance", "op", "mean ticks", "mean time", "ops/s", "median trial", "n (trials × iters)"
+            "instance",
+            "op",
+            "mean ticks",
+            "mean time",
+            "ops/s",
+            "median trial",
+            "n (trials × iters)"
         );
         let facts = RunFacts {
             sub,
@@ -677,17 +683,17 @@ fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audi
 
 fn print_audit(audit: &[Disagreement]) {
     if audit.is_empty() {
-        println!("  size audit: API sizes agree with the size catalog (submissions/external_sizes*.csv)");
+        crate::say!("  size audit: API sizes agree with the size catalog (submissions/external_sizes*.csv)");
         return;
     }
-    println!("  size audit ({} disagreements):", audit.len());
+    crate::say!("  size audit ({} disagreements):", audit.len());
     for d in audit {
         match (d.api, d.catalog) {
             (Some(a), Some(c)) => {
                 let basis = d.basis.map_or("-".to_owned(), |b| b.to_string());
-                println!("    {} {}: API {a}, catalog {c} ({basis})", d.instance, d.field);
+                crate::say!("    {} {}: API {a}, catalog {c} ({basis})", d.instance, d.field);
             }
-            _ => println!("    {}: no row in the size catalog", d.instance),
+            _ => crate::say!("    {}: no row in the size catalog", d.instance),
         }
     }
 }
@@ -709,7 +715,7 @@ fn print_row(r: &Record) {
     if r.quick {
         notes.push("quick".into());
     }
-    println!(
+    crate::say!(
         "  {:<18} {:<9} {:>14} {:>10} {:>9} {:>12} {:>18}{}",
         r.label,
         r.op.name(),

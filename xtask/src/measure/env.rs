@@ -164,22 +164,22 @@ impl Env {
         let gate = hostgate::check(Utf8Path::new("/"), cpu, arch);
         let mut env = collect(sh, &profile, &gate, arch, record.as_ref());
         env.campaign_end = Some(env.campaign_start.clone());
-        if self.json {
-            println!("{}", serde_json::to_string_pretty(&env)?);
+        if crate::ui::json() {
+            crate::ui::emit(&env)?;
             return Ok(());
         }
         let system = ("system", format!("{} ({})", env.system.name, env.system.description));
         for (k, v) in std::iter::once(system).chain(env.rows()) {
-            println!("{k:<28} {v}");
+            crate::say!("{k:<28} {v}");
         }
-        println!("\nHost gate:");
+        crate::say!("\nHost gate:");
         for c in &env.gate.checks {
-            println!("  [{}] {:<22} {}", if c.ok { "ok" } else { "!!" }, c.name, c.detail);
+            crate::say!("  [{}] {:<22} {}", if c.ok { "ok" } else { "!!" }, c.name, c.detail);
         }
         if !env.warnings.is_empty() {
-            println!("\nWarnings:");
+            crate::say!("\nWarnings:");
             for w in &env.warnings {
-                println!("- {w}");
+                crate::say!("- {w}");
             }
         }
         Ok(())

@@ -142,7 +142,7 @@ impl Drop for TrialCgroup {
         }
         for dir in dirs.iter().filter(|d| d.is_dir()) {
             if let Err(e) = remove_cgroup(dir) {
-                eprintln!("warning: could not remove cgroup {dir}: {e}");
+                crate::warning!("warning: could not remove cgroup {dir}: {e}");
             }
         }
     }

@@ -440,8 +440,21 @@ fn profile_submission(
     let bctx = BuildCtx { sh, env: &run.env, tc: &tc, sb: &sb, sub, src, inputs: &bench.inputs };
     let spec = sub.profile.as_ref().context("no [profile] section")?;
     let facts = Facts { bench, sub, spec, tc: &tc, gate, harness_commit: project::harness_commit(sh) };
-    println!("{} ({}): symmetric-primitive profile, {} on {}", sub.id, sub.name, tc.gcc_version, run.env.arch.uname());
-    println!("  {:<18} {:<9} {:>9} {:>9} {:>9}  calls per operation", "instance", "op", "ICCS hash", "DRNG", "other");
+    crate::say!(
+        "{} ({}): symmetric-primitive profile, {} on {}",
+        sub.id,
+        sub.name,
+        tc.gcc_version,
+        run.env.arch.uname()
+    );
+    crate::say!(
+        "  {:<18} {:<9} {:>9} {:>9} {:>9}  calls per operation",
+        "instance",
+        "op",
+        "ICCS hash",
+        "DRNG",
+        "other"
+    );
     let mut failures = Vec::new();
     let mut surveyed = Vec::new();
     // A survey speaks for whole instances of this run only (an operation not yet
@@ -550,7 +563,7 @@ pub fn kind_share(groups: &[GroupShare], pick: impl Fn(GroupKind) -> bool) -> f6
 
 fn print_row(r: &ProfileRecord) {
     let pct = crate::measure::stats::percent;
-    println!(
+    crate::say!(
         "  {:<18} {:<9} {:>9} {:>9} {:>9}  {}  (overhead ×{:.2})",
         r.label,
         r.op.name(),
@@ -561,12 +574,12 @@ fn print_row(r: &ProfileRecord) {
         r.overhead_ratio
     );
     for w in &r.warnings {
-        println!("      note: {w}");
+        crate::say!("      note: {w}");
     }
 }
 
 fn print_survey(s: &Survey) {
-    println!(
+    crate::say!(
         "  survey verdict: {}{}",
         s.verdict,
         if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) }
@@ -574,7 +587,7 @@ fn print_survey(s: &Survey) {
     for i in &s.instances {
         let compiled: Vec<&str> = i.compiled_in.keys().map(String::as_str).collect();
         let reached: Vec<&str> = i.reached.keys().map(String::as_str).collect();
-        println!(
+        crate::say!(
             "    {:<18} {:<18} compiled in: {}; reached: {}",
             i.label,
             i.verdict.to_string(),

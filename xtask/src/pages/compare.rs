@@ -151,7 +151,7 @@ impl Compare {
             project::write_atomic(&out.join("compare.md"), page.as_bytes())?;
             let html = html(&page, &common, (&ra, &rb), [&a.label(), &b.label()]);
             project::write_atomic(&out.join("compare.html"), html.as_bytes())?;
-            println!("comparison written to {out}/compare.md and compare.html");
+            crate::say!("comparison written to {out}/compare.md and compare.html");
         }
         Ok(())
     }

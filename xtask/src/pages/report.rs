@@ -119,7 +119,7 @@ impl Report {
             let page = render(&layout, &sub)?;
             let path = layout.report(&sub.id);
             project::write_atomic(&path, page.as_bytes())?;
-            println!("{path}");
+            crate::say!("{path}");
         }
         evidence::write_index(&self.out)?;
         Ok(())

@@ -41,7 +41,7 @@ impl Site {
                 let sub = match Submission::load(id) {
                     Ok(s) => s,
                     Err(e) => {
-                        eprintln!("skipping {system}/{id}: {e:#}");
+                        crate::note!("skipping {system}/{id}: {e:#}");
                         continue;
                     }
                 };
@@ -54,7 +54,7 @@ impl Site {
             }
         }
         write(&self.out.join("index.html"), &index(&systems))?;
-        println!("site: {} pages in {}/index.html", pages.len(), self.out);
+        crate::say!("site: {} pages in {}/index.html", pages.len(), self.out);
         Ok(())
     }
 }

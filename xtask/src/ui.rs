@@ -1,0 +1,329 @@
+//! What the operator sees: verbosity (`-q`, `-v`), the final `--json` summary, live
+//! progress lines on a terminal, and the exit code an error maps to. One place, so that
+//! every command prints alike and scripts can rely on stdout and the exit status.
+
+use std::fmt;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+/// Exit statuses, documented in the README and `--help`.
+pub mod exit {
+    /// Everything asked for was done and every candidate result is clean.
+    pub const OK: i32 = 0;
+    /// The tool worked and observed something not clean: a KAT MISMATCH or BUILD-FAIL,
+    /// a failed check, a timing failure, evidence that does not match its index,
+    /// figures that are not comparable.
+    pub const FINDINGS: i32 = 1;
+    /// The command line or a value in it is wrong (nothing was run).
+    pub const USAGE: i32 = 2;
+    /// The tool, the engine or the machine failed; no candidate status was recorded for it.
+    pub const FAILURE: i32 = 3;
+    /// Interrupted (Ctrl-C); what was finished is on disk and `--resume` continues.
+    pub const INTERRUPTED: i32 = 130;
+}
+
+/// A wrong command-line value: exit 2. Checked before any container starts.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+/// A candidate verdict or check that did not hold: exit 1.
+#[derive(Debug)]
+pub struct Findings(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for Findings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+impl std::error::Error for Findings {}
+
+/// `Err(Usage)` as an anyhow error.
+pub fn usage<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Usage(msg.into()).into())
+}
+
+/// The exit status of a failed command.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    if crate::container::interrupt::is_set() {
+        exit::INTERRUPTED
+    } else if e.chain().any(|c| c.is::<Usage>()) {
+        exit::USAGE
+    } else if e.chain().any(|c| c.is::<Findings>()) {
+        exit::FINDINGS
+    } else {
+        exit::FAILURE
+    }
+}
+
+const QUIET: u8 = 0;
+const NORMAL: u8 = 1;
+const VERBOSE: u8 = 2;
+
+static LEVEL: AtomicU8 = AtomicU8::new(NORMAL);
+static JSON: AtomicBool = AtomicBool::new(false);
+
+/// How much to say, and whether stdout carries the JSON summary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    pub quiet: bool,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+pub fn configure(o: Options) {
+    let level = if o.quiet {
+        QUIET
+    } else if o.verbose {
+        VERBOSE
+    } else {
+        NORMAL
+    };
+    LEVEL.store(level, Ordering::Relaxed);
+    JSON.store(o.json, Ordering::Relaxed);
+}
+
+/// `--json`: stdout holds one JSON document; everything said goes to stderr.
+pub fn json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+pub fn verbose() -> bool {
+    LEVEL.load(Ordering::Relaxed) >= VERBOSE
+}
+
+fn quiet() -> bool {
+    LEVEL.load(Ordering::Relaxed) == QUIET
+}
+
+/// A line for the operator (the `say!` macro): stdout, or stderr under `--json`;
+/// nothing under `-q`.
+pub fn say(args: fmt::Arguments) {
+    if !quiet() {
+        line(args, json());
+    }
+}
+
+/// A line only `-v` shows (the `detail!` macro).
+pub fn detail(args: fmt::Arguments) {
+    if verbose() {
+        line(args, true);
+    }
+}
+
+/// Progress news for the operator (the `note!` macro): stderr, nothing under `-q`.
+pub fn note(args: fmt::Arguments) {
+    if !quiet() {
+        line(args, true);
+    }
+}
+
+/// A warning (the `warning!` macro): always, on stderr.
+pub fn warn(args: fmt::Arguments) {
+    line(args, true);
+}
+
+fn line(args: fmt::Arguments, to_stderr: bool) {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    live.clear();
+    if to_stderr {
+        let _ = writeln!(std::io::stderr(), "{args}");
+    } else {
+        let _ = writeln!(std::io::stdout(), "{args}");
+    }
+}
+
+/// Print the command's summary as JSON on stdout when `--json` was given.
+pub fn emit<T: serde::Serialize>(value: &T) -> Result<()> {
+    if json() {
+        let text = serde_json::to_string_pretty(value)?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{text}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => { $crate::ui::say(format_args!($($t)*)) };
+}
+
+#[macro_export]
+macro_rules! detail {
+    ($($t:tt)*) => { $crate::ui::detail(format_args!($($t)*)) };
+}
+
+#[macro_export]
+macro_rules! note {
+    ($($t:tt)*) => { $crate::ui::note(format_args!($($t)*)) };
+}
+
+#[macro_export]
+macro_rules! warning {
+    ($($t:tt)*) => { $crate::ui::warn(format_args!($($t)*)) };
+}
+
+// ---- live progress lines
+
+/// One running step: what it is, what it is doing now, since when, and how long it
+/// should take when that is known from measured work.
+struct Step {
+    id: u64,
+    what: String,
+    doing: String,
+    started: Instant,
+    estimate: Option<Duration>,
+}
+
+#[derive(Default)]
+struct Live {
+    steps: Vec<Step>,
+    next_id: u64,
+    drawn: bool,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live { steps: Vec::new(), next_id: 0, drawn: false });
+static TICKER: Once = Once::new();
+
+impl Live {
+    fn clear(&mut self) {
+        if self.drawn {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            self.drawn = false;
+        }
+    }
+
+    fn draw(&mut self) {
+        if self.steps.is_empty() {
+            self.clear();
+            return;
+        }
+        let text: Vec<String> = self.steps.iter().map(Step::text).collect();
+        let mut text = text.join(" > ");
+        let width = terminal_width();
+        if text.chars().count() > width {
+            text = text.chars().take(width.saturating_sub(1)).collect();
+        }
+        let _ = write!(std::io::stderr(), "\r\x1b[2K{text}");
+        let _ = std::io::stderr().flush();
+        self.drawn = true;
+    }
+}
+
+impl Step {
+    fn text(&self) -> String {
+        let elapsed = self.started.elapsed();
+        let mut t = format!("{} {}", self.what, clock(elapsed));
+        if let Some(e) = self.estimate {
+            match e.checked_sub(elapsed) {
+                Some(left) => t.push_str(&format!(" (about {} left)", clock(left))),
+                None => t.push_str(&format!(" (over the {} estimate)", clock(e))),
+            }
+        }
+        if !self.doing.is_empty() {
+            t.push_str(": ");
+            t.push_str(&self.doing);
+        }
+        t
+    }
+}
+
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100)
+}
+
+/// `4 s`, `2 min 05 s`, `1 h 03 min`.
+pub fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Whether live lines are drawn: stderr is a terminal, not `-q`.
+fn drawing() -> bool {
+    !quiet() && std::io::stderr().is_terminal()
+}
+
+/// A running step shown on the live line until dropped (nothing when stderr is not a
+/// terminal). Steps nest: a campaign step, then the instance verify is on.
+pub struct Progress {
+    id: u64,
+}
+
+/// Start a live line for `what`, with an estimate of its whole duration when known.
+pub fn progress(what: impl Into<String>, estimate: Option<Duration>) -> Progress {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    live.next_id += 1;
+    let id = live.next_id;
+    live.steps.push(Step { id, what: what.into(), doing: String::new(), started: Instant::now(), estimate });
+    if drawing() {
+        TICKER.call_once(|| {
+            std::thread::spawn(|| loop {
+                std::thread::sleep(Duration::from_millis(250));
+                LIVE.lock().unwrap_or_else(|p| p.into_inner()).draw();
+            });
+        });
+    }
+    Progress { id }
+}
+
+impl Progress {
+    /// What the step is doing now (`ML-KEM-768: KAT run`).
+    pub fn set(&self, doing: impl Into<String>) {
+        let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = live.steps.iter_mut().find(|s| s.id == self.id) {
+            s.doing = doing.into();
+        }
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+        live.steps.iter().find(|s| s.id == self.id).map_or(Duration::ZERO, |s| s.started.elapsed())
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+        live.steps.retain(|s| s.id != self.id);
+        if live.steps.is_empty() {
+            live.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_classes_map_to_distinct_exit_codes() {
+        let usage = anyhow::Error::new(Usage("no instance X".into())).context("kem-07");
+        assert_eq!(exit_code(&usage), exit::USAGE);
+        let findings: anyhow::Error = Findings("2 of 3 did not pass".into()).into();
+        assert_eq!(exit_code(&findings), exit::FINDINGS);
+        assert_eq!(exit_code(&anyhow::anyhow!("podman failed")), exit::FAILURE);
+    }
+
+    #[test]
+    fn clock_reads_like_a_person_would_write_it() {
+        assert_eq!(clock(Duration::from_secs(4)), "4 s");
+        assert_eq!(clock(Duration::from_secs(125)), "2 min 05 s");
+        assert_eq!(clock(Duration::from_secs(3780)), "1 h 03 min");
+    }
+}
