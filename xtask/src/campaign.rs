@@ -11,12 +11,13 @@ use xshell::Shell;
 use crate::build::builder::RunCtx;
 use crate::build::submission::Submission;
 use crate::container::interrupt::Interrupted;
-use crate::evidence::schema::{Summary, Survey};
+use crate::evidence::schema::{CampaignReport, CampaignStep, Summary, Survey};
 use crate::evidence::{self, Layout};
-use crate::flags::{Bench, Campaign, Inputs, Verify, KAT_TIMEOUT_SECS};
+use crate::flags::{Bench, Campaign, Given, Inputs, Verify};
 use crate::kat::verify::Status;
 use crate::measure::hostgate::Gate;
 use crate::measure::systems::SystemProfile;
+use crate::ui;
 use crate::{measure::profile, project};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,10 +90,10 @@ impl Campaign {
             inputs: self.inputs(Some(id)),
             // Each submission's family decides its operations.
             ops: Vec::new(),
-            trials: None,
+            trials: self.trials,
             trial_target: None,
             iterations: None,
-            cpu: None,
+            cpu: self.cpu,
             allow_unfixed_host: self.allow_unfixed_host,
             quick: self.quick,
         }
@@ -103,25 +104,31 @@ impl Campaign {
     fn inputs(&self, id: Option<&str>) -> Inputs {
         let ids = id.map(|i| vec![i.to_owned()]).unwrap_or_default();
         let mut inputs = Inputs::for_ids(ids, self.target.clone(), self.out.clone(), self.system.clone());
-        let given = |pairs: &[(String, camino::Utf8PathBuf)]| {
-            pairs.iter().find(|(i, _)| Some(i.as_str()) == id).map(|(_, p)| p.clone())
+        let mine = |given: &[Given]| {
+            given.iter().filter(|g| id.is_some() && (g.id.as_deref() == id || g.id.is_none())).cloned().collect()
         };
-        inputs.archive = given(&self.archives);
-        inputs.source_dir = given(&self.source_dirs);
+        inputs.archive = mine(&self.archives);
+        inputs.source_dir = mine(&self.source_dirs);
+        inputs.memory = self.memory.clone();
         inputs
     }
 
-    pub fn run(self, sh: &Shell) -> Result<()> {
-        let profile = SystemProfile::load(&self.system)?;
-        let subs = profile.ids(&self.ids).iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
-        for (id, _) in self.archives.iter().chain(&self.source_dirs) {
-            if !subs.iter().any(|s| &s.id == id) {
-                bail!("--archive/--source-dir name {id}, which is not in this campaign");
-            }
-        }
-        let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
+    /// Every value and every source checked before the image step: a typo or a
+    /// missing archive is found in the first second, all of them at once.
+    fn check(&self, profile: &SystemProfile) -> Result<Vec<Submission>> {
+        let ids = profile.ids(&self.ids);
+        let mut all = Inputs::for_ids(ids.clone(), self.target.clone(), self.out.clone(), self.system.clone());
+        (all.archive, all.source_dir) = (self.archives.clone(), self.source_dirs.clone());
+        all.check_given(&ids)?;
+        project::check_out_dir(&self.out)?;
+        let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        all.check_archives(&subs)?;
+        Ok(subs)
+    }
+
+    fn steps(&self, subs: &[Submission]) -> Vec<Step> {
         let mut steps = vec![Step::Image];
-        for sub in &subs {
+        for sub in subs {
             steps.push(Step::Verify(sub.id.clone()));
             if !self.no_bench {
                 steps.push(Step::Bench(sub.id.clone()));
@@ -130,46 +137,54 @@ impl Campaign {
                 }
             }
         }
-        let total = steps.len();
+        steps
+    }
+
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let profile = SystemProfile::load(&self.system)?;
+        let subs = self.check(&profile)?;
+        let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
+        let steps = self.steps(&subs);
         let campaign_start = Instant::now();
         let mut state = State { profile: profile.clone(), ctx: None, gate: None };
-        let mut durations: Vec<(Step, f64)> = Vec::new();
-        let mut failed = Vec::new();
+        let mut clock = Estimator::default();
+        let mut report =
+            CampaignReport { system: self.system.clone(), out: self.out.to_string(), ..Default::default() };
         let mut unverified = std::collections::BTreeSet::new();
         for (n, step) in steps.iter().enumerate() {
-            let label = format!("[{}/{total}] {step}", n + 1);
-            let sub = subs
-                .iter()
-                .find(|s| matches!(step, Step::Verify(id) | Step::Bench(id) | Step::Profile(id) if *id == s.id));
+            let label = format!("[{}/{}] {step}", n + 1, steps.len());
+            let sub = subs.iter().find(|s| step.id() == Some(s.id.as_str()));
+            let units = step.units(sub);
             if let Step::Bench(id) | Step::Profile(id) = step {
                 if unverified.contains(id) {
                     crate::say!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
+                    report.push(step, "skipped", 0.0, Some("verify did not pass".into()));
                     continue;
                 }
             }
-            let done = self.resume
-                && match (step, sub) {
-                    (Step::Verify(_), Some(s)) => self.verify_done(&layout, s),
-                    (Step::Bench(_), Some(s)) => self.bench_done(&layout, s),
-                    (Step::Profile(_), Some(s)) => self.profile_done(&layout, s),
-                    _ => false,
-                };
-            if done {
+            if self.resume && sub.is_some_and(|s| self.done(step, &layout, s)) {
                 crate::say!("{label}: evidence present and indexed, skipped (--resume)");
+                report.push(step, "kept", 0.0, None);
                 continue;
             }
-            crate::say!("{label} ...");
-            let t = Instant::now();
+            let estimate = clock.of(step, units);
+            crate::say!("{label} ...{}", estimate.map_or(String::new(), |e| format!(" (about {})", ui::clock(e))));
+            let live = ui::progress(label.clone(), estimate);
             let result = self.run_step(sh, step, &mut state);
-            let secs = t.elapsed().as_secs_f64();
-            durations.push((step.clone(), secs));
-            let left = estimate_left(&durations, &steps[n + 1..]);
+            let secs = live.elapsed().as_secs_f64();
+            drop(live);
+            clock.learn(step, units, secs);
+            let left = clock.left(&steps[n + 1..], &subs);
             match result {
-                Ok(()) => crate::say!("{label}: done in {secs:.1} s; about {left:.0} s left"),
+                Ok(()) => {
+                    crate::say!("{label}: done in {secs:.1} s; {left}");
+                    report.push(step, "done", secs, None);
+                }
                 Err(e) if e.is::<Interrupted>() => return Err(e),
                 Err(e) => {
                     crate::say!("{label}: FAILED after {secs:.1} s: {e:#}");
-                    failed.push(format!("{step} ({e})"));
+                    report.push(step, "failed", secs, Some(format!("{e:#}")));
+                    report.tool_failure |= crate::ui::exit_code(&e) == crate::ui::exit::FAILURE;
                     if let Step::Verify(id) = step {
                         unverified.insert(id.clone());
                     }
@@ -178,11 +193,20 @@ impl Campaign {
         }
         // The index once, at the end (each verify also keeps it current per instance).
         evidence::reindex(&self.out)?;
-        crate::say!("campaign on {} finished in {:.1} s", self.system, campaign_start.elapsed().as_secs_f64());
-        if !failed.is_empty() {
-            bail!("{} step(s) failed: {}", failed.len(), failed.join("; "));
+        report.seconds = campaign_start.elapsed().as_secs_f64();
+        crate::say!("campaign on {} finished in {}", self.system, ui::clock(campaign_start.elapsed()));
+        ui::emit(&report)?;
+        report.outcome()
+    }
+
+    /// With --resume: the step's evidence exists, is complete and matches the index.
+    fn done(&self, step: &Step, layout: &Layout, sub: &Submission) -> bool {
+        match step {
+            Step::Image => false,
+            Step::Verify(_) => self.verify_done(layout, sub),
+            Step::Bench(_) => self.bench_done(layout, sub),
+            Step::Profile(_) => self.profile_done(layout, sub),
         }
-        Ok(())
     }
 
     /// One step, in the campaign's one run context (the image step makes it).
@@ -201,13 +225,13 @@ impl Campaign {
                 let verify = Verify {
                     inputs: self.inputs(Some(id)),
                     kat_manifest: None,
-                    timeout: KAT_TIMEOUT_SECS,
+                    timeout: self.timeout,
                     resume: self.resume,
                 };
                 let work = verify.inputs.obtain(sh, &ctx.profile, |s| verify.check(s))?;
                 let failed = verify.verify_all(sh, ctx, &work)?;
                 if !failed.is_empty() {
-                    bail!("instances did not pass ({})", failed.join(", "));
+                    return Err(ui::Findings(format!("instances did not pass ({})", failed.join(", "))).into());
                 }
                 Ok(())
             }
@@ -223,10 +247,30 @@ impl Campaign {
                     profile::profile_all(&bench, sh, (ctx, &gate), &work)?
                 };
                 if !failures.is_empty() {
-                    bail!("some instances could not be measured:\n  {}", failures.join("\n  "));
+                    let msg = format!("some instances could not be measured:\n  {}", failures.join("\n  "));
+                    return Err(ui::Findings(msg).into());
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+impl CampaignReport {
+    fn push(&mut self, step: &Step, outcome: &str, seconds: f64, detail: Option<String>) {
+        let step = step.to_string();
+        self.steps.push(CampaignStep { step, outcome: outcome.into(), seconds, detail });
+    }
+
+    /// Exit 0 when every step was done or kept; a tool failure is exit 3, a candidate's
+    /// failure exit 1.
+    fn outcome(&self) -> Result<()> {
+        let failed: Vec<&str> = self.steps.iter().filter(|s| s.outcome == "failed").map(|s| s.step.as_str()).collect();
+        let msg = format!("{} step(s) failed: {}", failed.len(), failed.join("; "));
+        match (failed.is_empty(), self.tool_failure) {
+            (true, _) => Ok(()),
+            (false, true) => bail!(msg),
+            (false, false) => Err(ui::Findings(msg).into()),
         }
     }
 }
@@ -246,22 +290,70 @@ fn gate_once(slot: &mut Option<Gate>, bench: &Bench, ctx: &RunCtx) -> Result<Gat
     }
 }
 
-/// Seconds left: each remaining step costs the mean of finished steps of its kind,
-/// or of all finished steps when none of its kind has run yet.
-fn estimate_left(done: &[(Step, f64)], remaining: &[Step]) -> f64 {
-    let mean = |pred: &dyn Fn(&Step) -> bool| {
-        let v: Vec<f64> = done.iter().filter(|(s, _)| pred(s)).map(|(_, d)| *d).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let all = mean(&|_| true).unwrap_or(0.0);
-    remaining
-        .iter()
-        .map(|r| {
-            let same = |s: &Step| std::mem::discriminant(s) == std::mem::discriminant(r);
-            mean(&same).unwrap_or(all)
-        })
-        .sum::<f64>()
-        .max(0.0) // an empty float sum is -0.0
+impl Step {
+    fn id(&self) -> Option<&str> {
+        match self {
+            Step::Image => None,
+            Step::Verify(id) | Step::Bench(id) | Step::Profile(id) => Some(id),
+        }
+    }
+
+    /// How much work the step is, in units of its kind (instances, or records).
+    fn units(&self, sub: Option<&Submission>) -> f64 {
+        let instances = sub.map_or(1, |s| s.instances.len());
+        let ops = sub.and_then(|s| s.family().ok()).map_or(1, |f| f.default_ops().len());
+        match self {
+            Step::Image => 1.0,
+            Step::Verify(_) | Step::Profile(_) => instances as f64,
+            Step::Bench(_) => (instances * ops) as f64,
+        }
+    }
+}
+
+/// Estimates from the work already done: seconds per unit of each kind of step
+/// (an instance verified, a record timed). A kind not yet run has no estimate, which
+/// is said rather than guessed.
+#[derive(Default)]
+struct Estimator {
+    /// Kind → (seconds, units) done.
+    done: std::collections::BTreeMap<&'static str, (f64, f64)>,
+}
+
+impl Step {
+    fn kind(&self) -> &'static str {
+        match self {
+            Step::Image => "image",
+            Step::Verify(_) => "verify",
+            Step::Bench(_) => "bench",
+            Step::Profile(_) => "profile",
+        }
+    }
+}
+
+impl Estimator {
+    fn learn(&mut self, step: &Step, units: f64, secs: f64) {
+        let e = self.done.entry(step.kind()).or_default();
+        (e.0, e.1) = (e.0 + secs, e.1 + units);
+    }
+
+    fn of(&self, step: &Step, units: f64) -> Option<std::time::Duration> {
+        let (secs, done) = self.done.get(step.kind())?;
+        (*done > 0.0).then(|| std::time::Duration::from_secs_f64(secs / done * units))
+    }
+
+    /// `about 3 min 10 s left`, or which kinds have no estimate yet.
+    fn left(&self, remaining: &[Step], subs: &[Submission]) -> String {
+        let units = |s: &Step| s.units(subs.iter().find(|x| s.id() == Some(x.id.as_str())));
+        let known: f64 = remaining.iter().filter_map(|s| self.of(s, units(s))).map(|d| d.as_secs_f64()).sum();
+        let mut unknown: Vec<&str> = remaining.iter().filter(|s| self.of(s, 1.0).is_none()).map(Step::kind).collect();
+        unknown.dedup();
+        let known = ui::clock(std::time::Duration::from_secs_f64(known));
+        match (remaining.is_empty(), unknown.is_empty()) {
+            (true, _) => "nothing left".into(),
+            (false, true) => format!("about {known} left"),
+            (false, false) => format!("about {known} left, plus the first {} step(s)", unknown.join(", ")),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -328,11 +420,15 @@ mod tests {
     }
 
     #[test]
-    fn estimate_uses_the_mean_of_the_same_kind() {
-        let done = vec![(Step::Image, 2.0), (Step::Verify("a".into()), 10.0), (Step::Bench("a".into()), 30.0)];
-        let left = estimate_left(&done, &[Step::Verify("b".into()), Step::Bench("b".into())]);
-        assert_eq!(left, 40.0);
-        assert_eq!(estimate_left(&done[..1], &[Step::Verify("b".into())]), 2.0);
-        assert_eq!(estimate_left(&[], &[Step::Image]), 0.0);
+    fn estimates_learn_seconds_per_unit_of_each_kind() {
+        let mut clock = Estimator::default();
+        let (v, b) = (Step::Verify("a".into()), Step::Bench("a".into()));
+        assert_eq!(clock.of(&v, 3.0), None, "no verify has run: no guess");
+        clock.learn(&Step::Image, 1.0, 2.0);
+        clock.learn(&v, 3.0, 30.0);
+        assert_eq!(clock.of(&v, 2.0), Some(std::time::Duration::from_secs(20)), "10 s per instance");
+        assert_eq!(clock.left(&[], &[]), "nothing left");
+        let left = clock.left(&[Step::Verify("b".into()), b], &[]);
+        assert_eq!(left, "about 10 s left, plus the first bench step(s)");
     }
 }

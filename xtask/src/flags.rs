@@ -153,13 +153,15 @@ pub struct Inputs {
     /// files; default: the system profile's campaign set (local: pqclean-ml-kem; `x86_1` and
     /// `arm_1`: kem-03 kem-04 kem-07).
     pub ids: Vec<String>,
-    /// The submission's archive, a path or an http(s) URL (checked against the SHA-256
-    /// its manifest pins before anything is extracted); default: archives/<file name>.
-    #[arg(long, value_name = "PATH|URL")]
-    pub archive: Option<Utf8PathBuf>,
-    /// Use an already-extracted tree instead; records say `source: unpinned directory`.
-    #[arg(long, value_name = "DIR", conflicts_with = "archive")]
-    pub source_dir: Option<Utf8PathBuf>,
+    /// A submission's archive, `[ID=]PATH|URL` (repeatable; the plain form when one
+    /// submission is selected), checked against the SHA-256 its manifest pins before
+    /// anything is extracted; default: archives/<file name>.
+    #[arg(long = "archive", value_name = "[ID=]PATH|URL", value_parser = given)]
+    pub archive: Vec<Given>,
+    /// Use an already-extracted tree instead, `[ID=]DIR` (repeatable); records say
+    /// `source: unpinned directory`.
+    #[arg(long = "source-dir", value_name = "[ID=]DIR", value_parser = given)]
+    pub source_dir: Vec<Given>,
     #[command(flatten)]
     pub target: Target,
     /// Toolchain to build with (default: the system profile's).
@@ -182,7 +184,7 @@ pub struct Inputs {
     #[arg(long, default_value_t = 1800, value_name = "SECS")]
     pub build_timeout: u64,
     /// Memory limit of every sandboxed command (engine syntax, e.g. 512m, 4g).
-    #[arg(long, default_value = "4g")]
+    #[arg(long, default_value = "4g", value_parser = memory)]
     pub memory: String,
     /// Most output kept of one sandboxed command, in MiB; more gives OUTPUTLIMIT. Also
     /// the largest file a build may write.
@@ -207,8 +209,8 @@ impl Inputs {
     pub fn for_ids(ids: Vec<String>, target: Target, out: Utf8PathBuf, system: String) -> Inputs {
         Inputs {
             ids,
-            archive: None,
-            source_dir: None,
+            archive: Vec::new(),
+            source_dir: Vec::new(),
             target,
             toolchain: None,
             out,
@@ -304,28 +306,78 @@ pub struct Campaign {
     /// Verify only; no timing (and no profile).
     #[arg(long)]
     pub no_bench: bool,
+    /// Pin every measurement to this CPU (default: the system profile's).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Trials per operation, each in its own process (reference: 5).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub trials: Option<u32>,
+    /// Wall-time limit of one KAT run, in seconds.
+    #[arg(long, default_value_t = KAT_TIMEOUT_SECS, value_name = "SECS")]
+    pub timeout: u64,
+    /// Memory limit of every sandboxed command (engine syntax, e.g. 512m, 4g).
+    #[arg(long, default_value = "4g", value_parser = memory)]
+    pub memory: String,
     /// No symmetric-primitive profile (by default it follows bench for every submission
     /// whose manifest has a [profile] section).
     #[arg(long)]
     pub no_profile: bool,
-    /// The archive of one submission, as verify's --archive (repeatable).
-    #[arg(long = "archive", value_name = "ID=PATH|URL", value_parser = id_path)]
-    pub archives: Vec<(String, Utf8PathBuf)>,
-    /// An extracted tree for one submission, as verify's --source-dir (repeatable).
-    #[arg(long = "source-dir", value_name = "ID=DIR", value_parser = id_path)]
-    pub source_dirs: Vec<(String, Utf8PathBuf)>,
+    /// A submission's archive, `[ID=]PATH|URL`, as verify's --archive (repeatable).
+    #[arg(long = "archive", value_name = "[ID=]PATH|URL", value_parser = given)]
+    pub archives: Vec<Given>,
+    /// An extracted tree, `[ID=]DIR`, as verify's --source-dir (repeatable).
+    #[arg(long = "source-dir", value_name = "[ID=]DIR", value_parser = given)]
+    pub source_dirs: Vec<Given>,
 }
 
-/// `ID=PATH`.
 /// A system name (it names a folder): the rule of [`crate::project::plain_name`].
 fn plain_name(s: &str) -> Result<String, String> {
     crate::project::plain_name(s).map(|()| s.to_owned()).map_err(|why| format!("{s:?} {why}"))
 }
 
-fn id_path(s: &str) -> Result<(String, Utf8PathBuf), String> {
-    match s.split_once('=') {
-        Some((id, path)) if !id.is_empty() && !path.is_empty() => Ok((id.to_owned(), path.into())),
-        _ => Err(format!("expected ID=PATH, e.g. kem-07=archives/BRQC.zip, not {s:?}")),
+/// A source named on the command line: `PATH`, `URL` or `ID=PATH|URL`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Given {
+    /// The submission it is for; `None` in the plain form (one submission selected).
+    pub id: Option<String>,
+    pub path: Utf8PathBuf,
+}
+
+impl Given {
+    pub fn is_url(&self) -> bool {
+        self.path.as_str().contains("://")
+    }
+}
+
+fn given(s: &str) -> Result<Given, String> {
+    // `ID=` only when what precedes `=` is a plain id: a URL's query may hold `=` too.
+    let (id, path) = match s.split_once('=') {
+        Some((id, path)) if crate::project::plain_name(id).is_ok() && !id.contains(':') => (Some(id), path),
+        _ => (None, s),
+    };
+    if path.is_empty() {
+        return Err(format!("expected [ID=]PATH, e.g. kem-07=archives/BRQC.zip, not {s:?}"));
+    }
+    Ok(Given { id: id.map(str::to_owned), path: path.into() })
+}
+
+/// An engine memory size: digits and an optional unit b, k, m or g (at least 6m, the
+/// least both engines accept).
+fn memory(s: &str) -> Result<String, String> {
+    let t = s.to_ascii_lowercase();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let scale: u64 = match unit {
+        "" | "b" => 1,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        _ => return Err(format!("{s:?} is not a size: write digits and a unit b, k, m or g (e.g. 512m, 4g)")),
+    };
+    let bytes = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(scale));
+    match bytes {
+        Some(b) if b >= 6 << 20 => Ok(t),
+        Some(_) => Err(format!("{s:?} is below 6m, the least memory an engine accepts")),
+        None => Err(format!("{s:?} is not a size: write digits and a unit b, k, m or g (e.g. 512m, 4g)")),
     }
 }
 
@@ -479,6 +531,10 @@ fn absolute(p: &mut Utf8PathBuf, cwd: &Utf8Path) {
     }
 }
 
+fn absolute_given(given: &mut [Given], cwd: &Utf8Path) {
+    given.iter_mut().filter(|g| !g.is_url()).for_each(|g| absolute(&mut g.path, cwd));
+}
+
 fn absolute_ids(ids: &mut [String], cwd: &Utf8Path) {
     for id in ids.iter_mut().filter(|i| i.ends_with(".toml") && Utf8Path::new(i.as_str()).is_relative()) {
         *id = cwd.join(id.as_str()).to_string();
@@ -488,13 +544,23 @@ fn absolute_ids(ids: &mut [String], cwd: &Utf8Path) {
 impl Inputs {
     fn resolve(&mut self, cwd: &Utf8Path) {
         absolute_ids(&mut self.ids, cwd);
-        if let Some(a) = self.archive.as_mut().filter(|a| !a.as_str().contains("://")) {
-            absolute(a, cwd);
-        }
-        if let Some(d) = self.source_dir.as_mut() {
-            absolute(d, cwd);
-        }
+        absolute_given(&mut self.archive, cwd);
+        absolute_given(&mut self.source_dir, cwd);
         absolute(&mut self.out, cwd);
+    }
+}
+
+impl Cmd {
+    /// The evidence folder a command writes, when it writes one.
+    pub fn out_dir(&self) -> Option<&Utf8Path> {
+        match self {
+            Cmd::Verify(v) => Some(&v.inputs.out),
+            Cmd::Bench(b) => Some(&b.inputs.out),
+            Cmd::Profile(p) => Some(&p.bench.inputs.out),
+            Cmd::Campaign(c) => Some(&c.out),
+            Cmd::Merge(m) => Some(&m.out),
+            _ => None,
+        }
     }
 }
 
@@ -514,8 +580,8 @@ impl Xtask {
             Cmd::Campaign(c) => {
                 absolute_ids(&mut c.ids, cwd);
                 absolute(&mut c.out, cwd);
-                c.archives.iter_mut().filter(|(_, p)| !p.as_str().contains("://")).for_each(|(_, p)| absolute(p, cwd));
-                c.source_dirs.iter_mut().for_each(|(_, p)| absolute(p, cwd));
+                absolute_given(&mut c.archives, cwd);
+                absolute_given(&mut c.source_dirs, cwd);
             }
             Cmd::Report(r) => {
                 absolute_ids(&mut r.ids, cwd);
@@ -564,13 +630,13 @@ mod tests {
         x.resolve_paths(Utf8Path::new("/home/u"));
         let Cmd::Verify(v) = x.cmd else { panic!() };
         assert_eq!(v.inputs.ids, ["/home/u/my/sub.toml", "kem-07"]);
-        assert_eq!(v.inputs.archive.unwrap(), "/home/u/a/BRQC.zip");
+        assert_eq!(v.inputs.archive, [Given { id: None, path: "/home/u/a/BRQC.zip".into() }]);
         assert_eq!(v.inputs.out, "/home/u/o");
         assert_eq!(v.kat_manifest.unwrap(), "/home/u/k");
         let mut x = Xtask::parse_from(["xtask", "verify", "--archive", "https://example.invalid/x.zip"]);
         x.resolve_paths(Utf8Path::new("/w"));
         let Cmd::Verify(v) = x.cmd else { panic!() };
-        assert_eq!(v.inputs.archive.unwrap(), "https://example.invalid/x.zip");
+        assert_eq!(v.inputs.archive[0].path, "https://example.invalid/x.zip");
         assert!(v.inputs.ids.is_empty(), "no ids: the system profile's campaign set");
         let mut x = Xtask::parse_from(["xtask", "report", "m/fixture-kem.toml", "kem-07", "--out", "o"]);
         x.resolve_paths(Utf8Path::new("/w"));
@@ -581,5 +647,23 @@ mod tests {
         x.resolve_paths(Utf8Path::new("/tmp"));
         let Cmd::Evidence(EvidenceCmd::Check(e)) = x.cmd else { panic!() };
         assert_eq!(e.dir, "/tmp/out");
+    }
+
+    #[test]
+    fn sources_take_one_form_everywhere() {
+        assert_eq!(given("kem-07=a/B.zip").unwrap(), Given { id: Some("kem-07".into()), path: "a/B.zip".into() });
+        assert_eq!(given("a/B.zip").unwrap().id, None);
+        let url = given("https://example.invalid/get?file=B.zip").unwrap();
+        assert_eq!((url.id, url.path.as_str()), (None, "https://example.invalid/get?file=B.zip"));
+        assert!(given("kem-07=").is_err());
+    }
+
+    #[test]
+    fn memory_sizes_are_checked_before_any_engine_sees_them() {
+        assert_eq!(memory("4G").unwrap(), "4g");
+        assert_eq!(memory("512m").unwrap(), "512m");
+        assert!(memory("5x").unwrap_err().contains("not a size"));
+        assert!(memory("1k").unwrap_err().contains("below 6m"));
+        assert!(memory("99999999999999999999g").is_err());
     }
 }

@@ -18,6 +18,7 @@ pub mod sha;
 pub mod ui;
 
 use anyhow::{Context, Result};
+use camino::Utf8PathBuf;
 use clap::Parser;
 use xshell::Shell;
 
@@ -37,21 +38,33 @@ pub fn run() -> Result<()> {
     container::interrupt::install();
     let sh = Shell::new()?;
     sh.change_dir(&root);
-    match flags.cmd {
-        Cmd::List(cmd) => cmd.run(&sh),
-        Cmd::Image(ImageCmd::Build(cmd)) => cmd.run(&sh),
-        Cmd::Image(ImageCmd::Check(cmd)) => cmd.run(&sh),
-        Cmd::Verify(cmd) => cmd.run(&sh),
-        Cmd::Bench(cmd) => cmd.run(&sh),
-        Cmd::Profile(cmd) => cmd.run(&sh),
-        Cmd::Env(cmd) => cmd.run(&sh),
-        Cmd::Doctor(cmd) => cmd.run(&sh),
-        Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(&sh),
-        Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(&sh),
-        Cmd::Merge(cmd) => cmd.run(&sh),
-        Cmd::Campaign(cmd) => cmd.run(&sh),
-        Cmd::Report(cmd) => cmd.run(&sh),
-        Cmd::Site(cmd) => cmd.run(&sh),
-        Cmd::Compare(cmd) => cmd.run(&sh),
+    let out = flags.cmd.out_dir().filter(|o| !o.exists()).map(Utf8PathBuf::from);
+    let result = dispatch(flags.cmd, &sh);
+    // A run that failed before writing anything leaves no empty --out behind.
+    if let (Err(_), Some(out)) = (&result, out) {
+        if out.read_dir().is_ok_and(|mut d| d.next().is_none()) {
+            std::fs::remove_dir(&out).ok();
+        }
+    }
+    result
+}
+
+fn dispatch(cmd: Cmd, sh: &Shell) -> Result<()> {
+    match cmd {
+        Cmd::List(cmd) => cmd.run(sh),
+        Cmd::Image(ImageCmd::Build(cmd)) => cmd.run(sh),
+        Cmd::Image(ImageCmd::Check(cmd)) => cmd.run(sh),
+        Cmd::Verify(cmd) => cmd.run(sh),
+        Cmd::Bench(cmd) => cmd.run(sh),
+        Cmd::Profile(cmd) => cmd.run(sh),
+        Cmd::Env(cmd) => cmd.run(sh),
+        Cmd::Doctor(cmd) => cmd.run(sh),
+        Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(sh),
+        Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(sh),
+        Cmd::Merge(cmd) => cmd.run(sh),
+        Cmd::Campaign(cmd) => cmd.run(sh),
+        Cmd::Report(cmd) => cmd.run(sh),
+        Cmd::Site(cmd) => cmd.run(sh),
+        Cmd::Compare(cmd) => cmd.run(sh),
     }
 }

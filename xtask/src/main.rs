@@ -4,6 +4,7 @@
 fn main() {
     if let Err(e) = xtask::run() {
         let code = xtask::ui::exit_code(&e);
+        xtask::ui::emit_error(&e);
         if code == xtask::ui::exit::INTERRUPTED {
             eprintln!("{}", xtask::container::interrupt::Interrupted);
         } else {

@@ -153,6 +153,51 @@ pub fn read_regular(path: &Utf8Path, max: u64) -> Result<Vec<u8>> {
 /// The longest instance label, submission id or system name.
 pub const NAME_MAX: usize = 64;
 
+/// `; did you mean \`x\`?` for the known name nearest to `given` (by edit distance,
+/// close enough to be a typo), else nothing.
+pub fn suggest<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    let limit = (given.chars().count() / 3).max(2);
+    known
+        .into_iter()
+        .map(|k| (edit_distance(&given.to_lowercase(), &k.to_lowercase()), k))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map_or(String::new(), |(_, k)| format!("; did you mean `{k}`?"))
+}
+
+/// Levenshtein distance of two short names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
+/// `--out` is absent or a folder (never a file or a link), before any work starts.
+pub fn check_out_dir(out: &Utf8Path) -> Result<()> {
+    match out.symlink_metadata() {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return crate::ui::usage(format!(
+                "--out {out} is not a folder: name a folder (absent, empty, or an earlier evidence set)"
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("--out {out}: cannot read it")),
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("--out {out}: cannot create it"))?;
+    tempfile::tempfile_in(out).with_context(|| format!("--out {out}: cannot write there"))?;
+    Ok(())
+}
+
 /// The rule for instance labels, submission ids and system names, which become file
 /// and folder names and page text: ASCII letters, digits, `.`, `_`, `+` and `-`,
 /// starting with a letter, digit or `_`, at most [`NAME_MAX`] characters. Every label
@@ -254,6 +299,15 @@ pub fn toml_stems(dir: &Utf8Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typos_get_the_nearest_name_and_strangers_get_none() {
+        let known = ["kem-03", "kem-04", "kem-07", "pqclean-ml-kem"];
+        assert_eq!(suggest("kem-7", known), "; did you mean `kem-07`?");
+        assert_eq!(suggest("pqclean-mlkem", known), "; did you mean `pqclean-ml-kem`?");
+        assert_eq!(suggest("ML-KEM-51", ["ML-KEM-512", "ML-KEM-768"]), "; did you mean `ML-KEM-512`?");
+        assert_eq!(suggest("falcon", known), "");
+    }
 
     #[test]
     fn names_are_plain() {

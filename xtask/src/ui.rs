@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::evidence::schema::{ResultRow, RunReport};
+
 /// Exit statuses, documented in the README and `--help`.
 pub mod exit {
     /// Everything asked for was done and every candidate result is clean.
@@ -144,9 +146,34 @@ fn line(args: fmt::Arguments, to_stderr: bool) {
     }
 }
 
+static ROWS: Mutex<Vec<ResultRow>> = Mutex::new(Vec::new());
+static EMITTED: AtomicBool = AtomicBool::new(false);
+
+/// A result the run produced or kept, for its `--json` report.
+pub fn row(r: ResultRow) {
+    ROWS.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+}
+
+/// Emit the run report of `command` (the rows gathered so far) when `--json` was given.
+pub fn report(command: &str, (system, out): (&str, &camino::Utf8Path), failures: &[String]) -> Result<()> {
+    let results = std::mem::take(&mut *ROWS.lock().unwrap_or_else(|p| p.into_inner()));
+    let (system, out, command) = (system.to_owned(), out.to_string(), command.to_owned());
+    emit(&RunReport { command, system, out, clean: failures.is_empty(), results, failures: failures.to_vec() })
+}
+
+/// Under `--json`, a failed command that printed no report prints its error instead,
+/// so stdout is always one JSON document.
+pub fn emit_error(e: &anyhow::Error) {
+    if json() && !EMITTED.load(Ordering::Relaxed) {
+        let value = serde_json::json!({ "error": format!("{e:#}"), "exit_code": exit_code(e) });
+        let _ = emit(&value);
+    }
+}
+
 /// Print the command's summary as JSON on stdout when `--json` was given.
 pub fn emit<T: serde::Serialize>(value: &T) -> Result<()> {
     if json() {
+        EMITTED.store(true, Ordering::Relaxed);
         let text = serde_json::to_string_pretty(value)?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "{text}")?;
@@ -295,6 +322,34 @@ impl Progress {
         let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
         live.steps.iter().find(|s| s.id == self.id).map_or(Duration::ZERO, |s| s.started.elapsed())
     }
+}
+
+/// What the innermost running step is doing now (the step need not be at hand).
+pub fn doing(what: impl Into<String>) {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = live.steps.last_mut() {
+        s.doing = what.into();
+    }
+}
+
+/// How long a step named `key` took last time on this machine (an estimate for the
+/// live line; kept in the tool's cache, never in evidence).
+pub fn last_duration(key: &str) -> Option<Duration> {
+    let text = std::fs::read_to_string(duration_file(key)).ok()?;
+    text.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+}
+
+pub fn remember_duration(key: &str, took: Duration) {
+    let path = duration_file(key);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(path, format!("{:.1}\n", took.as_secs_f64()));
+}
+
+fn duration_file(key: &str) -> camino::Utf8PathBuf {
+    let key: String = key.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    crate::project::cache_dir().join("durations").join(key)
 }
 
 impl Drop for Progress {

@@ -574,6 +574,12 @@ pub struct Prepared {
     pub work: Vec<(Submission, Source)>,
 }
 
+/// The source given for submission `id`: its `ID=` entry, else the plain one.
+pub fn given_for(given: &[crate::flags::Given], id: &str) -> Option<Utf8PathBuf> {
+    let named = given.iter().find(|g| g.id.as_deref() == Some(id));
+    named.or_else(|| given.iter().find(|g| g.id.is_none())).map(|g| g.path.clone())
+}
+
 impl Inputs {
     /// Load the submissions, run `check` on each, and obtain their sources before any
     /// image work (a missing archive fails at once); then select the engine and image.
@@ -600,9 +606,7 @@ impl Inputs {
         check: impl Fn(&Submission) -> Result<()>,
     ) -> Result<Vec<(Submission, Source)>> {
         let ids = profile.ids(&self.ids);
-        if (self.archive.is_some() || self.source_dir.is_some()) && ids.len() != 1 {
-            bail!("--archive and --source-dir apply to one submission at a time (given: {})", ids.join(" "));
-        }
+        self.check_given(&ids)?;
         self.check_paths()?;
         let limits = sources::ExtractLimits {
             max_bytes: self.max_extract_mib << 20,
@@ -610,13 +614,20 @@ impl Inputs {
             max_ratio: self.max_ratio,
         };
         let arch = profile.arch(self.target.arch);
-        let (archive, source_dir) = (self.archive.clone(), self.source_dir.clone());
-        let overrides = sources::Overrides { archive, source_dir, limits, arch };
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         crate::build::submission::check_selection(&self.instances, &subs)?;
+        for sub in &subs {
+            check(sub)?;
+        }
+        self.check_archives(&subs)?;
         let mut work = Vec::new();
         for sub in subs {
-            check(&sub)?;
+            let overrides = sources::Overrides {
+                archive: given_for(&self.archive, &sub.id),
+                source_dir: given_for(&self.source_dir, &sub.id),
+                limits,
+                arch,
+            };
             let src = sources::obtain(sh, &sub, &overrides)
                 .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
             for inst in sub.instances.iter().filter(|i| self.selects(i)) {
@@ -627,13 +638,64 @@ impl Inputs {
         Ok(work)
     }
 
-    /// `--source-dir` is a folder and `--out` can be written, before any work starts.
-    fn check_paths(&self) -> Result<()> {
-        if let Some(dir) = &self.source_dir {
-            if !dir.is_dir() {
-                bail!("--source-dir {dir} is not a folder");
+    /// Every `--archive` and `--source-dir` names a selected submission; the plain
+    /// form only when one is selected; never both for one submission.
+    pub fn check_given(&self, ids: &[String]) -> Result<()> {
+        for g in self.archive.iter().chain(&self.source_dir) {
+            match &g.id {
+                None if ids.len() != 1 => {
+                    return crate::ui::usage(format!(
+                        "{} is given for no submission, and {} are selected ({}): write ID={}",
+                        g.path,
+                        ids.len(),
+                        ids.join(" "),
+                        g.path
+                    ))
+                }
+                Some(id) if !ids.contains(id) => {
+                    return crate::ui::usage(format!(
+                        "--archive/--source-dir name {id}, which is not selected (selected: {})",
+                        ids.join(" ")
+                    ))
+                }
+                _ => {}
             }
         }
+        for id in ids {
+            if given_for(&self.archive, id).is_some() && given_for(&self.source_dir, id).is_some() {
+                return crate::ui::usage(format!("{id}: give --archive or --source-dir, not both"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every missing archive at once, before anything is extracted or built.
+    pub fn check_archives(&self, subs: &[Submission]) -> Result<()> {
+        let missing: Vec<String> = subs
+            .iter()
+            .filter(|s| given_for(&self.source_dir, &s.id).is_none())
+            .filter_map(|s| sources::missing_archive(s, given_for(&self.archive, &s.id).as_deref()))
+            .map(|m| format!("  - {m}"))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        crate::ui::usage(format!(
+            "{} archive(s) missing:\n{}\n{}",
+            missing.len(),
+            missing.join("\n"),
+            sources::SUPPLY_ARCHIVES
+        ))
+    }
+
+    /// `--source-dir` is a folder and `--out` can be written, before any work starts.
+    fn check_paths(&self) -> Result<()> {
+        for dir in self.source_dir.iter().map(|g| &g.path) {
+            if !dir.is_dir() {
+                return crate::ui::usage(format!("--source-dir {dir} is not a folder"));
+            }
+        }
+        crate::project::check_out_dir(&self.out)?;
         std::fs::create_dir_all(&self.out).with_context(|| format!("--out {}: cannot create it", self.out))?;
         tempfile::tempfile_in(&self.out).with_context(|| format!("--out {}: cannot write there", self.out))?;
         Ok(())

@@ -317,25 +317,44 @@ fn lock_checksum(lock: &Utf8Path, name: &str, version: &str) -> Result<Sha256Hex
         .with_context(|| format!("no checksum for {name} {version} in the lock file"))
 }
 
+/// Where the archive of `sub` is looked for: the given path, else archives/<file>.
+fn archive_path(file: &str, given: Option<&Utf8Path>) -> Utf8PathBuf {
+    given.map_or_else(|| project::root().join("archives").join(file), Utf8Path::to_owned)
+}
+
+/// The archive `sub` needs, when it is neither given as a URL nor found where it is
+/// looked for: one line with its file, size, SHA-256, page and the place looked at.
+pub fn missing_archive(sub: &Submission, given: Option<&Utf8Path>) -> Option<String> {
+    let SourceSpec::Archive { file, bytes, sha256, page, .. } = &sub.source else { return None };
+    if given.is_some_and(|g| g.as_str().contains("://")) {
+        return None;
+    }
+    let path = archive_path(file, given);
+    (!path.is_file()).then(|| {
+        format!(
+            "{} needs its archive {file} ({bytes} bytes, SHA-256 {sha256}){}; it was not found at {path}",
+            sub.id,
+            page.as_ref().map(|p| format!(", published at {p}")).unwrap_or_default(),
+        )
+    })
+}
+
+/// How to supply missing archives, after the list of them.
+pub const SUPPLY_ARCHIVES: &str = "Download each, then either put it at archives/<file name> or pass \
+     --archive PATH (--archive ID=PATH when several submissions are selected; a local file, or a URL \
+     to fetch it from).";
+
 fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>, limits: ExtractLimits) -> Result<Source> {
-    let SourceSpec::Archive { file, bytes, sha256, page, root } = &sub.source else { unreachable!() };
-    let default = project::root().join("archives").join(file);
+    let SourceSpec::Archive { file, bytes, sha256, root, .. } = &sub.source else { unreachable!() };
+    if let Some(why) = missing_archive(sub, given) {
+        return crate::ui::usage(format!("{why}.\n{SUPPLY_ARCHIVES}"));
+    }
     let path = match given {
         Some(url) if url.as_str().starts_with("https://") || url.as_str().starts_with("http://") => {
             download(sh, url.as_str(), file)?
         }
-        Some(p) => p.to_owned(),
-        None => default.clone(),
+        _ => archive_path(file, given),
     };
-    if !path.is_file() {
-        bail!(
-            "{} needs its archive {file} ({bytes} bytes, SHA-256 {sha256}){}.\n\
-             It was not found at {path}. Download it, then either put it at {default} \
-             or pass --archive PATH (a local file, or a URL to fetch it from).",
-            sub.id,
-            page.as_ref().map(|p| format!(", published at {p}")).unwrap_or_default(),
-        );
-    }
     let actual = project::sha256_file(&path)?;
     if *sha256 != *actual {
         let size = std::fs::metadata(&path).map_or(0, |m| m.len());

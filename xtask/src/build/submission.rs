@@ -233,12 +233,20 @@ impl Submission {
             p.canonicalize_utf8().unwrap_or(p)
         } else {
             if let Err(why) = project::plain_name(id) {
-                bail!("unknown submission `{id}`: a submission id {why} (known: {})", Self::ids()?.join(", "));
+                return crate::ui::usage(format!(
+                    "unknown submission `{id}`: a submission id {why} (known: {})",
+                    Self::ids()?.join(", ")
+                ));
             }
             Self::dir().join(format!("{id}.toml"))
         };
         if !path.is_file() {
-            bail!("unknown submission `{id}`: no {path} (known: {})", Self::ids()?.join(", "));
+            let known = Self::ids()?;
+            return crate::ui::usage(format!(
+                "unknown submission `{id}`: no {path}{} (known: {})",
+                project::suggest(id, known.iter().map(String::as_str)),
+                known.join(", ")
+            ));
         }
         let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
         Submission::from_text(&path, &text)
@@ -398,13 +406,14 @@ pub fn check_selection(given: &[String], subs: &[Submission]) -> Result<()> {
     let more =
         if unknown.len() > shown.len() { format!(" and {} more", unknown.len() - shown.len()) } else { String::new() };
     let ids: Vec<&str> = subs.iter().map(|s| s.id.as_str()).collect();
-    bail!(
-        "--instance: {} unknown label(s): {}{more}; {} has instances {}",
+    let hint = project::suggest(unknown[0], known.iter().copied());
+    crate::ui::usage(format!(
+        "--instance: {} unknown label(s): {}{more}{hint}; {} has instances {}",
         unknown.len(),
         shown.join(", "),
         ids.join(", "),
         known.into_iter().collect::<Vec<_>>().join(", ")
-    )
+    ))
 }
 
 /// A manifest path after expansion: relative, inside the source root, and plain (no

@@ -140,7 +140,11 @@ fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) ->
     let arch_flag = format!("--architectures={}", arch.debian());
     let include_flag = format!("--include={include}");
     let mirror: Vec<&str> = mirror.into_iter().collect();
-    crate::note!("building the {} root filesystem for {} with mmdebstrap (a few minutes)...", tc.name, arch.debian());
+    let key = format!("rootfs-{}-{}", tc.name, arch.debian());
+    let last = crate::ui::last_duration(&key);
+    let took_before = last.map_or("a few minutes".to_owned(), |d| format!("{} last time", crate::ui::clock(d)));
+    crate::note!("building the {} root filesystem for {} with mmdebstrap ({took_before})...", tc.name, arch.debian());
+    let live = crate::ui::progress(format!("mmdebstrap {} {}", tc.name, arch.debian()), last);
     let t = Instant::now();
     // SOURCE_DATE_EPOCH makes the tarball reproducible for the same package set.
     let out = cmd!(sh, "mmdebstrap --quiet --variant=apt {arch_flag} {include_flag} {suite} {tar} {mirror...}")
@@ -157,6 +161,8 @@ fn build_rootfs(sh: &Shell, tc: &Toolchain, arch: Arch, mirror: Option<&str>) ->
             explain_mmdebstrap(&String::from_utf8_lossy(&out.stderr))
         );
     }
+    drop(live);
+    crate::ui::remember_duration(&key, t.elapsed());
     crate::note!("root filesystem built in {:.0} s", t.elapsed().as_secs_f64());
     Ok(tar)
 }

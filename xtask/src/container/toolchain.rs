@@ -59,8 +59,13 @@ impl Toolchain {
 
     pub fn load(name: &str) -> Result<Toolchain> {
         let path = Self::dir().join(format!("{name}.toml"));
-        if !path.exists() {
-            bail!("unknown toolchain `{name}`: no {path} (known: {})", Self::names()?.join(", "));
+        if crate::project::plain_name(name).is_err() || !path.is_file() {
+            let known = Self::names()?;
+            return crate::ui::usage(format!(
+                "unknown toolchain `{name}`: no {path}{} (known: {})",
+                crate::project::suggest(name, known.iter().map(String::as_str)),
+                known.join(", ")
+            ));
         }
         let mut tc: Toolchain = project::read_toml(&path)?;
         if tc.name != name {

@@ -297,7 +297,7 @@ impl EvidenceCheck {
             crate::say!("refused  {why}");
         }
         if !p.is_clean() {
-            bail!(
+            let msg = format!(
                 "evidence in {} does not match its index ({} changed, {} missing, {} extra{}{}{})",
                 self.dir,
                 p.changed.len(),
@@ -315,6 +315,7 @@ impl EvidenceCheck {
                     format!(", {} not of this harness's schema", p.schema.len())
                 }
             );
+            return Err(crate::ui::Findings(msg).into());
         }
         let n = read_index(&self.dir)?.len();
         crate::say!("OK: {n} files match {}/{INDEX}", self.dir);

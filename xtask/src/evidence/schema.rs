@@ -702,6 +702,57 @@ pub struct StepFailure {
     pub log: String,
 }
 
+// ---- Run reports (`--json`): what a command did, for scripts; not evidence.
+
+/// `verify`, `bench` and `profile --json`: one row per result the run produced or
+/// kept, the failures, and where the evidence lies.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunReport {
+    pub command: String,
+    pub system: String,
+    pub out: String,
+    /// Every result is clean (the exit status is 0).
+    pub clean: bool,
+    pub results: Vec<ResultRow>,
+    pub failures: Vec<String>,
+}
+
+/// One instance's KAT verdict, or one (instance, operation)'s timing or profile.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResultRow {
+    pub id: String,
+    pub instance: String,
+    pub op: Option<String>,
+    /// `PASS`, `MISMATCH`, ... for verify; `timed` or `profiled` otherwise.
+    pub status: String,
+    /// The corroborating check's verdict, when one ran.
+    pub check: Option<String>,
+    pub kat_sha256: Option<String>,
+    pub median_ns_per_op: Option<f64>,
+    /// `kept` when an earlier result was kept (--resume), else `new`.
+    pub origin: String,
+}
+
+/// `campaign --json`: each step with its outcome (`done`, `kept`, `skipped`,
+/// `failed`) and seconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CampaignReport {
+    pub system: String,
+    pub out: String,
+    pub steps: Vec<CampaignStep>,
+    pub seconds: f64,
+    /// A step failed for the tool or the engine, not for a candidate.
+    pub tool_failure: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CampaignStep {
+    pub step: String,
+    pub outcome: String,
+    pub seconds: f64,
+    pub detail: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -232,7 +232,12 @@ impl Family {
             .iter()
             .map(|a| match known.contains(&a.as_str()) {
                 true => Ok(OpId::new(a)),
-                false => anyhow::bail!("--op {a}: a {} has the operations {}", self.noun, known.join(", ")),
+                false => crate::ui::usage(format!(
+                    "--op {a}: a {} has the operations {}{}",
+                    self.noun,
+                    known.join(", "),
+                    crate::project::suggest(a, known.iter().copied())
+                )),
             })
             .collect()
     }

@@ -21,7 +21,7 @@ use crate::build::sources::{self, Source};
 use crate::build::submission::{Instance, Submission};
 use crate::container::sandbox::Outcome;
 pub use crate::evidence::schema::Status;
-use crate::evidence::schema::{self, Check, InstanceResult, Summary, ToolchainRecord};
+use crate::evidence::schema::{self, Check, InstanceResult, ResultRow, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
 use crate::family::{CheckCtx, Family};
 use crate::flags::Verify;
@@ -109,8 +109,9 @@ impl Verify {
         }
         let failed = self.verify_all(sh, &run.ctx, &run.work)?;
         evidence::reindex(&self.inputs.out)?;
+        crate::ui::report("verify", (&self.inputs.system, &self.inputs.out), &failed)?;
         if !failed.is_empty() {
-            bail!("instances did not pass ({})", failed.join(", "));
+            return Err(crate::ui::Findings(format!("instances did not pass ({})", failed.join(", "))).into());
         }
         Ok(())
     }
@@ -194,15 +195,20 @@ impl Verify {
             manifest,
             harness_commit: summary.harness_commit.clone(),
         };
+        let mut took = Vec::new();
         for inst in instances {
             if self.resume {
                 if let Some(kept) = ctx.current(&summary, inst)? {
-                    print_row(&kept, (&tc, family), " (kept, --resume)");
+                    print_row(&sub.id, &kept, (&tc, family), " (kept, --resume)");
                     continue;
                 }
             }
+            let estimate = (!took.is_empty()).then(|| took.iter().sum::<Duration>() / took.len() as u32);
+            let live = crate::ui::progress(format!("{} {}", sub.id, inst.label), estimate);
             let r = ctx.verify_instance(inst)?;
-            print_row(&r, (&tc, family), if r.build_reused { " (build reused)" } else { "" });
+            took.push(live.elapsed());
+            drop(live);
+            print_row(&sub.id, &r, (&tc, family), if r.build_reused { " (build reused)" } else { "" });
             summary.put(r, sub);
             summary.finished = project::now_utc();
             schema::write(&layout.kat_summary(&sub.id), &summary)?;
@@ -232,7 +238,7 @@ impl Verify {
     }
 }
 
-fn print_row(r: &InstanceResult, (tc, family): (&ToolchainRecord, &Family), note: &str) {
+fn print_row(id: &str, r: &InstanceResult, (tc, family): (&ToolchainRecord, &Family), note: &str) {
     // A check that stands as a verdict of its own shows beside the status (one that
     // turns a PASS into MISMATCH is the status's message already).
     let own_verdict = family.corroboration.is_some_and(|c| !c.failure_is_mismatch);
@@ -246,6 +252,16 @@ fn print_row(r: &InstanceResult, (tc, family): (&ToolchainRecord, &Family), note
         r.actual_sha256.as_ref().map_or("-", Sha256Hex::short),
         r.flag_set,
     );
+    crate::ui::row(ResultRow {
+        id: id.to_owned(),
+        instance: r.label.clone(),
+        op: None,
+        status: r.status.to_string(),
+        check: r.check.as_ref().map(|c| c.verdict.to_string()),
+        kat_sha256: r.actual_sha256.as_ref().map(|s| s.as_str().to_owned()),
+        median_ns_per_op: None,
+        origin: if note.contains("kept") { "kept" } else { "new" }.into(),
+    });
     let lines = r.message.iter().chain(failed_check.map(|c| &c.detail));
     for line in lines.flat_map(|m| m.lines()) {
         crate::say!("      {line}");
@@ -272,6 +288,7 @@ impl Ctx<'_> {
         let (sub, layout) = (self.build.sub, self.layout);
         let family = sub.family()?;
         let entry = self.manifest.entry(&inst.label);
+        crate::ui::doing("build");
         let built = self.build.ensure(inst)?;
         let (plan, key) = match &built {
             Built::Ok(b) => (b.record.plan.clone(), b.record.key.clone()),
@@ -329,6 +346,7 @@ impl Ctx<'_> {
             r.message = Some(format!("no line for {} in {}", inst.label, self.manifest.path));
             return Ok(r.finish());
         };
+        crate::ui::doing("KAT run");
         self.run_kat(inst, &build, entry, r)
     }
 
@@ -402,6 +420,7 @@ impl Ctx<'_> {
     /// A matching digest is a PASS only when the build did not embed its text and, where
     /// the API can be reached, the replay on seeds drawn now agrees.
     fn corroborate(&self, build: &Build, log_path: &Utf8Path, r: &mut InstanceResult) -> Result<()> {
+        crate::ui::doing("checking the KAT result");
         let text = read_prefix(log_path, DIFF_READ);
         if let Some(found) = build.embedded_record(&text)? {
             r.status = Status::Mismatch;

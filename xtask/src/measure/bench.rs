@@ -164,12 +164,20 @@ impl Bench {
     pub fn run(self, sh: &Shell) -> Result<()> {
         let profile = SystemProfile::load(&self.inputs.system)?;
         let bench = self.with_profile(&profile)?;
+        // Every value is checked (sources, labels, operations) before the host gate and
+        // before any container starts.
+        let work = bench.inputs.obtain(sh, &profile, |sub| bench.check(sub))?;
         let gate = bench.gate(&profile)?;
-        let run = bench.inputs.prepare(sh, |sub| bench.check(sub))?;
-        let failures = bench.bench_all(sh, &run.ctx, &run.work, &gate)?;
+        let ctx = bench.inputs.context(sh, profile)?;
+        let failures = bench.bench_all(sh, &ctx, &work, &gate)?;
         crate::evidence::reindex(&bench.inputs.out)?;
+        crate::ui::report("bench", (&bench.inputs.system, &bench.inputs.out), &failures)?;
         if !failures.is_empty() {
-            bail!("some operations could not be timed:\n  {}", failures.join("\n  "));
+            return Err(crate::ui::Findings(format!(
+                "some operations could not be timed:\n  {}",
+                failures.join("\n  ")
+            ))
+            .into());
         }
         Ok(())
     }
@@ -181,7 +189,9 @@ impl Bench {
         if let Some(cpu) = self.cpu {
             let n = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
             if !Utf8Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}")).exists() {
-                bail!("--cpu {cpu}: this machine has no CPU {cpu} ({n} available to this process)");
+                return crate::ui::usage(format!(
+                    "--cpu {cpu}: this machine has no CPU {cpu} ({n} available to this process)"
+                ));
             }
         }
         if !self.quick {
@@ -229,7 +239,10 @@ impl Bench {
     /// only on operations their family has (checked before any container starts).
     pub fn check(&self, sub: &Submission) -> Result<()> {
         if sub.bench.is_none() {
-            bail!("{} has no [bench] section: its manifest does not say how to reach its API", sub.id);
+            return crate::ui::usage(format!(
+                "{} has no [bench] section: its manifest does not say how to reach its API",
+                sub.id
+            ));
         }
         sub.family()?.select_ops(&self.ops).with_context(|| sub.id.clone()).map(drop)
     }
@@ -700,6 +713,16 @@ fn print_audit(audit: &[Disagreement]) {
 
 fn print_row(r: &Record) {
     let a = &r.aggregate;
+    crate::ui::row(crate::evidence::schema::ResultRow {
+        id: r.id.clone(),
+        instance: r.label.clone(),
+        op: Some(r.op.name().to_owned()),
+        status: "timed".into(),
+        check: None,
+        kat_sha256: None,
+        median_ns_per_op: Some(a.median_trial_ns),
+        origin: "new".into(),
+    });
     let ticks = if r.counter.hardware_cycles {
         format!("{} cyc", stats::human_count(a.mean_ticks))
     } else {

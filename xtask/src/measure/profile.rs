@@ -389,8 +389,10 @@ impl Profile {
         let run = bench.inputs.prepare(sh, |sub| check(&bench, sub))?;
         let failures = profile_all(&bench, sh, (&run.ctx, &gate), &run.work)?;
         crate::evidence::reindex(&bench.inputs.out)?;
+        crate::ui::report("profile", (&bench.inputs.system, &bench.inputs.out), &failures)?;
         if !failures.is_empty() {
-            bail!("some instances could not be profiled:\n  {}", failures.join("\n  "));
+            let msg = format!("some instances could not be profiled:\n  {}", failures.join("\n  "));
+            return Err(crate::ui::Findings(msg).into());
         }
         Ok(())
     }
@@ -563,6 +565,16 @@ pub fn kind_share(groups: &[GroupShare], pick: impl Fn(GroupKind) -> bool) -> f6
 
 fn print_row(r: &ProfileRecord) {
     let pct = crate::measure::stats::percent;
+    crate::ui::row(crate::evidence::schema::ResultRow {
+        id: r.id.clone(),
+        instance: r.label.clone(),
+        op: Some(r.op.name().to_owned()),
+        status: "profiled".into(),
+        check: None,
+        kat_sha256: None,
+        median_ns_per_op: None,
+        origin: "new".into(),
+    });
     crate::say!(
         "  {:<18} {:<9} {:>9} {:>9} {:>9}  {}  (overhead ×{:.2})",
         r.label,

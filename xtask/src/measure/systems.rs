@@ -36,7 +36,12 @@ impl SystemProfile {
         }
         let path = Self::dir().join(format!("{name}.toml"));
         if !path.is_file() {
-            bail!("unknown system `{name}`: no {path} (known: {})", project::toml_stems(&Self::dir())?.join(", "));
+            let known = project::toml_stems(&Self::dir())?;
+            return crate::ui::usage(format!(
+                "unknown system `{name}`: no {path}{} (known: {})",
+                project::suggest(name, known.iter().map(String::as_str)),
+                known.join(", ")
+            ));
         }
         let p: SystemProfile = project::read_toml(&path)?;
         if p.name != name {
