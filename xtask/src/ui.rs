@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::evidence::schema::{ResultRow, RunReport};
+use crate::evidence::schema::{ErrorReport, ResultRow, RunReport};
 
 /// Exit statuses, documented in the README and `--help`.
 pub mod exit {
@@ -165,8 +165,7 @@ pub fn report(command: &str, (system, out): (&str, &camino::Utf8Path), failures:
 /// so stdout is always one JSON document.
 pub fn emit_error(e: &anyhow::Error) {
     if json() && !EMITTED.load(Ordering::Relaxed) {
-        let value = serde_json::json!({ "error": format!("{e:#}"), "exit_code": exit_code(e) });
-        let _ = emit(&value);
+        let _ = emit(&ErrorReport { error: format!("{e:#}"), exit_code: exit_code(e) });
     }
 }
 

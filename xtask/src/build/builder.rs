@@ -608,6 +608,7 @@ impl Inputs {
         let ids = profile.ids(&self.ids);
         self.check_given(&ids)?;
         self.check_paths()?;
+        Toolchain::load(&profile.toolchain(&self.toolchain))?;
         let limits = sources::ExtractLimits {
             max_bytes: self.max_extract_mib << 20,
             max_entries: self.max_entries,

@@ -733,6 +733,13 @@ pub struct ResultRow {
     pub origin: String,
 }
 
+/// What a command that failed prints under `--json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorReport {
+    pub error: String,
+    pub exit_code: i32,
+}
+
 /// `campaign --json`: each step with its outcome (`done`, `kept`, `skipped`,
 /// `failed`) and seconds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

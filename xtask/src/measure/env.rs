@@ -32,10 +32,11 @@ impl Environment {
             ("memory", format!("{} MiB", self.memory_mib)),
             ("OS / kernel", format!("{} / {}", self.os, self.kernel)),
             ("compiler / build tool", format!("{} / {}", self.compiler, self.build_tool)),
-            (
-                "campaign start / end (UTC)",
-                format!("{} / {}", self.campaign_start, self.campaign_end.as_deref().unwrap_or("-")),
-            ),
+            // `env` alone is no campaign: it has a moment, not a span.
+            match &self.campaign_end {
+                Some(end) => ("campaign start / end (UTC)", format!("{} / {end}", self.campaign_start)),
+                None => ("taken at (UTC)", self.campaign_start.clone()),
+            },
         ]
     }
 }
@@ -162,8 +163,7 @@ impl Env {
         };
         let record = lock.map(|l| ToolchainRecord::from_lock(&l, backend));
         let gate = hostgate::check(Utf8Path::new("/"), cpu, arch);
-        let mut env = collect(sh, &profile, &gate, arch, record.as_ref());
-        env.campaign_end = Some(env.campaign_start.clone());
+        let env = collect(sh, &profile, &gate, arch, record.as_ref());
         if crate::ui::json() {
             crate::ui::emit(&env)?;
             return Ok(());

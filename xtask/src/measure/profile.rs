@@ -585,6 +585,14 @@ fn print_row(r: &ProfileRecord) {
         calls_text(&r.groups),
         r.overhead_ratio
     );
+    if r.overhead_ratio < 1.0 {
+        // The wrappers cannot make code faster: the two builds' figures differ by noise
+        // or code layout more than the wrappers cost.
+        crate::say!(
+            "      note: overhead below ×1 means the wrapped and the reference build differ by more than \
+             the wrappers cost (noise or code layout); the shares stand, the overhead is not a speed-up"
+        );
+    }
     for w in &r.warnings {
         crate::say!("      note: {w}");
     }
