@@ -4,6 +4,7 @@
 mod common;
 
 use common::{stdout, xtask};
+use xtask::evidence::schema::CampaignReport;
 
 #[test]
 fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
@@ -22,12 +23,25 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     assert!(out.join("local/records/pqclean-ml-kem/ML-KEM-1024__dec.json").is_file());
     assert!(out.join("local/profile/pqclean-ml-kem/survey.json").is_file());
 
-    let resumed = xtask(&[&args[..], &["--resume"]].concat(), None);
+    // Resumed under --json: stdout is the run report alone, the lines go to stderr.
+    let resumed = xtask(&[&args[..], &["--resume", "--json"]].concat(), None);
     assert!(resumed.status.success());
-    let text = stdout(&resumed);
+    let text = String::from_utf8_lossy(&resumed.stderr);
     for step in &steps[1..] {
         assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{text}");
     }
+    let report: CampaignReport = serde_json::from_slice(&resumed.stdout).expect("campaign --json");
+    let outcomes: Vec<(&str, &str)> = report.steps.iter().map(|s| (s.step.as_str(), s.outcome.as_str())).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("image", "done"),
+            ("verify pqclean-ml-kem", "kept"),
+            ("bench pqclean-ml-kem", "kept"),
+            ("profile pqclean-ml-kem", "kept")
+        ]
+    );
+    assert!(!report.tool_failure);
 
     // Evidence that no longer matches the index is not trusted: that step runs again.
     let log = out.join("local/kat/pqclean-ml-kem/ML-KEM-512.log");

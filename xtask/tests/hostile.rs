@@ -92,8 +92,33 @@ impl Env {
         self.spawn("verify", extra)
     }
 
+    /// `verify` with a `podman` first on PATH that refuses every `run` and passes the
+    /// rest to the real one: the engine fails while the tool works.
+    fn verify_with_failing_engine(&self, extra: &[&str]) -> (u32, Output) {
+        let real = String::from_utf8(Command::new("sh").args(["-c", "command -v podman"]).output().unwrap().stdout);
+        let wrapper = self.tmp.path().join("engine");
+        std::fs::create_dir_all(&wrapper).unwrap();
+        let script = format!(
+            "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = run ] && {{ echo 'simulated engine failure' >&2; exit 125; }}; done\nexec {} \"$@\"\n",
+            real.unwrap().trim()
+        );
+        std::fs::write(wrapper.join("podman"), script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(wrapper.join("podman"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", wrapper.display(), std::env::var("PATH").unwrap());
+        let child = self.spawn_env("verify", extra, &[("PATH", path.as_str())]);
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (pid, out)
+    }
+
     /// `xtask <command> <fixture> --archive ... <extra>`, in its own process group.
     fn spawn(&self, command: &str, extra: &[&str]) -> std::process::Child {
+        self.spawn_env(command, extra, &[])
+    }
+
+    fn spawn_env(&self, command: &str, extra: &[&str], vars: &[(&str, &str)]) -> std::process::Child {
         use std::os::unix::process::CommandExt;
         let mut args: Vec<&str> = vec![command, self.manifest.to_str().unwrap(), "--engine", self.engine];
         args.extend(["--out", self.out.to_str().unwrap(), "--archive", self.zip.to_str().unwrap()]);
@@ -101,6 +126,7 @@ impl Env {
         Command::new(env!("CARGO_BIN_EXE_xtask"))
             .args(&args)
             .env("NGCC_CACHE", &self.cache)
+            .envs(vars.iter().copied())
             .process_group(0)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -198,9 +224,10 @@ fn hostile_instances_get_their_status_and_change_nothing_outside_their_sandbox()
     // nothing recorded changes.
     let before = std::fs::read(env.out.join("local/kat/fixture-kem/summary.json")).unwrap();
     let index = std::fs::read(env.out.join("EVIDENCE.sha256")).unwrap();
-    let (pid, broken) = env.verify(&["--memory", "lots", "--rebuild"]);
-    assert_eq!(broken.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&broken.stderr).contains("podman"), "the engine's message is shown");
+    let (pid, broken) = env.verify_with_failing_engine(&["--rebuild"]);
+    assert_eq!(broken.status.code(), Some(3), "an engine failure is the tool's, exit 3");
+    let err = String::from_utf8_lossy(&broken.stderr);
+    assert!(err.contains("podman") && err.contains("simulated engine failure"), "the engine's message is shown: {err}");
     assert_eq!(std::fs::read(env.out.join("local/kat/fixture-kem/summary.json")).unwrap(), before);
     assert_eq!(std::fs::read(env.out.join("EVIDENCE.sha256")).unwrap(), index);
     assert!(leftover_containers(pid).is_empty());
