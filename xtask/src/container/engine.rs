@@ -262,6 +262,7 @@ impl Engine {
         use std::os::unix::process::CommandExt;
         let program = self.program();
         let global = self.global_args();
+        crate::detail!("$ {}", self.command_line(args));
         let mut command: Command = cmd!(sh, "{program} {global...} {args...}").into();
         command.process_group(0);
         command
