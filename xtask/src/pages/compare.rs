@@ -433,9 +433,36 @@ fn compare(sides: (&Side, &Side), records: (&Records, &Records), common: &[Key],
     }
 }
 
+/// One line per kind of difference: its sentence when every operation shares it, else
+/// how many pairs of values and one of them (a library digest differs per instance).
+fn summaries(c: &Comparison) -> Vec<String> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for d in &c.differences {
+        if !kinds.contains(&d.what.as_str()) {
+            kinds.push(&d.what);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|what| {
+            let all: Vec<&Difference> = c.differences.iter().filter(|d| d.what == what).collect();
+            let ops: usize = all.iter().map(|d| d.operations.len()).sum();
+            match all.as_slice() {
+                [one] => format!("{} ({ops} operations)", one.text),
+                [first, ..] => format!(
+                    "{what}: {} pairs of values over {ops} operations, such as{} for {}",
+                    all.len(),
+                    first.text.strip_prefix(what).and_then(|t| t.strip_prefix(':')).unwrap_or(&first.text),
+                    first.operations[0]
+                ),
+                [] => String::new(),
+            }
+        })
+        .collect()
+}
+
 fn refusal(c: &Comparison) -> String {
-    let list: Vec<String> =
-        c.differences.iter().map(|d| format!("  - {} ({} operations)", d.text, d.operations.len())).collect();
+    let list: Vec<String> = summaries(c).iter().map(|d| format!("  - {d}")).collect();
     format!(
         "refusing to compare {} with {}: the figures differ in more than the machine:\n{}\n\
          Pass --allow-differences to compare anyway (the differences are then printed on the page).",
@@ -490,8 +517,8 @@ fn page(c: &Comparison, emulated: bool) -> String {
     let mut p = format!("# Comparison: {} (A) and {} (B)\n\n", md(&c.a.label), md(&c.b.label));
     if !c.differences.is_empty() {
         p.push_str("WARNING: compared with --allow-differences: these figures differ in more than the machine.\n\n");
-        for d in &c.differences {
-            let _ = writeln!(p, "- {} ({} operations)", md(&d.text), d.operations.len());
+        for d in summaries(c) {
+            let _ = writeln!(p, "- {}", md(&d));
         }
         p.push('\n');
     }
