@@ -235,6 +235,10 @@ fn a_missing_folder_or_system_is_a_usage_error() {
     std::fs::write(&file, "").unwrap();
     let c = xtask(&["compare", s(&out), s(&out), "--out", s(&file)], None);
     assert_eq!(c.status.code(), Some(2), "--out naming a file");
+    let inside = out.join("x86_1").join("..").join("pages");
+    let c = xtask(&["compare", s(&out), s(&out), "--out", s(&inside)], None);
+    assert!(c.status.code() == Some(2) && stderr(&c).contains("inside the evidence set"), "{}", stderr(&c));
+    assert!(!inside.exists(), "nothing written");
 }
 
 #[test]

@@ -472,11 +472,32 @@ fn refusal(c: &Comparison) -> String {
     )
 }
 
+/// `--out` names a folder (or nothing yet) outside both evidence sets: a page inside
+/// one would break its `evidence check`.
+fn check_out(out: &camino::Utf8Path, sides: [&Side; 2]) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        return ui::usage(format!("--out {out} is a file, not a folder"));
+    }
+    // The nearest existing folder, resolved, then what is still to be made.
+    let abs = std::path::absolute(out).with_context(|| format!("cannot resolve {out}"))?;
+    let existing = abs.ancestors().find(|p| p.exists()).unwrap_or(&abs);
+    let resolved = existing.canonicalize()?.join(abs.strip_prefix(existing).unwrap_or(std::path::Path::new("")));
+    for side in sides {
+        if resolved.starts_with(side.root.canonicalize()?) {
+            return ui::usage(format!(
+                "--out {out} is inside the evidence set {}: write the page elsewhere",
+                side.root
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Compare {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         let (a, b) = (Side::parse(self.a.as_str())?, Side::parse(self.b.as_str())?);
-        if let Some(out) = self.out.as_ref().filter(|o| o.exists() && !o.is_dir()) {
-            return ui::usage(format!("--out {out} is a file, not a folder"));
+        if let Some(out) = &self.out {
+            check_out(out, [&a, &b])?;
         }
         let (ra, rb) = (a.records()?, b.records()?);
         let common: Vec<Key> = ra.keys().filter(|k| rb.contains_key(*k)).cloned().collect();
@@ -768,6 +789,24 @@ mod tests {
         );
         b.image_id = None;
         assert!(image_difference(&a, &b).unwrap().contains("vs not recorded (B)"));
+    }
+
+    #[test]
+    fn the_package_digest_is_the_sha256_of_name_version_lines() {
+        let lock: schema::ImageLock =
+            schema::read(&crate::project::root().join("xtask/tests/golden/image_lock.json")).unwrap().unwrap();
+        let d = lock.package_digest();
+        assert_eq!(d.count, lock.packages.len());
+        let mut text = String::new();
+        for (name, version) in &lock.packages {
+            text.push_str(&format!("{name} {version}\n"));
+        }
+        assert!(text.starts_with("apt 3.0.4\nbase-files 13.8+deb13u8\n"));
+        assert_eq!(d.sha256, crate::project::sha256_hex(text.as_bytes()));
+        let mut other = lock.clone();
+        other.packages.insert("bash".into(), "5.2.37-3".into());
+        assert_ne!(other.package_digest(), d, "one version more or less is another image");
+        assert_eq!(golden().toolchain.packages, None, "older records read back without it");
     }
 
     #[test]
