@@ -288,7 +288,7 @@ fn manifest(id: &str) -> Option<Submission> {
 fn ordered(common: &[Key], ra: &Records) -> (Vec<Key>, String) {
     let mut ids: Vec<&String> = common.iter().map(|k| &k.0).collect();
     ids.dedup();
-    let mut position: BTreeMap<&Key, (usize, String)> = BTreeMap::new();
+    let mut position: BTreeMap<&Key, (usize, usize, String)> = BTreeMap::new();
     let mut said = Vec::new();
     for id in ids {
         let keys: Vec<&Key> = common.iter().filter(|k| &k.0 == id).collect();
@@ -298,13 +298,13 @@ fn ordered(common: &[Key], ra: &Records) -> (Vec<Key>, String) {
                 let at = |l: &str| sub.instances.iter().position(|i| i.label == l).unwrap_or(usize::MAX);
                 let op_at = |o: &str| ops.iter().position(|x| x.name() == o).unwrap_or(usize::MAX);
                 for k in keys {
-                    position.insert(k, (at(&k.1) * 1000 + op_at(&k.2).min(999), String::new()));
+                    position.insert(k, (at(&k.1), op_at(&k.2), String::new()));
                 }
                 said.push(format!("{} in its manifest's order (submissions/{}.toml)", md(id), md(id)));
             }
             None => {
                 for k in keys {
-                    position.insert(k, (0, ra[k].started.clone()));
+                    position.insert(k, (0, 0, ra[k].started.clone()));
                 }
                 said.push(format!(
                     "{} in the order side A's records were made (this checkout has no manifest of it)",
