@@ -404,11 +404,12 @@ pub struct Compare {
     pub a: Utf8PathBuf,
     /// Evidence directory B, or B:SYSTEM.
     pub b: Utf8PathBuf,
-    /// Compare although the figures differ in more than the machine.
+    /// Compare although the figures differ in more than the machine (images count as
+    /// the same when their installed packages and versions are).
     #[arg(long)]
     pub allow_differences: bool,
-    /// Also write the comparison page there: compare.md, and compare.html with the
-    /// same instance on both sides drawn next to each other.
+    /// Also write the comparison page there (outside both evidence sets): compare.md,
+    /// and compare.html with each row's B/A ratio and its range over the trials.
     #[arg(long, value_name = "DIR")]
     pub out: Option<Utf8PathBuf>,
 }

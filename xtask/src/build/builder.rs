@@ -46,6 +46,7 @@ impl ToolchainRecord {
             rootfs_sha256: lock.rootfs_sha256.clone(),
             gcc_version: lock.gcc_version.clone(),
             cmake_version: lock.cmake_version.clone(),
+            packages: Some(lock.package_digest()),
         }
     }
 }
@@ -104,6 +105,7 @@ impl BuildEnv {
                 rootfs_sha256: None,
                 gcc_version,
                 cmake_version,
+                packages: None,
             },
         })
     }

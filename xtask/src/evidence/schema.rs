@@ -661,6 +661,10 @@ pub struct ToolchainRecord {
     pub rootfs_sha256: Option<String>,
     pub gcc_version: String,
     pub cmake_version: String,
+    /// The image's installed packages ([`PackageDigest`]); None in records written
+    /// before it was recorded, and for unpinned host toolchains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages: Option<PackageDigest>,
 }
 
 /// What an image turned out to contain; kept in the cache and copied into records.
@@ -758,6 +762,120 @@ pub struct CampaignStep {
     pub outcome: String,
     pub seconds: f64,
     pub detail: Option<String>,
+}
+
+// ---- Package lock digest (records) and comparison (compare --json)
+
+/// The installed-package list of an image in one digest: SHA-256 of its canonical text,
+/// one `name version` line per package in name order, each ending in a newline.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PackageDigest {
+    pub count: usize,
+    pub sha256: String,
+}
+
+impl ImageLock {
+    pub fn package_digest(&self) -> PackageDigest {
+        let text: String = self.packages.iter().map(|(name, version)| format!("{name} {version}\n")).collect();
+        PackageDigest { count: self.packages.len(), sha256: crate::project::sha256_hex(text.as_bytes()) }
+    }
+}
+
+/// What `cargo xtask compare --json` prints: both sides, what differs between them,
+/// and one row per (submission, instance, operation) both sides timed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    pub a: ComparedSide,
+    pub b: ComparedSide,
+    /// False when refused: `differences` says why, `rows` is empty.
+    pub compared: bool,
+    pub allow_differences: bool,
+    /// How images were told apart, each with the operations compared that way.
+    pub image_basis: Vec<ImageBasisCount>,
+    pub differences: Vec<Difference>,
+    /// What differs but does not stop a comparison.
+    pub notes: Vec<String>,
+    /// Which order the rows are in, in words.
+    pub order: String,
+    /// The rule behind `significance`, in words.
+    pub noise_rule: String,
+    pub rows: Vec<ComparedRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ComparedSide {
+    pub label: String,
+    pub root: String,
+    pub system: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImageBasis {
+    /// The installed packages and versions ([`PackageDigest`]).
+    PackageLock,
+    /// The root filesystem tarball's SHA-256 (records without a package digest).
+    RootFilesystem,
+    /// The engine's image ID (records with neither).
+    ImageId,
+    /// Neither side ran in an image (unpinned host toolchains).
+    NoImage,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImageBasisCount {
+    pub basis: ImageBasis,
+    pub operations: usize,
+}
+
+/// One way the two sides differ in more than the machine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Difference {
+    /// `compiler`, `image`, `counter`...
+    pub what: String,
+    /// The whole sentence, as the page prints it.
+    pub text: String,
+    /// The operations it holds for (`submission instance operation`).
+    pub operations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ComparedRow {
+    pub id: String,
+    pub instance: String,
+    pub op: String,
+    pub a: TrialSpread,
+    pub b: TrialSpread,
+    /// B's mean time per operation over A's.
+    pub ratio: f64,
+    /// The ratio's range over the trials: B's fastest over A's slowest, B's slowest
+    /// over A's fastest.
+    pub ratio_low: f64,
+    pub ratio_high: f64,
+    /// Two-sided p-value of the rank test on the kept trials' time per operation.
+    pub p_value: f64,
+    pub significance: Significance,
+}
+
+/// One side's kept (not replaced) trials, as time per operation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialSpread {
+    pub trials: usize,
+    pub mean_ns: f64,
+    pub median_ns: f64,
+    pub min_ns: f64,
+    pub max_ns: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Significance {
+    /// The two sets of trials are separated beyond what chance orders them (p < 0.05).
+    Significant,
+    /// Within noise: the trials of both sides interleave too much to tell them apart.
+    NotSignificant,
+    /// Too few trials for any ordering to reach p < 0.05: no verdict either way.
+    TooFewTrials,
 }
 
 #[cfg(test)]

@@ -204,6 +204,101 @@ pub fn three_digits(v: f64) -> String {
     trim(format!("{v:.decimals$}"))
 }
 
+// ---- Two samples: is a difference within noise (compare)
+
+/// Largest pooled sample tested exactly (every split: C(20, 10) = 184 756 at most).
+const EXACT_UP_TO: usize = 20;
+
+/// Two-sided p-value of the Mann–Whitney rank-sum test of `a` against `b`: how often a
+/// split of the pooled values into groups of their sizes puts the rank sum at least as
+/// far from its mean as observed. Ties get mid-ranks. Exact up to [`EXACT_UP_TO`]
+/// values; above, the normal approximation with tie and continuity corrections.
+/// 1 when either side is empty.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n, m) = (a.len(), b.len());
+    if n == 0 || m == 0 {
+        return 1.0;
+    }
+    let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    let ranks = mid_ranks(&pooled);
+    let expected = n as f64 * (n + m + 1) as f64 / 2.0;
+    let observed = (ranks[..n].iter().sum::<f64>() - expected).abs();
+    if n + m <= EXACT_UP_TO {
+        exact_p(&ranks, n, expected, observed)
+    } else {
+        normal_p(&ranks, (n, m), observed)
+    }
+}
+
+/// The smallest p-value the test can give for groups of `n` and `m` values (no ties):
+/// the two complete separations out of every split. At 5 trials a side it is 2/252,
+/// at 3 it is 2/20 = 0.1: three trials a side can never show a difference at 0.05.
+pub fn smallest_p(n: usize, m: usize) -> f64 {
+    (2.0 / binomial(n + m, n)).min(1.0)
+}
+
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// Ranks from 1, equal values sharing the mean of their positions.
+fn mid_ranks(v: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    order.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
+    let mut ranks = vec![0.0; v.len()];
+    let mut start = 0;
+    while start < order.len() {
+        let end = (start..order.len()).find(|&k| v[order[k]] != v[order[start]]).unwrap_or(order.len());
+        let rank = (start + end + 1) as f64 / 2.0;
+        for &i in &order[start..end] {
+            ranks[i] = rank;
+        }
+        start = end;
+    }
+    ranks
+}
+
+/// Every way to choose `n` of the pooled ranks (subsets as bit masks, in Gosper's order).
+fn exact_p(ranks: &[f64], n: usize, expected: f64, observed: f64) -> f64 {
+    let total = ranks.len();
+    let (mut mask, end) = ((1u32 << n) - 1, 1u32 << total);
+    let (mut extreme, mut splits) = (0u64, 0u64);
+    while mask < end {
+        let sum: f64 = (0..total).filter(|&i| mask & (1 << i) != 0).map(|i| ranks[i]).sum();
+        extreme += u64::from((sum - expected).abs() >= observed - 1e-9);
+        splits += 1;
+        let low = mask & mask.wrapping_neg();
+        let high = mask + low;
+        mask = high | (((mask ^ high) >> 2) / low);
+    }
+    extreme as f64 / splits as f64
+}
+
+fn normal_p(ranks: &[f64], (n, m): (usize, usize), observed: f64) -> f64 {
+    let total = (n + m) as f64;
+    let mut sorted = ranks.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mut ties = 0.0;
+    for group in sorted.chunk_by(|x, y| x == y) {
+        let t = group.len() as f64;
+        ties += t * t * t - t;
+    }
+    let variance = n as f64 * m as f64 / 12.0 * ((total + 1.0) - ties / (total * (total - 1.0)));
+    if variance <= 0.0 {
+        return 1.0;
+    }
+    let z = (observed - 0.5).max(0.0) / variance.sqrt();
+    erfc(z / std::f64::consts::SQRT_2).min(1.0)
+}
+
+/// Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), for x ≥ 0.
+fn erfc(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly =
+        t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    poly * (-x * x).exp()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
