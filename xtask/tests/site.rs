@@ -130,7 +130,10 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     assert!(page.contains("<strong>Unfixed host.</strong>"), "{page}");
     // Raw records and logs: linked from the page, copied into the site.
     for raw in ["kat/pqclean-ml-kem/ML-KEM-512.log", "records/pqclean-ml-kem/ML-KEM-1024__dec.json"] {
-        assert!(page.contains(&format!("<a href=\"../raw/arm_1/{raw}\">arm_1/{raw}</a>")), "{raw}: {page}");
+        assert!(
+            page.contains(&format!("<tr><td><a href=\"../raw/arm_1/{raw}\">arm_1/{raw}</a></td>")),
+            "{raw}: {page}"
+        );
     }
     assert!(page.contains("<td>ML-KEM-512</td><td>keygen</td>"), "the tables stay beside the charts");
     assert!(page.contains("Parameter sets measured: ML-KEM-512, ML-KEM-768, ML-KEM-1024"), "{page}");
@@ -211,6 +214,8 @@ fn markup_and_paths_in_hostile_evidence_stay_text_inside_the_site() {
     }
     std::fs::write(layout.kat_dir(KEM).join("\"><script>alert(2)<\\script>.log"), "x").unwrap();
     xtask::evidence::write_index(&layout.out).unwrap();
+    // A file the index does not list is still linked, below section 7.
+    std::fs::write(layout.kat_dir(KEM).join("late.log"), "late").unwrap();
     let site = tmp.path().join("site");
     let o = xtask(&["site", out.to_str().unwrap(), "--out", site.to_str().unwrap()], None);
     assert!(o.status.success());
@@ -227,6 +232,8 @@ fn markup_and_paths_in_hostile_evidence_stay_text_inside_the_site() {
         .join("x86_1")
         .join(link.replace("%22%3E%3Cscript%3Ealert%282%29%3C%5Cscript%3E", "\"><script>alert(2)<\\script>"))
         .is_file());
+    let late = "<p>Not in the evidence index:</p>\n<ul>\n<li><a href=\"../raw/x86_1/kat/pqclean-ml-kem/late.log\">";
+    assert!(page.contains(late), "{page}");
     assert_eq!(stray_files(tmp.path(), &[&out, &site]), Vec::<String>::new(), "nothing written outside the site");
 }
 

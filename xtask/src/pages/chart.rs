@@ -220,7 +220,7 @@ fn time_axis(values: &[f64]) -> Axis {
 fn ratio_axis(values: &[f64]) -> Axis {
     let (min, max) = bounds(values, (1.0, 1.0));
     let m = (max.ln().abs().max(min.ln().abs()) * 1.15).clamp(0.02_f64.ln_1p(), 700.0);
-    let (lo, hi) = ((-m).exp(), m.exp());
+    let (mut lo, mut hi) = ((-m).exp(), m.exp());
     let mut ticks = Vec::new();
     if hi > 3.0 {
         let e = hi.log10().ceil() as i32;
@@ -233,9 +233,11 @@ fn ratio_axis(values: &[f64]) -> Axis {
     } else {
         let steps = [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5];
         let step = steps.into_iter().find(|s| (hi - 1.0) / s <= 3.0).unwrap_or(0.5);
-        let n = ((1.0 - lo) / step).floor() as i32;
-        let p = ((hi - 1.0) / step).floor() as i32;
-        ticks.extend((-n..=p).map(|k| 1.0 + f64::from(k) * step).filter(|t| *t > 0.0));
+        // The axis ends at the first tick beyond each end.
+        let n = ((1.0 - lo) / step - 1e-9).ceil().min((1.0 / step).floor() - 1.0) as i32;
+        let p = ((hi - 1.0) / step - 1e-9).ceil() as i32;
+        (lo, hi) = (1.0 - f64::from(n) * step, 1.0 + f64::from(p) * step);
+        ticks.extend((-n..=p).map(|k| 1.0 + f64::from(k) * step));
     }
     Axis { lo, hi, unit: ("", 1.0), ticks }
 }
@@ -273,6 +275,7 @@ mod tests {
         assert!(r.lo > 0.0 && r.ticks.iter().all(|t| *t > 0.0 && *t >= r.lo && *t <= r.hi), "{:?}", r.ticks);
         let narrow = ratio_axis(&[0.995, 1.011]);
         assert!(narrow.ticks.contains(&1.0) && narrow.ticks.len() >= 3, "{:?}", narrow.ticks);
+        assert_eq!((narrow.ticks[0], narrow.lo, *narrow.ticks.last().unwrap(), narrow.hi), (0.98, 0.98, 1.02, 1.02));
         let wide = ratio_axis(&[0.01, 50.0]);
         assert!(wide.ticks.contains(&1.0) && wide.ticks.contains(&10.0), "{:?}", wide.ticks);
         let t = time_axis(&[18_200.0, 67_400.0]);

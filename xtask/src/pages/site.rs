@@ -351,7 +351,8 @@ fn time_cell(r: Option<&Record>) -> String {
 }
 
 /// One page: breadcrumb with the other systems, the banners, the report as HTML, the
-/// charts after the performance table they are drawn from, links to the raw files.
+/// charts after the performance table they are drawn from, section 7's files linked to
+/// their copies.
 fn page(c: &PageOf, md: &str, raw: &[(String, String)]) -> String {
     let (system, sub) = (c.system, c.sub);
     let mut h = head(&format!("{} on {system}", sub.id));
@@ -370,13 +371,32 @@ fn page(c: &PageOf, md: &str, raw: &[(String, String)]) -> String {
     }
     h.push_str("</nav>\n");
     h.push_str(&banners(&c.e.records));
-    h.push_str(&markdown_to_html(md, &charts(&c.e.records)));
-    h.push_str("<h2>Raw records and logs</h2>\n<p>Copies of the evidence files above, byte for byte.</p>\n<ul>\n");
-    for (path, href) in raw {
-        let _ = writeln!(h, "<li><a href=\"{}\">{}</a></li>", esc(href), esc(path));
-    }
-    h.push_str("</ul>\n</body>\n</html>\n");
+    h.push_str(&linked_index(markdown_to_html(md, &charts(&c.e.records)), raw));
+    h.push_str("</body>\n</html>\n");
     h
+}
+
+/// Section 7's files as links to their copies in the site; a file the section does not
+/// list (an index older than the set) is linked below it.
+fn linked_index(html: String, raw: &[(String, String)]) -> String {
+    let Some(at) = html.find("<h2>7. ") else { return html };
+    let (head, mut tail) = (html[..at].to_owned(), html[at..].to_owned());
+    let mut unlisted = Vec::new();
+    for (path, href) in raw {
+        let text = inline(report::md(path).trim());
+        let cell = format!("<tr><td>{text}</td>");
+        if tail.contains(&cell) {
+            tail = tail.replacen(&cell, &format!("<tr><td><a href=\"{}\">{text}</a></td>", esc(href)), 1);
+        } else {
+            unlisted.push(format!("<li><a href=\"{}\">{}</a></li>\n", esc(href), esc(path)));
+        }
+    }
+    if !unlisted.is_empty() {
+        tail.push_str("<p>Not in the evidence index:</p>\n<ul>\n");
+        tail.push_str(&unlisted.concat());
+        tail.push_str("</ul>\n");
+    }
+    head + &tail
 }
 
 /// The Markdown subset `report` writes: headings, tables, lists, paragraphs, code
