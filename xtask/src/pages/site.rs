@@ -109,13 +109,9 @@ fn resolved(path: &Utf8Path) -> Utf8PathBuf {
     let mut existing = path.to_owned();
     let mut rest = Vec::new();
     while !existing.exists() {
-        match (existing.file_name().map(str::to_owned), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_owned();
-            }
-            _ => break,
-        }
+        let (Some(last), Some(parent)) = (existing.components().next_back(), existing.parent()) else { break };
+        rest.push(last.as_str().to_owned());
+        existing = parent.to_owned();
     }
     let mut p = existing.canonicalize_utf8().unwrap_or(existing);
     for c in rest.iter().rev() {
@@ -628,6 +624,7 @@ mod tests {
         let golden = crate::project::root().join("xtask/tests/golden/record.json");
         let mut r: Record = crate::evidence::schema::read(&golden).unwrap().unwrap();
         r.host_gate.checks.retain(|c| c.ok);
+        (r.quick, r.emulated) = (false, false);
         assert_eq!(banners(std::slice::from_ref(&r)), "", "a fixed host, a full run");
         r.quick = true;
         r.emulated = true;
