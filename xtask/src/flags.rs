@@ -419,7 +419,9 @@ pub struct Site {
     /// Evidence directory (one folder per system).
     #[arg(default_value = "out")]
     pub dir: Utf8PathBuf,
-    /// Where the site goes (outside the evidence set, which it does not change).
+    /// Where the site goes: outside the evidence set, which it does not change (a folder
+    /// inside it, or holding it, is refused before anything is written). The default
+    /// `site` is ignored by git.
     #[arg(long, default_value = "site")]
     pub out: Utf8PathBuf,
 }

@@ -1,9 +1,12 @@
 //! `cargo xtask site` on the golden evidence set (`common/golden_set.rs`: two systems,
-//! a KEM and a signature submission; no container): pages for both systems and both
-//! families with the breadcrumb linking them, charts beside their tables, byte-identical
-//! output for the same evidence, the evidence left alone, and charts that a browser
-//! (headless Chromium, installed by .ci/run) draws with non-zero size. The site has no
-//! scripts: the test adds its own probe to a copy of a page to read the drawn sizes back.
+//! a KEM and a signature submission; no container): an index with the figures, pages for
+//! both systems and both families with the breadcrumb linking them, charts beside their
+//! tables, copies of the raw files the pages link to, byte-identical output for the same
+//! evidence, the evidence left alone, and charts that a browser (headless Chromium,
+//! installed by .ci/run) draws with non-zero size. The site has no scripts: the test adds
+//! its own probe to a copy of a page to read the drawn sizes back. The other tests are
+//! a hostile evidence set's: markup and paths in its text and names, a link in it, and
+//! a site asked to go inside it.
 
 mod common;
 
@@ -12,6 +15,7 @@ use std::process::Command;
 
 use common::golden_set::{self, KEM, SIG, SYSTEMS};
 use common::xtask;
+use xtask::evidence::schema::{self, Record};
 
 fn chromium(args: &[&str], profile: &Path) -> std::process::Output {
     let mut cmd = Command::new("chromium");
@@ -21,8 +25,10 @@ fn chromium(args: &[&str], profile: &Path) -> std::process::Output {
     cmd.output().expect("chromium (Debian package chromium, installed by .ci/run)")
 }
 
+/// From the first `from` to the first `to` after it.
 fn section<'a>(page: &'a str, from: &str, to: &str) -> &'a str {
-    &page[page.find(from).unwrap_or_else(|| panic!("no {from}"))..page.find(to).unwrap_or_else(|| panic!("no {to}"))]
+    let rest = &page[page.find(from).unwrap_or_else(|| panic!("no {from}"))..];
+    &rest[..rest.find(to).unwrap_or_else(|| panic!("no {to} after {from}"))]
 }
 
 /// Every file below `dir`, relative, sorted.
@@ -48,7 +54,8 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
 
     let (s1, s2) = (tmp.path().join("site1"), tmp.path().join("site2"));
     for s in [&s1, &s2] {
-        assert!(xtask(&["site", out_s, "--out", s.to_str().unwrap()], None).status.success());
+        let o = xtask(&["site", out_s, "--out", s.to_str().unwrap()], None);
+        assert!(o.status.success() && common::stdout(&o).starts_with("site: 4 pages in "));
     }
     // Every page of both systems and both families, and nothing else.
     let mut want = vec!["index.html".to_owned()];
@@ -57,8 +64,13 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
             want.extend([format!("{system}/{id}.html"), format!("{system}/{id}.md")]);
         }
     }
+    // And a copy of every evidence file, the index with them.
+    want.extend(files(&out).into_iter().map(|f| format!("raw/{f}")));
     want.sort();
     assert_eq!(files(&s1), want);
+    for f in files(&out) {
+        assert_eq!(std::fs::read(s1.join("raw").join(&f)).unwrap(), std::fs::read(out.join(&f)).unwrap(), "{f}");
+    }
     for f in &want {
         assert_eq!(std::fs::read(s1.join(f)).unwrap(), std::fs::read(s2.join(f)).unwrap(), "{f} differs");
     }
@@ -73,6 +85,23 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
             assert!(index.contains(&format!("href=\"{system}/{id}.html\"")), "{system}/{id}: {index}");
         }
     }
+    // The index has the figures: per system and submission, in the manifest's order.
+    assert!(index.contains("<h2 id=\"x86_1\">x86_1</h2>") && index.contains("12th Gen Intel(R) Core(TM) i7-12700"));
+    let x86 = section(&index, "<h2 id=\"x86_1\">", "</body>");
+    let kem = section(x86, "pqclean-ml-kem</a>", "</table>");
+    assert!(kem.contains("<th>keygen<br><small>median time<br>cycles</small></th>"), "{kem}");
+    assert!(kem.contains("<th>ciphertext<br><small>bytes</small></th>"), "{kem}");
+    assert!(kem.contains("<tr><td>ML-KEM-512</td><td>PASS</td><td class=\"n\">18.2 µs<br><small>"), "{kem}");
+    assert!(kem.contains("<td class=\"n\">1568</td><td class=\"n\">3168</td>"), "{kem}");
+    let order: Vec<usize> =
+        ["ML-KEM-512<", "ML-KEM-768<", "ML-KEM-1024<"].iter().map(|l| kem.find(l).unwrap()).collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "manifest order, not text order: {kem}");
+    assert!(kem.contains("measured 2026-11-30 · toolchain debian-13 (x86_64): gcc (Debian 14.2.0-19) 14.2.0"), "{kem}");
+    assert!(kem.contains("harness commit <code>d0182238705e687ce981081e8523acf7429c777f-dirty</code>"), "{kem}");
+    assert!(kem.contains("<strong>Unfixed host.</strong>"), "the golden records' host gate failed: {kem}");
+    let sig_row = section(x86, "pqclean-ml-dsa</a>", "</table>");
+    assert!(sig_row.contains("<td>ML-DSA-65</td><td>PASS; verify contract: accepts-invalid</td>"), "{sig_row}");
+
     // The Markdown page of the site is the report's page.
     let md = std::fs::read_to_string(s1.join("x86_1/pqclean-ml-kem.md")).unwrap();
     let layout = xtask::evidence::Layout::new(camino::Utf8Path::from_path(&out).unwrap(), "x86_1");
@@ -84,6 +113,28 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
         "{page}"
     );
     assert!(page.contains("<figcaption>Figure 1.") && page.contains("<figcaption>Figure 2."));
+    // Axis titles with units; a ratio axis with no tick at or below 0; rows in manifest order.
+    let fig1 = section(&page, "<svg", "<figcaption>Figure 1.");
+    // 27 µs to 101 µs: ticks from 10 µs to 1 ms, each with its unit.
+    assert!(fig1.contains(">time per operation (log scale, unit on each tick)</text>"), "{fig1}");
+    assert!(fig1.contains(">10 µs</text>") && fig1.contains(">1 ms</text>"), "{fig1}");
+    assert!(fig1.find(">ML-KEM-512<").unwrap() < fig1.find(">ML-KEM-1024<").unwrap(), "{fig1}");
+    let fig2 = section(&page, "</figure>\n<figure>", "<figcaption>Figure 2.");
+    assert!(fig2.contains(">trial time ÷ median trial (log scale)</text>"), "{fig2}");
+    let ticks: Vec<f64> = fig2
+        .split("text-anchor=\"middle\">")
+        .skip(1)
+        .filter_map(|t| t.split('<').next().unwrap().parse().ok())
+        .collect();
+    assert!(ticks.len() >= 3 && ticks.iter().all(|t| *t > 0.0), "{ticks:?}");
+    assert!(page.contains("<strong>Unfixed host.</strong>"), "{page}");
+    // Raw records and logs: linked from the page, copied into the site.
+    for raw in ["kat/pqclean-ml-kem/ML-KEM-512.log", "records/pqclean-ml-kem/ML-KEM-1024__dec.json"] {
+        assert!(
+            page.contains(&format!("<tr><td><a href=\"../raw/arm_1/{raw}\">arm_1/{raw}</a></td>")),
+            "{raw}: {page}"
+        );
+    }
     assert!(page.contains("<td>ML-KEM-512</td><td>keygen</td>"), "the tables stay beside the charts");
     assert!(page.contains("Parameter sets measured: ML-KEM-512, ML-KEM-768, ML-KEM-1024"), "{page}");
     assert!(page.contains("performance on aarch64 (system arm_1)"), "{page}");
@@ -94,7 +145,7 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     let sig = std::fs::read_to_string(s1.join("x86_1/pqclean-ml-dsa.md")).unwrap();
     assert!(sig.contains("- Category: public-key algorithm; function: digital signature"), "{sig}");
     let perf = section(&sig, "## 4.", "## 5.");
-    let timing = section(&sig, "## 4.", "Signature lengths");
+    let timing = section(&sig, "## 4.", "Spread over the trials");
     for label in ["ML-DSA-44", "ML-DSA-65", "ML-DSA-87"] {
         for op in ["keygen", "sign", "verify", "sign_msgs"] {
             assert_eq!(timing.matches(&format!("| {label} | {op} | ")).count(), 1, "{label} {op}: {timing}");
@@ -124,7 +175,7 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "{name} is blank");
     }
-    let probe = "<script>window.onload=()=>{const r=[...document.querySelectorAll('svg, svg rect, svg circle')]\
+    let probe = "<script>window.onload=()=>{const r=[...document.querySelectorAll('svg, svg circle')]\
                  .map(e=>{const b=e.getBoundingClientRect();return e.tagName+' '+Math.round(b.width)+'x'+Math.round(b.height)});\
                  const p=document.createElement('pre');p.id='probe';p.textContent=r.join('\\n');document.body.appendChild(p);}</script>";
     for (name, html) in [("kem", &page), ("sig", &sig_html)] {
@@ -135,10 +186,84 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
         let sizes: Vec<&str> =
             dom.split("<pre id=\"probe\">").nth(1).unwrap().split("</pre>").next().unwrap().lines().collect();
         assert_eq!(sizes.iter().filter(|s| s.starts_with("svg ")).count(), 2, "{name}: {sizes:?}");
-        assert!(sizes.iter().filter(|s| s.starts_with("rect ")).count() >= 9, "{name}: {sizes:?}");
+        assert!(sizes.iter().filter(|s| s.starts_with("circle ")).count() >= 9 * 5, "{name}: {sizes:?}");
         for s in &sizes {
             let (w, h) = s.split_once(' ').unwrap().1.split_once('x').unwrap();
             assert!(w.parse::<u32>().unwrap() > 0 && h.parse::<u32>().unwrap() > 0, "{name}: {s} is not drawn");
         }
     }
+}
+
+/// Every file below `dir` except those below the folders `keep`.
+fn stray_files(dir: &Path, keep: &[&Path]) -> Vec<String> {
+    files(dir).into_iter().filter(|f| !keep.iter().any(|k| dir.join(f).starts_with(k))).collect()
+}
+
+#[test]
+fn markup_and_paths_in_hostile_evidence_stay_text_inside_the_site() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    golden_set::write(&out);
+    let layout = xtask::evidence::Layout::new(camino::Utf8Path::from_path(&out).unwrap(), "x86_1");
+    // Labels a hostile record may carry, and an evidence file named to end an attribute.
+    for (file_label, label) in [("ML-KEM-512", "<script>alert(1)</script>"), ("ML-KEM-768", "../../x\"'><img src=x>")] {
+        let path = layout.record(KEM, file_label, "keygen");
+        let mut r: Record = schema::read(&path).unwrap().unwrap();
+        r.label = label.into();
+        schema::write(&path, &r).unwrap();
+    }
+    std::fs::write(layout.kat_dir(KEM).join("\"><script>alert(2)<\\script>.log"), "x").unwrap();
+    xtask::evidence::write_index(&layout.out).unwrap();
+    // A file the index does not list is still linked, below section 7.
+    std::fs::write(layout.kat_dir(KEM).join("late.log"), "late").unwrap();
+    let site = tmp.path().join("site");
+    let o = xtask(&["site", out.to_str().unwrap(), "--out", site.to_str().unwrap()], None);
+    assert!(o.status.success());
+    for f in files(&site).into_iter().filter(|f| f.ends_with(".html")) {
+        let html = std::fs::read_to_string(site.join(&f)).unwrap();
+        assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("'>"), "{f}");
+    }
+    let page = std::fs::read_to_string(site.join("x86_1/pqclean-ml-kem.html")).unwrap();
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the label is shown as text");
+    assert!(page.contains("../../x&quot;&#39;&gt;&lt;img src=x&gt;"), "{page}");
+    let link = "../raw/x86_1/kat/pqclean-ml-kem/%22%3E%3Cscript%3Ealert%282%29%3C%5Cscript%3E.log";
+    assert!(page.contains(&format!("<a href=\"{link}\">")), "{page}");
+    assert!(site
+        .join("x86_1")
+        .join(link.replace("%22%3E%3Cscript%3Ealert%282%29%3C%5Cscript%3E", "\"><script>alert(2)<\\script>"))
+        .is_file());
+    let late = "<p>Not in the evidence index:</p>\n<ul>\n<li><a href=\"../raw/x86_1/kat/pqclean-ml-kem/late.log\">";
+    assert!(page.contains(late), "{page}");
+    assert_eq!(stray_files(tmp.path(), &[&out, &site]), Vec::<String>::new(), "nothing written outside the site");
+}
+
+#[test]
+fn a_site_inside_the_evidence_or_from_evidence_with_a_link_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    golden_set::write(&out);
+    let out_s = out.to_str().unwrap();
+    let one = tmp.path().join("one");
+    golden_set::write_part(&one, &["x86_1"], &[KEM]);
+    let o = xtask(&["site", one.to_str().unwrap(), "--out", tmp.path().join("one-site").to_str().unwrap()], None);
+    assert!(common::stdout(&o).starts_with("site: 1 page in "), "one page, singular");
+    for inside in [out.join("site"), out.join("x86_1/../site"), out.clone()] {
+        let o = xtask(&["site", out_s, "--out", inside.to_str().unwrap()], None);
+        assert_eq!(o.status.code(), Some(2), "a usage error");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("is inside the evidence set"));
+    }
+    assert!(!out.join("site").exists() && !out.join("index.html").exists(), "nothing written");
+    assert!(xtask(&["evidence", "check", out_s], None).status.success());
+
+    // A log replaced by a link to a file outside the set: refused, never read or copied.
+    let secret = tmp.path().join("secret");
+    std::fs::write(&secret, "SECRET-OUTSIDE-THE-EVIDENCE").unwrap();
+    let log = out.join("x86_1/kat/pqclean-ml-kem/ML-KEM-512.log");
+    std::fs::remove_file(&log).unwrap();
+    std::os::unix::fs::symlink(&secret, &log).unwrap();
+    let site = tmp.path().join("site");
+    let o = xtask(&["site", out_s, "--out", site.to_str().unwrap()], None);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a link (links are never followed)"));
+    assert!(!site.exists(), "nothing written");
 }

@@ -147,6 +147,53 @@ pub fn aggregate(trials: &[Trial]) -> Aggregate {
     }
 }
 
+/// The spread of one figure over the kept trials, as the field reports it: mean ±
+/// sample standard deviation (liboqs `speed_kem`), median with quartiles (eBACS), and
+/// the extremes. The values are the trials' per-operation figures, so the deviation is
+/// between trial processes, not between single calls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); 0 for a single value.
+    pub sd: f64,
+    pub min: f64,
+    pub q1: f64,
+    pub median: f64,
+    pub q3: f64,
+    pub max: f64,
+}
+
+/// [`Spread`] of `values` (NaN throughout when empty). Quartiles interpolate linearly
+/// between order statistics (R's type 7), so the median is the one [`aggregate`] gives.
+pub fn spread(values: &[f64]) -> Spread {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let q = |p: f64| {
+        if n == 0 {
+            return f64::NAN;
+        }
+        let h = (n - 1) as f64 * p;
+        let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+        v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+    };
+    let mean = v.iter().sum::<f64>() / n as f64;
+    let ss: f64 = v.iter().map(|x| (x - mean).powi(2)).sum();
+    let sd = if n > 1 { (ss / (n - 1) as f64).sqrt() } else { 0.0 };
+    Spread { n, mean, sd, min: q(0.0), q1: q(0.25), median: q(0.5), q3: q(0.75), max: q(1.0) }
+}
+
+/// Time per operation of each kept (not replaced) trial, in ns.
+pub fn kept_ns_per_op<'a>(trials: impl IntoIterator<Item = &'a Trial>) -> Vec<f64> {
+    trials.into_iter().filter(|t| !t.replaced).map(Trial::ns_per_op).collect()
+}
+
+/// Counter ticks per operation of each kept trial.
+pub fn kept_ticks_per_op<'a>(trials: impl IntoIterator<Item = &'a Trial>) -> Vec<f64> {
+    trials.into_iter().filter(|t| !t.replaced).map(|t| t.ticks as f64 / t.iterations.max(1) as f64).collect()
+}
+
 /// `18.1 ms`, `48.8 µs`: three significant digits, as on the seed pages.
 pub fn human_time(ns: f64) -> String {
     let (v, unit) = if ns >= 1e9 {
@@ -367,6 +414,24 @@ mod tests {
         assert!((a.mean_ticks - 330.0).abs() < 1e-9);
         assert!((a.counter_hz - 3e9).abs() < 1.0);
         assert!((a.spread - 20.0 / 110.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn spread_gives_mean_sd_and_quartiles_with_the_aggregate_median() {
+        let s = spread(&[3.0, 1.0, 2.0, 4.0, 5.0]);
+        assert_eq!((s.n, s.min, s.q1, s.median, s.q3, s.max), (5, 1.0, 2.0, 3.0, 4.0, 5.0));
+        assert!((s.mean - 3.0).abs() < 1e-12 && (s.sd - 2.5f64.sqrt()).abs() < 1e-12);
+        // Even count: quartiles between order statistics, median the midpoint.
+        let s = spread(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!((s.q1, s.median, s.q3), (1.75, 2.5, 3.25));
+        assert_eq!(spread(&[7.0]).sd, 0.0);
+        assert!(spread(&[]).median.is_nan());
+        let trials = [t(10, 1000, 3000), t(10, 1300, 3900), t(10, 1100, 3300), t(20, 2000, 6000)];
+        let mut replaced = t(10, 9000, 27000);
+        replaced.replaced = true;
+        let all: Vec<Trial> = trials.iter().cloned().chain([replaced]).collect();
+        assert_eq!(spread(&kept_ns_per_op(&all)).median, aggregate(&all).median_trial_ns);
+        assert_eq!(kept_ticks_per_op(&all), vec![300.0, 390.0, 330.0, 300.0]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Pages from evidence alone: the Markdown report, the static site, the cross-system
-//! comparison.
+//! Pages from evidence alone: the Markdown report, the static site with its charts,
+//! the cross-system comparison.
 
+pub mod chart;
 pub mod compare;
 pub mod report;
 pub mod site;

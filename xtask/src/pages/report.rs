@@ -32,18 +32,18 @@ pub fn records(layout: &Layout, sub: &Submission) -> Result<Vec<Record>> {
 }
 
 /// The evidence of one submission on one system, read through its types.
-struct Evidence {
-    family: &'static Family,
-    kat: Option<Summary>,
-    env: Option<Environment>,
-    records: Vec<Record>,
+pub(crate) struct Evidence {
+    pub family: &'static Family,
+    pub kat: Option<Summary>,
+    pub env: Option<Environment>,
+    pub records: Vec<Record>,
     audit: Vec<Disagreement>,
     survey: Option<Survey>,
     profiles: Vec<ProfileRecord>,
 }
 
 impl Evidence {
-    fn read(layout: &Layout, sub: &Submission) -> Result<Evidence> {
+    pub(crate) fn read(layout: &Layout, sub: &Submission) -> Result<Evidence> {
         let records = records(layout, sub)?;
         let mut profiles = Vec::new();
         for inst in &sub.instances {
@@ -224,9 +224,7 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
     let mut others = Vec::new();
     let mut notes = Vec::new();
     for i in &k.instances {
-        // Beside timing, a KAT result stands only for the very library that was timed.
-        let timed: Vec<&Record> = e.records.iter().filter(|r| r.label == i.label).collect();
-        if timed.iter().any(|r| i.library_sha256.as_deref() != Some(r.library_sha256.as_str())) {
+        if another_library(i, &e.records) {
             writeln!(w, "| {} | {} | not shown: another library than the one timed |", md(&i.label), md(&i.flag_set))?;
             others.push(i.label.clone());
         } else {
@@ -245,6 +243,12 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     corroborated(w, e.family, k)
+}
+
+/// Beside timing, a KAT result stands only for the very library that was timed.
+pub(crate) fn another_library(i: &InstanceResult, records: &[Record]) -> bool {
+    let timed = records.iter().filter(|r| r.label == i.label);
+    timed.into_iter().any(|r| i.library_sha256.as_deref() != Some(r.library_sha256.as_str()))
 }
 
 /// A check that stands as a verdict of its own (a verifier accepting invalid
@@ -304,14 +308,9 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         let a = &r.aggregate;
         writeln!(
             w,
-            "| {} | {}{} | {} | {} | {} | {} | {} ({} × {}){} |",
+            "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} |",
             md(&r.label),
-            r.op.name(),
-            match r.host_check.credibility {
-                Credibility::NotCredible => " (NOT CREDIBLE)",
-                Credibility::SelfReported => " (unchecked)",
-                Credibility::Checked => "",
-            },
+            op_cell(r),
             stats::human_count(a.mean_ticks),
             stats::human_time(a.mean_ns),
             stats::three_digits(a.ops_per_s),
@@ -322,6 +321,7 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
             retried(e.family, r)
         )?;
     }
+    spreads(w, e)?;
     lengths(w, e)?;
     if e.records.iter().any(|r| r.quick) {
         writeln!(w, "\nQuick mode: short trials for CI; the figures are indicative only.")?;
@@ -334,6 +334,50 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
             "\nNot the library the KAT run of section 3 checked (another build or source): {}. \
              Their figures stand without a PASS.",
             unchecked.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// The operation as a table names it, marked when the host refuted or could not check
+/// its figures.
+fn op_cell(r: &Record) -> String {
+    let mark = match r.host_check.credibility {
+        Credibility::NotCredible => " (NOT CREDIBLE)",
+        Credibility::SelfReported => " (unchecked)",
+        Credibility::Checked => "",
+    };
+    format!("{}{mark}", r.op.name())
+}
+
+/// The spread over trials as the field reports it (`stats::spread`), beside the
+/// figures above.
+fn spreads(w: &mut String, e: &Evidence) -> Result<()> {
+    writeln!(
+        w,
+        "\nSpread over the trials (each trial's time per operation): mean ± standard deviation as liboqs \
+         reports it, median with quartiles as eBACS does, and the fastest and slowest trial.\n"
+    )?;
+    writeln!(
+        w,
+        "| instance | operation | mean ± sd | median [Q1, Q3] | min – max | trials |\n|---|---|---|---|---|---|"
+    )?;
+    for r in &e.records {
+        let s = stats::spread(&stats::kept_ns_per_op(r.trials.iter().map(|t| &t.trial)));
+        let t = stats::human_time;
+        writeln!(
+            w,
+            "| {} | {} | {} ± {} | {} [{}, {}] | {} – {} | {} |",
+            md(&r.label),
+            op_cell(r),
+            t(s.mean),
+            t(s.sd),
+            t(s.median),
+            t(s.q1),
+            t(s.q3),
+            t(s.min),
+            t(s.max),
+            s.n
         )?;
     }
     Ok(())
@@ -471,11 +515,7 @@ fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
         }
         seen.push(&r.label);
         let row = r.sizes.external.as_ref();
-        let cell = |s: &SizeName| {
-            let catalog = row.filter(|_| s.external).and_then(|row| row.sizes.0.get(s.id));
-            format!(" {} |", catalog.copied().unwrap_or(r.sizes.api.get(s.id)))
-        };
-        let cells: String = f.sizes.iter().map(cell).collect();
+        let cells: String = f.sizes.iter().map(|s| format!(" {} |", size(s, r))).collect();
         let basis = row.map_or("API".to_owned(), |row| row.basis.to_string());
         writeln!(w, "| {} |{cells} {basis} |", md(&r.label))?;
     }
@@ -489,6 +529,13 @@ fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// One size of a record's instance: the catalog's where it has a row and the size is
+/// taken from it, else the API's.
+pub(crate) fn size(s: &SizeName, r: &Record) -> u64 {
+    let row = r.sizes.external.as_ref().filter(|_| s.external);
+    row.and_then(|row| row.sizes.0.get(s.id)).copied().unwrap_or(r.sizes.api.get(s.id))
 }
 
 /// The seed pages' "Symmetric primitives": the derived survey verdict, then the share

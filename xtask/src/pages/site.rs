@@ -1,41 +1,46 @@
 //! `cargo xtask site`: a static site from one evidence set (one or more systems):
-//! an index of systems and submissions, one page per (system, submission) with the
-//! seed pages' breadcrumb and sections, links to the same submission on the other
-//! systems, SVG charts beside the tables they are drawn from, and the Markdown pages.
+//! an index in the manner of eBACS's tables (per system and submission: KAT verdicts,
+//! median time and cycles per operation of each instance, sizes, date, harness commit,
+//! toolchain), one page per (system, submission) with the seed pages' breadcrumb and
+//! sections, links to the same submission on the other systems, charts
+//! (`pages/chart.rs`) beside the tables they are drawn from, the Markdown pages, and a
+//! copy of every raw evidence file (`raw/`, with the evidence index) that the pages
+//! link to. Quick, unfixed-host and emulated runs carry a banner on both.
 //! No scripts, no network assets; the same evidence gives the same bytes.
-//!
-//! Charts are SVG written here rather than with a plotting crate: two chart kinds
-//! (grouped bars on a log scale, a dot strip) need about a hundred lines, every
-//! coordinate is printed with a fixed precision so the bytes are reproducible, and no
-//! font files or text-measuring code enter the build.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
 use crate::build::submission::Submission;
-use crate::evidence::schema::Record;
-use crate::evidence::Layout;
+use crate::evidence::schema::{Credibility, Record};
+use crate::evidence::{self, Layout};
 use crate::flags::Site;
-use crate::{measure::stats, pages::report, project};
+use crate::pages::chart::{self, Chart, Point, Row, Scale};
+use crate::pages::report::{self, Evidence};
+use crate::{measure::stats, project};
 
-const COLORS: [&str; 3] = ["#4477aa", "#ee6677", "#228833"];
-const STYLE: &str = "body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}\
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left}\
+/// Where the copies of the raw evidence go, below the site.
+const RAW: &str = "raw";
+const STYLE: &str = "body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left;vertical-align:top}\
+td.n,td:first-child{white-space:nowrap}td.n{text-align:right}th small,td small{color:#555;font-weight:normal}\
 nav{font-size:.9em;margin-bottom:1em}figure{margin:1.5em 0}figcaption{font-size:.9em;color:#444}\
+.banner{border:2px solid #c60;background:#fff4e5;padding:.4em .7em;margin:.7em 0}.meta{color:#444;font-size:.9em}\
 code{background:#f3f3f3;padding:0 .2em}";
 
 impl Site {
     pub fn run(self, _sh: &Shell) -> Result<()> {
-        crate::evidence::refuse_unsafe(&self.dir)?;
+        refuse_overlap(&self.dir, &self.out)?;
+        let files = evidence::files(&self.dir)?;
         let systems = systems(&self.dir)?;
         if systems.is_empty() {
             bail!("no evidence under {}: run a campaign (or verify/bench) first", self.dir);
         }
-        let mut pages = Vec::new();
+        let mut shown: Vec<Shown> = Vec::new();
         for (system, ids) in &systems {
             for id in ids {
                 let sub = match Submission::load(id) {
@@ -47,24 +52,118 @@ impl Site {
                 };
                 let layout = Layout::new(&self.dir, system);
                 let markdown = report::render(&layout, &sub)?;
-                let html = page(&systems, system, &sub, &markdown, &charts(&layout, &sub)?);
-                write(&self.out.join(system).join(format!("{id}.md")), &markdown)?;
-                write(&self.out.join(system).join(format!("{id}.html")), &html)?;
-                pages.push((system.clone(), id.clone()));
+                let e = Evidence::read(&layout, &sub)?;
+                let raw = raw_links(&files, &layout, &sub);
+                let html = page(&PageOf { systems: &systems, system, sub: &sub, e: &e }, &markdown, &raw);
+                write(&self.out.join(system).join(format!("{id}.md")), markdown.as_bytes())?;
+                write(&self.out.join(system).join(format!("{id}.html")), html.as_bytes())?;
+                shown.push(Shown { system: system.clone(), sub, e });
             }
         }
-        write(&self.out.join("index.html"), &index(&systems))?;
-        crate::say!("site: {} pages in {}/index.html", pages.len(), self.out);
+        copy_raw(&self.dir, &files, &self.out.join(RAW))?;
+        write(&self.out.join("index.html"), index(&shown).as_bytes())?;
+        let n = shown.len();
+        crate::say!("site: {n} {} in {}/index.html", if n == 1 { "page" } else { "pages" }, self.out);
         Ok(())
     }
 }
 
-fn write(path: &Utf8Path, text: &str) -> Result<()> {
-    std::fs::create_dir_all(path.parent().context("no parent")?).with_context(|| format!("cannot create {path}"))?;
-    project::write_atomic(path, text.as_bytes())
+/// One rendered (system, submission), for the index.
+struct Shown {
+    system: String,
+    sub: Submission,
+    e: Evidence,
 }
 
-/// System → submission ids with evidence, both sorted.
+/// What one page is drawn from.
+struct PageOf<'a> {
+    systems: &'a BTreeMap<String, Vec<String>>,
+    system: &'a str,
+    sub: &'a Submission,
+    e: &'a Evidence,
+}
+
+/// The site and the evidence set must not hold each other: a site inside the evidence
+/// would be extra files to `evidence check`, evidence inside the site could be
+/// overwritten by it. Checked before anything is written.
+fn refuse_overlap(dir: &Utf8Path, out: &Utf8Path) -> Result<()> {
+    let (d, o) = (resolved(dir), resolved(out));
+    if o.starts_with(&d) {
+        return crate::ui::usage(format!(
+            "--out {out} is inside the evidence set {dir}: the site would become part of the evidence \
+             (and `evidence check` would fail); choose a folder outside it (the default is ./site)"
+        ));
+    }
+    if d.starts_with(&o) {
+        return crate::ui::usage(format!(
+            "the evidence set {dir} is inside --out {out}: the site would write among the evidence; choose \
+             a folder outside it (the default is ./site)"
+        ));
+    }
+    Ok(())
+}
+
+/// `path` with every link of its existing part resolved and `.`/`..` of the rest
+/// applied, so that two ways of naming a folder compare equal.
+fn resolved(path: &Utf8Path) -> Utf8PathBuf {
+    let mut existing = path.to_owned();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let (Some(last), Some(parent)) = (existing.components().next_back(), existing.parent()) else { break };
+        rest.push(last.as_str().to_owned());
+        existing = parent.to_owned();
+    }
+    let mut p = existing.canonicalize_utf8().unwrap_or(existing);
+    for c in rest.iter().rev() {
+        match Utf8Path::new(c).components().next() {
+            Some(Utf8Component::ParentDir) => {
+                p.pop();
+            }
+            Some(Utf8Component::CurDir) | None => {}
+            Some(_) => p.push(c),
+        }
+    }
+    p
+}
+
+fn write(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
+    std::fs::create_dir_all(path.parent().context("no parent")?).with_context(|| format!("cannot create {path}"))?;
+    project::write_atomic(path, bytes)
+}
+
+/// Copy every evidence file the scan found (regular files only, read without following
+/// a link) and the evidence index into `raw`, under the same relative paths, so that
+/// `sha256sum -c EVIDENCE.sha256` holds there.
+fn copy_raw(root: &Utf8Path, files: &[Utf8PathBuf], raw: &Utf8Path) -> Result<()> {
+    let index = [Utf8PathBuf::from(evidence::INDEX), Utf8PathBuf::from(evidence::INDEX_DIGEST)];
+    for rel in files.iter().chain(index.iter().filter(|f| root.join(f).exists())) {
+        let cap = if rel.extension() == Some("json") { project::EVIDENCE_JSON_CAP } else { project::EVIDENCE_FILE_CAP };
+        let bytes = project::read_regular(&root.join(rel), cap)?;
+        write(&raw.join(rel), &bytes)?;
+    }
+    Ok(())
+}
+
+/// The raw files of one submission on one system: (evidence-relative path, link from
+/// its page).
+fn raw_links(files: &[Utf8PathBuf], layout: &Layout, sub: &Submission) -> Vec<(String, String)> {
+    let dirs = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id)];
+    files
+        .iter()
+        .filter(|f| dirs.iter().any(|d| layout.out.join(f).starts_with(d)))
+        .map(|f| (f.to_string(), format!("../{RAW}/{}", url(f.as_str()))))
+        .collect()
+}
+
+/// A relative path as a URL path: every byte but unreserved ones and `/` percent-encoded,
+/// so no name can end the attribute or become a scheme.
+fn url(path: &str) -> String {
+    let keep = |b: u8| b.is_ascii_alphanumeric() || b"-._~/".contains(&b);
+    path.bytes().map(|b| if keep(b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+/// System → submission ids with evidence, both sorted. A folder whose name is no plain
+/// name, or that the site's own files would collide with, is no system.
 fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
     let mut out = BTreeMap::new();
     let list = |dir: Utf8PathBuf| -> Vec<String> {
@@ -76,6 +175,10 @@ fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
             .unwrap_or_default()
     };
     for system in list(root.to_owned()) {
+        if project::plain_name(&system).is_err() || [RAW, "index.html"].contains(&system.as_str()) {
+            crate::note!("skipping folder {:?} of {root}: not a system name", system);
+            continue;
+        }
         let dir = root.join(&system);
         let mut ids: Vec<String> = ["kat", "records", "profile"].iter().flat_map(|k| list(dir.join(k))).collect();
         ids.sort();
@@ -88,7 +191,7 @@ fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
 }
 
 pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 pub(crate) fn head(title: &str) -> String {
@@ -98,34 +201,156 @@ pub(crate) fn head(title: &str) -> String {
     )
 }
 
-fn index(systems: &BTreeMap<String, Vec<String>>) -> String {
-    let mut h = head("Performance measurements");
-    h.push_str("<h1>Performance measurements</h1>\n<table>\n<tr><th>submission</th>");
-    for s in systems.keys() {
-        let _ = write!(h, "<th>{}</th>", esc(s));
+/// The banners of a set of timing records: runs whose figures are not those of a
+/// reference campaign, said where a reader looks first.
+fn banners(records: &[Record]) -> String {
+    let mut h = String::new();
+    let mut put = |what: &str, text: String| {
+        let _ = writeln!(h, "<div class=\"banner\"><strong>{what}.</strong> {text}</div>");
+    };
+    if records.iter().any(|r| r.quick) {
+        put("Quick run", "short trials for CI (<code>--quick</code>): the figures are indicative only.".into());
     }
-    h.push_str("</tr>\n");
-    let mut ids: Vec<&String> = systems.values().flatten().collect();
-    ids.sort();
-    ids.dedup();
-    for id in ids {
-        let _ = write!(h, "<tr><td>{}</td>", esc(id));
-        for (s, have) in systems {
-            if have.contains(id) {
-                let _ = write!(h, "<td><a href=\"{0}/{1}.html\">{0}</a></td>", esc(s), esc(id));
-            } else {
-                h.push_str("<td>-</td>");
-            }
-        }
-        h.push_str("</tr>\n");
+    let mut failed: Vec<String> = records.iter().flat_map(|r| r.host_gate.failed()).map(|c| esc(&c.name)).collect();
+    failed.sort();
+    failed.dedup();
+    if !failed.is_empty() {
+        put(
+            "Unfixed host",
+            format!(
+                "timed although the host gate's checks failed ({}): frequency scaling, turbo or other load may \
+                 move the figures.",
+                failed.join(", ")
+            ),
+        );
     }
-    h.push_str("</table>\n</body>\n</html>\n");
+    if records.iter().any(|r| r.emulated) {
+        put("Emulated", "timed under qemu-user emulation: no figures are shown, they are not measurements.".into());
+    }
     h
 }
 
-/// One page: breadcrumb with the other systems, the report as HTML, the charts after
-/// the performance table they are drawn from.
-fn page(systems: &BTreeMap<String, Vec<String>>, system: &str, sub: &Submission, md: &str, charts: &str) -> String {
+/// The page a researcher opens first: per system, per submission, one row per instance.
+fn index(shown: &[Shown]) -> String {
+    let mut h = head("Performance measurements");
+    h.push_str(
+        "<h1>Performance measurements</h1>\n<p>Independent measurements by ngcc-repro. Per system and \
+         submission: the KAT verdict of each instance, the median time per operation over its trials (and \
+         cycles where the counter counts them), and sizes in bytes. Each submission's name links to its page; the raw \
+         records and logs are in <a href=\"raw/EVIDENCE.sha256\">raw/</a> with their index.</p>\n",
+    );
+    let mut systems: Vec<&str> = shown.iter().map(|s| s.system.as_str()).collect();
+    systems.dedup();
+    for system in systems {
+        let here: Vec<&Shown> = shown.iter().filter(|s| s.system == system).collect();
+        let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", esc(system));
+        if let Some(env) = here.iter().find_map(|s| s.e.env.as_ref().or(s.e.records.first().map(|r| &r.environment))) {
+            let _ = writeln!(
+                h,
+                "<p class=\"meta\">{} · {} · {}</p>",
+                esc(&env.processor),
+                esc(&env.machine),
+                esc(&env.clock)
+            );
+        }
+        for s in here {
+            submission_table(&mut h, s);
+        }
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+fn submission_table(h: &mut String, s: &Shown) {
+    let (e, sub) = (&s.e, &s.sub);
+    let href = format!("{}/{}.html", url(&s.system), url(&sub.id));
+    let _ = writeln!(h, "<h3><a href=\"{}\">{}</a> — {}</h3>", esc(&href), esc(&sub.id), esc(&sub.name));
+    h.push_str(&banners(&e.records));
+    let _ = writeln!(h, "<p class=\"meta\">{}</p>", meta(e).join(" · "));
+    let present = |o: &String| e.records.iter().any(|r| r.op.name() == o);
+    let ops: Vec<String> = e.family.all_ops().iter().map(|o| o.name().to_owned()).filter(present).collect();
+    let cycles = !e.records.is_empty() && e.records.iter().all(|r| r.counter.hardware_cycles);
+    h.push_str("<table>\n<tr><th>instance</th><th>KAT</th>");
+    for op in &ops {
+        let unit = if cycles { "median time<br>cycles" } else { "median time" };
+        let _ = write!(h, "<th>{}<br><small>{unit}</small></th>", esc(op));
+    }
+    for size in e.family.sizes {
+        let _ = write!(h, "<th>{}<br><small>bytes</small></th>", esc(size.heading));
+    }
+    h.push_str("</tr>\n");
+    for inst in &sub.instances {
+        let records: Vec<&Record> = e.records.iter().filter(|r| r.label == inst.label).collect();
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(&inst.label), esc(&kat_cell(e, &inst.label)));
+        for op in &ops {
+            let _ =
+                write!(h, "<td class=\"n\">{}</td>", time_cell(records.iter().find(|r| r.op.name() == *op).copied()));
+        }
+        for size in e.family.sizes {
+            let v = records.first().map_or("–".to_owned(), |r| report::size(size, r).to_string());
+            let _ = write!(h, "<td class=\"n\">{v}</td>");
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+}
+
+/// Date, toolchain and harness commit of one submission's evidence.
+fn meta(e: &Evidence) -> Vec<String> {
+    let first = e.records.first();
+    let mut m = Vec::new();
+    let date = first.map(|r| r.started.as_str()).or(e.kat.as_ref().map(|k| k.started.as_str()));
+    if let Some(d) = date {
+        m.push(format!("measured {}", esc(d.get(..10).unwrap_or(d))));
+    }
+    if let Some(t) = first.map(|r| &r.toolchain).or(e.kat.as_ref().map(|k| &k.toolchain)) {
+        let arch = t.arch.uname();
+        m.push(format!("toolchain {} ({arch}): {}, {}", esc(&t.toolchain), esc(&t.gcc_version), esc(&t.cmake_version)));
+    }
+    if let Some(c) = first.map(|r| &r.harness_commit).or(e.kat.as_ref().map(|k| &k.harness_commit)) {
+        m.push(format!("harness commit <code>{}</code>", esc(c)));
+    }
+    m
+}
+
+/// The KAT verdict of one instance: its status and a check that does not hold, or why
+/// none is shown.
+fn kat_cell(e: &Evidence, label: &str) -> String {
+    let Some(i) = e.kat.as_ref().and_then(|k| k.instances.iter().find(|i| i.label == label)) else {
+        return "not run".into();
+    };
+    if report::another_library(i, &e.records) {
+        return "not shown: another library than the one timed".into();
+    }
+    match &i.check {
+        Some(c) if !c.holds() => format!("{}; {}: {}", i.status, c.check, c.verdict),
+        _ => i.status.to_string(),
+    }
+}
+
+/// Median trial time, and median cycles where the counter counts them.
+fn time_cell(r: Option<&Record>) -> String {
+    let Some(r) = r else { return "–".into() };
+    if r.emulated {
+        return "emulated".into();
+    }
+    if r.host_check.credibility == Credibility::NotCredible {
+        return "NOT CREDIBLE".into();
+    }
+    let trials = || r.trials.iter().map(|t| &t.trial);
+    let mut cell = stats::human_time(stats::spread(&stats::kept_ns_per_op(trials())).median);
+    if r.counter.hardware_cycles {
+        let cycles = stats::spread(&stats::kept_ticks_per_op(trials())).median;
+        let _ = write!(cell, "<br><small>{}</small>", stats::human_count(cycles));
+    }
+    cell
+}
+
+/// One page: breadcrumb with the other systems, the banners, the report as HTML, the
+/// charts after the performance table they are drawn from, section 7's files linked to
+/// their copies.
+fn page(c: &PageOf, md: &str, raw: &[(String, String)]) -> String {
+    let (system, sub) = (c.system, c.sub);
     let mut h = head(&format!("{} on {system}", sub.id));
     let _ = write!(
         h,
@@ -133,18 +358,41 @@ fn page(systems: &BTreeMap<String, Vec<String>>, system: &str, sub: &Submission,
         esc(system),
         esc(&sub.id)
     );
-    for (s, ids) in systems.iter().filter(|(_, ids)| ids.contains(&sub.id)) {
+    for s in c.systems.iter().filter(|(_, ids)| ids.contains(&sub.id)).map(|(s, _)| s) {
         if s == system {
             let _ = write!(h, " <strong>{}</strong>", esc(s));
         } else {
-            let _ = write!(h, " <a href=\"../{0}/{1}.html\">{0}</a>", esc(s), esc(&sub.id));
+            let _ = write!(h, " <a href=\"../{}/{}.html\">{}</a>", url(s), url(&sub.id), esc(s));
         }
-        let _ = ids;
     }
     h.push_str("</nav>\n");
-    h.push_str(&markdown_to_html(md, charts));
+    h.push_str(&banners(&c.e.records));
+    h.push_str(&linked_index(markdown_to_html(md, &charts(&c.e.records)), raw));
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// Section 7's files as links to their copies in the site; a file the section does not
+/// list (an index older than the set) is linked below it.
+fn linked_index(html: String, raw: &[(String, String)]) -> String {
+    let Some(at) = html.find("<h2>7. ") else { return html };
+    let (head, mut tail) = (html[..at].to_owned(), html[at..].to_owned());
+    let mut unlisted = Vec::new();
+    for (path, href) in raw {
+        let text = inline(report::md(path).trim());
+        let cell = format!("<tr><td>{text}</td>");
+        if tail.contains(&cell) {
+            tail = tail.replacen(&cell, &format!("<tr><td><a href=\"{}\">{text}</a></td>", esc(href)), 1);
+        } else {
+            unlisted.push(format!("<li><a href=\"{}\">{}</a></li>\n", esc(href), esc(path)));
+        }
+    }
+    if !unlisted.is_empty() {
+        tail.push_str("<p>Not in the evidence index:</p>\n<ul>\n");
+        tail.push_str(&unlisted.concat());
+        tail.push_str("</ul>\n");
+    }
+    head + &tail
 }
 
 /// The Markdown subset `report` writes: headings, tables, lists, paragraphs, code
@@ -254,176 +502,149 @@ fn inline(s: &str) -> String {
 }
 
 /// The charts of one page, from the timing records (none for emulated runs).
-fn charts(layout: &Layout, sub: &Submission) -> Result<String> {
-    // Figures the host's CPU check refuted are no bars (the table marks them).
-    let credible = |r: &Record| r.host_check.credibility != crate::evidence::schema::Credibility::NotCredible;
-    let records: Vec<Record> = report::records(layout, sub)?.into_iter().filter(credible).collect();
+fn charts(records: &[Record]) -> String {
+    // Figures the host's CPU check refuted are no dots (the table marks them).
+    let credible = |r: &&Record| r.host_check.credibility != Credibility::NotCredible;
+    let records: Vec<&Record> = records.iter().filter(credible).collect();
     if records.is_empty() || records.iter().any(|r| r.emulated) {
-        return Ok(String::new());
+        return String::new();
     }
     let mut h = String::new();
     let _ = write!(
         h,
-        "<figure>\n{}<figcaption>Figure 1. Mean time per operation across parameter sets (log scale), from the \
-         table of section 4.</figcaption>\n</figure>\n",
+        "<figure>\n{}<figcaption>Figure 1. Time per operation of each parameter set: the dot is the median \
+         trial, the line runs from the fastest to the slowest trial (log scale; the tables of section 4 give \
+         the figures).</figcaption>\n</figure>\n",
         times_chart(&records)
     );
     let _ = write!(
         h,
         "<figure>\n{}<figcaption>Figure 2. Each trial's time per operation relative to the median trial of its \
-         (instance, operation); replaced trials hollow. From the table below.</figcaption>\n</figure>\n",
+         (instance, operation), on a log scale around 1; replaced trials hollow. From the table \
+         below.</figcaption>\n</figure>\n",
         spread_chart(&records)
     );
     h.push_str("<table>\n<tr><th>instance</th><th>operation</th><th>trial / median trial</th></tr>\n");
     for r in &records {
         let median = r.aggregate.median_trial_ns.max(1e-9);
         let v: Vec<String> = r.trials.iter().map(|t| format!("{:.3}", t.trial.ns_per_op() / median)).collect();
-        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&r.label), r.op.name(), v.join(", "));
+        let _ =
+            writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&r.label), esc(r.op.name()), v.join(", "));
     }
     h.push_str("</table>\n");
-    Ok(h)
+    h
 }
 
-/// Grouped bars: one group per instance, one bar per operation, log10 of the mean ns.
-pub fn times_chart(records: &[Record]) -> String {
+/// One row per instance (in the records' order, the manifest's), one dot per operation
+/// at its median trial with the range of its trials.
+fn times_chart(records: &[&Record]) -> String {
     let mut labels: Vec<&str> = Vec::new();
+    let mut ops: Vec<&str> = Vec::new();
     for r in records {
         if !labels.contains(&r.label.as_str()) {
             labels.push(&r.label);
         }
-    }
-    // The operations in the records' own (page) order: the family's.
-    let mut ops: Vec<&str> = Vec::new();
-    for r in records {
         if !ops.contains(&r.op.name()) {
             ops.push(r.op.name());
         }
     }
-    let groups: Vec<(String, Vec<Option<f64>>)> = labels
+    let point = |r: &Record| {
+        let s = stats::spread(&stats::kept_ns_per_op(r.trials.iter().map(|t| &t.trial)));
+        Point { value: s.median, range: Some((s.min, s.max)), hollow: false }
+    };
+    let rows: Vec<Row> = labels
         .iter()
-        .map(|l| {
-            let mean = |op: &&str| records.iter().find(|r| r.label == *l && r.op.name() == *op);
-            ((*l).to_owned(), ops.iter().map(|op| mean(op).map(|r| r.aggregate.mean_ns)).collect())
+        .map(|l| Row {
+            label: (*l).to_owned(),
+            points: ops
+                .iter()
+                .map(|op| records.iter().filter(|r| r.label == *l && r.op.name() == *op).map(|r| point(r)).collect())
+                .collect(),
         })
         .collect();
-    bars(&groups, &ops)
+    chart::draw(&Chart { rows: &rows, series: &ops, axis: "time per operation", scale: Scale::Time })
 }
 
-/// Grouped bars of times in ns on a log scale: one group per label, one bar per series.
+/// Times in ns, one row per group and one dot per series (the comparison's A and B).
 pub fn bars(groups: &[(String, Vec<Option<f64>>)], series: &[&str]) -> String {
-    let logs: Vec<f64> = groups.iter().flat_map(|g| g.1.iter().flatten()).map(|ns| ns.max(1.0).log10()).collect();
-    let lo = logs.iter().copied().fold(f64::INFINITY, f64::min).floor();
-    let hi = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil().max(lo + 1.0);
-    let (w, ht, left, bottom, top) = (640.0, 320.0, 70.0, 40.0, 20.0);
-    let y = |l: f64| top + (ht - bottom - top) * (1.0 - (l - lo) / (hi - lo));
-    let group_w = (w - left - 10.0) / groups.len().max(1) as f64;
-    let bar_w = group_w / (series.len() as f64 + 1.0);
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" viewBox=\"0 0 {w} {ht}\" role=\"img\">\n");
-    let mut decade = lo;
-    while decade <= hi {
-        let _ = writeln!(
-            s,
-            "<line x1=\"{left}\" x2=\"{0}\" y1=\"{1:.1}\" y2=\"{1:.1}\" stroke=\"#ddd\"/><text x=\"{2}\" y=\"{3:.1}\" font-size=\"11\" text-anchor=\"end\">{4}</text>",
-            w - 10.0,
-            y(decade),
-            left - 4.0,
-            y(decade) + 4.0,
-            esc(&stats::human_time(10f64.powf(decade)))
-        );
-        decade += 1.0;
-    }
-    for (g, (label, values)) in groups.iter().enumerate() {
-        let x0 = left + g as f64 * group_w;
-        for (k, ns) in values.iter().enumerate() {
-            let Some(ns) = ns else { continue };
-            let top_y = y(ns.max(1.0).log10());
-            let _ = writeln!(
-                s,
-                "<rect x=\"{:.1}\" y=\"{top_y:.1}\" width=\"{bar_w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} {}: {}</title></rect>",
-                x0 + bar_w * (0.5 + k as f64),
-                (ht - bottom - top_y).max(1.0),
-                COLORS[k % COLORS.len()],
-                esc(label),
-                esc(series[k]),
-                esc(&stats::human_time(*ns))
-            );
-        }
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-            x0 + group_w / 2.0,
-            ht - bottom + 16.0,
-            esc(label)
-        );
-    }
-    legend(&mut s, series, (left, ht - 8.0));
-    s.push_str("</svg>\n");
-    s
-}
-
-fn legend(s: &mut String, series: &[&str], (x, y): (f64, f64)) {
-    for (k, name) in series.iter().enumerate() {
-        let x = x + 90.0 * k as f64;
-        let _ = writeln!(
-            s,
-            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y}\" font-size=\"11\">{}</text>",
-            y - 9.0,
-            COLORS[k % COLORS.len()],
-            x + 14.0,
-            esc(name)
-        );
-    }
+    let rows: Vec<Row> = groups
+        .iter()
+        .map(|(label, values)| Row {
+            label: label.clone(),
+            points: values.iter().map(|v| v.map(Point::dot).into_iter().collect()).collect(),
+        })
+        .collect();
+    chart::draw(&Chart { rows: &rows, series, axis: "mean time per operation", scale: Scale::Time })
 }
 
 /// One row per (instance, operation): every trial's ns per operation over the median.
-pub fn spread_chart(records: &[Record]) -> String {
-    let rows: Vec<(String, Vec<(f64, bool)>)> = records
+fn spread_chart(records: &[&Record]) -> String {
+    let rows: Vec<Row> = records
         .iter()
         .map(|r| {
             let median = r.aggregate.median_trial_ns.max(1e-9);
-            let dots = r.trials.iter().map(|t| (t.trial.ns_per_op() / median, t.trial.replaced)).collect();
-            (format!("{} {}", r.label, r.op.name()), dots)
+            let dots = r.trials.iter().map(|t| Point {
+                value: t.trial.ns_per_op() / median,
+                range: None,
+                hollow: t.trial.replaced,
+            });
+            Row { label: format!("{} {}", r.label, r.op.name()), points: vec![dots.collect()] }
         })
         .collect();
-    let spread = rows.iter().flat_map(|(_, d)| d.iter().map(|(v, _)| (v - 1.0).abs())).fold(0.02, f64::max);
-    let (lo, hi) = (1.0 - spread * 1.1, 1.0 + spread * 1.1);
-    let (w, left, row_h, top) = (640.0, 150.0, 18.0, 10.0);
-    let ht = top + row_h * rows.len() as f64 + 30.0;
-    let x = |v: f64| left + (w - left - 20.0) * (v - lo) / (hi - lo);
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" viewBox=\"0 0 {w} {ht}\" role=\"img\">\n");
-    let _ =
-        writeln!(s, "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{top}\" y2=\"{1}\" stroke=\"#999\"/>", x(1.0), ht - 30.0);
-    for (i, (label, dots)) in rows.iter().enumerate() {
-        let cy = top + row_h * (i as f64 + 0.5);
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            left - 6.0,
-            cy + 4.0,
-            esc(label)
-        );
-        for (v, replaced) in dots {
-            let fill = if *replaced { "none" } else { "#4477aa" };
-            let _ =
-                writeln!(s, "<circle cx=\"{:.1}\" cy=\"{cy:.1}\" r=\"4\" fill=\"{fill}\" stroke=\"#4477aa\"/>", x(*v));
-        }
-    }
-    for v in [lo, 1.0, hi] {
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{:.3}</text>",
-            x(v),
-            ht - 12.0,
-            v
-        );
-    }
-    s.push_str("</svg>\n");
-    s
+    chart::draw(&Chart { rows: &rows, series: &["trial"], axis: "trial time ÷ median trial", scale: Scale::Ratio })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_site_inside_the_evidence_is_refused_however_it_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(tmp.path()).unwrap().canonicalize_utf8().unwrap();
+        let evidence = root.join("out");
+        std::fs::create_dir_all(evidence.join("x86_1")).unwrap();
+        std::os::unix::fs::symlink(&evidence, root.join("alias")).unwrap();
+        let usage = |out: Utf8PathBuf| {
+            let e = refuse_overlap(&evidence, &out).unwrap_err();
+            assert!(e.chain().any(|c| c.is::<crate::ui::Usage>()), "{e:#}");
+            e.to_string()
+        };
+        assert!(usage(evidence.join("site")).contains("is inside the evidence set"));
+        usage(evidence.clone());
+        usage(root.join("alias/x86_1/new/site"));
+        usage(root.join("elsewhere/../out/site"));
+        assert!(usage(root.clone()).contains("is inside --out"));
+        assert!(refuse_overlap(&evidence, &root.join("site")).is_ok());
+        assert!(refuse_overlap(&evidence, &root.join("out/../site")).is_ok());
+    }
+
+    #[test]
+    fn quick_unfixed_and_emulated_runs_carry_a_banner() {
+        let golden = crate::project::root().join("xtask/tests/golden/record.json");
+        let mut r: Record = crate::evidence::schema::read(&golden).unwrap().unwrap();
+        r.host_gate.checks.retain(|c| c.ok);
+        (r.quick, r.emulated) = (false, false);
+        assert_eq!(banners(std::slice::from_ref(&r)), "", "a fixed host, a full run");
+        r.quick = true;
+        r.emulated = true;
+        r.host_gate.checks.push(crate::measure::hostgate::Check {
+            name: "<b>".into(),
+            ok: false,
+            detail: String::new(),
+        });
+        let b = banners(&[r]);
+        for what in ["Quick run.", "Unfixed host.", "Emulated."] {
+            assert!(b.contains(&format!("<strong>{what}</strong>")), "{b}");
+        }
+        assert!(b.contains("(&lt;b&gt;)"), "{b}");
+    }
+
+    #[test]
+    fn raw_links_are_relative_and_encoded() {
+        assert_eq!(url("x86_1/kat/a b/\"><x>.log"), "x86_1/kat/a%20b/%22%3E%3Cx%3E.log");
+        assert_eq!(url("javascript:alert(1)"), "javascript%3Aalert%281%29");
+    }
 
     #[test]
     fn evidence_text_cannot_become_markup() {
