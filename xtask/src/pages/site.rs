@@ -565,18 +565,6 @@ fn times_chart(records: &[&Record]) -> String {
     chart::draw(&Chart { rows: &rows, series: &ops, axis: "time per operation", scale: Scale::Time })
 }
 
-/// Times in ns, one row per group and one dot per series (the comparison's A and B).
-pub fn bars(groups: &[(String, Vec<Option<f64>>)], series: &[&str]) -> String {
-    let rows: Vec<Row> = groups
-        .iter()
-        .map(|(label, values)| Row {
-            label: label.clone(),
-            points: values.iter().map(|v| v.map(Point::dot).into_iter().collect()).collect(),
-        })
-        .collect();
-    chart::draw(&Chart { rows: &rows, series, axis: "mean time per operation", scale: Scale::Time })
-}
-
 /// One row per (instance, operation): every trial's ns per operation over the median.
 fn spread_chart(records: &[&Record]) -> String {
     let rows: Vec<Row> = records
