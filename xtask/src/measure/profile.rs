@@ -480,7 +480,10 @@ fn profile_submission(
             let timeout = std::time::Duration::from_hours(1);
             let ctx = |build| Ctx { family, sh, sb: &sb, build, cpu: bench.cpu, timeout };
             let started = project::now_utc();
+            let _live = crate::ui::progress(format!("profile {} {} {}", sub.id, inst.label, op.name()), None);
+            crate::ui::doing("timing the reference build");
             let reference_timed = bench.time_op(&ctx(&reference), &op)?;
+            crate::ui::doing("timing the wrapped build");
             let timed = bench.time_op(&ctx(&profiled), &op)?;
             let rec = record(&facts, inst, (&reference, &profiled), &st, (&op, &reference_timed, &timed), started)?;
             print_row(&rec);
