@@ -243,10 +243,14 @@ impl Bench {
         gate: &Gate,
     ) -> Result<Vec<String>> {
         let catalog = sizes::load()?;
-        let mut failures = Vec::new();
+        let start = std::time::Instant::now();
+        let (mut failures, mut trials_ns) = (Vec::new(), 0);
         for (sub, src) in work {
-            failures.extend(self.bench_submission(sh, ctx, (sub, src), gate, &catalog)?);
+            let (f, ns) = self.bench_submission(sh, ctx, (sub, src), gate, &catalog)?;
+            failures.extend(f);
+            trials_ns += ns;
         }
+        crate::say!("{}", overhead_line(start.elapsed(), trials_ns));
         Ok(failures)
     }
 
@@ -257,7 +261,7 @@ impl Bench {
         (sub, src): (&Submission, &Source),
         gate: &Gate,
         catalog: &[CatalogRow],
-    ) -> Result<Vec<String>> {
+    ) -> Result<(Vec<String>, u64)> {
         let env = &run.env;
         let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
         let tc = env.record(sh, &sb)?;
@@ -282,6 +286,7 @@ impl Bench {
             gate,
             catalog,
             harness_commit: project::harness_commit(sh),
+            trials_ns: std::cell::Cell::new(0),
         };
         let mut failures = Vec::new();
         let mut audit: Vec<Disagreement> = Vec::new();
@@ -304,12 +309,13 @@ impl Bench {
             }
             commit_run(&run.layout, sub, &environment, &audit)?;
         }
+        let trials_ns = facts.trials_ns.get();
         // Records carry the environment as it was at the start; the manifest of the
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
         commit_run(&run.layout, sub, &environment, &audit)?;
         print_audit(&audit);
-        Ok(failures)
+        Ok((failures, trials_ns))
     }
 
     /// Time every operation of one built instance and write its records; the API
@@ -348,6 +354,7 @@ impl Bench {
                 }
                 Err(e) => return Err(e),
             };
+            facts.trials_ns.set(facts.trials_ns.get() + timed.run_ns());
             let record = self.record(ctx, facts, &built, (&op, timed), started);
             print_row(&record);
             api_sizes = Some(record.sizes.api.clone());
@@ -613,6 +620,8 @@ struct RunFacts<'a> {
     gate: &'a Gate,
     catalog: &'a [CatalogRow],
     harness_commit: String,
+    /// What the timing runs of the records so far took (`Timed::run_ns`).
+    trials_ns: std::cell::Cell<u64>,
 }
 
 /// What every record of one built instance shares.
@@ -666,6 +675,13 @@ pub(crate) struct Timed {
 }
 
 impl Timed {
+    /// Time the driver spent in this operation's processes: the calibration loops and
+    /// what every trial (re-runs included) accounted for.
+    pub fn run_ns(&self) -> u64 {
+        let calibration: u64 = self.calibration.iter().map(|c| c.ns).sum();
+        calibration + self.slots.iter().flatten().map(|(_, r)| r.accounted_ns).sum::<u64>()
+    }
+
     /// The runs that count: the last of each slot (earlier ones were replaced).
     pub fn kept(&self) -> impl Iterator<Item = &(Trial, DriverReport)> {
         self.slots.iter().filter_map(|s| s.last())
@@ -679,6 +695,13 @@ fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audi
     schema::write(&layout.size_audit(&sub.id), &audit)?;
     crate::evidence::write_index(&layout.out)?;
     Ok(())
+}
+
+/// The bench step's wall time against the time of its timing runs.
+fn overhead_line(wall: Duration, trials_ns: u64) -> String {
+    let (wall, trials) = (wall.as_secs_f64(), trials_ns as f64 / 1e9);
+    let ratio = if trials > 0.0 { format!("{:.2}×", wall / trials) } else { "-".into() };
+    format!("wall {wall:.1} s for {trials:.1} s of trials: {ratio}")
 }
 
 fn print_audit(audit: &[Disagreement]) {
