@@ -95,6 +95,8 @@ impl Campaign {
             cpu: None,
             allow_unfixed_host: self.allow_unfixed_host,
             quick: self.quick,
+            // Per record: an interrupted bench step keeps the records it finished.
+            resume: self.resume,
         }
         .with_profile(&ctx.profile)
     }
