@@ -366,9 +366,8 @@ pub struct Session {
     chunks: std::sync::mpsc::Receiver<Vec<u8>>,
     buffered: VecDeque<u8>,
     stderr: std::sync::Arc<std::sync::Mutex<Excerpt>>,
-    // Fields drop in order: the container goes before its cgroup.
+    // Dropped after the container is removed (in `drop`), the cgroup last.
     _registered: Registration,
-    _remove: Remove,
     cgroup: std::result::Result<TrialCgroup, String>,
     _scratch: tempfile::TempDir,
 }
@@ -400,7 +399,6 @@ impl Sandbox {
             args.splice(1..1, engine.cgroup_parent_args(cg.parent()));
         }
         let registered = Registration::new(Live::Container(engine, name.clone()));
-        let remove = Remove { engine, name: name.clone() };
         let shell = Shell::new()?;
         shell.change_dir(scratch.path().to_str().context("non-UTF-8 temp path")?);
         let mut child = engine
@@ -438,7 +436,6 @@ impl Sandbox {
             buffered: VecDeque::new(),
             stderr,
             _registered: registered,
-            _remove: remove,
             cgroup,
             _scratch: scratch,
         })
@@ -542,17 +539,10 @@ impl Session {
 }
 
 impl Drop for Session {
-    /// End of input ends the command; a command that does not end is killed.
+    /// Removed at once (one engine call, which kills what still runs), then reaped.
     fn drop(&mut self) {
         drop(self.stdin.take());
-        let start = Instant::now();
-        while matches!(self.child.try_wait(), Ok(None)) {
-            if start.elapsed() > Duration::from_secs(2) {
-                self.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        drop(Remove { engine: self.engine, name: self.name.clone() });
         let _ = self.child.wait();
     }
 }
