@@ -96,6 +96,8 @@ impl Campaign {
             cpu: self.cpu,
             allow_unfixed_host: self.allow_unfixed_host,
             quick: self.quick,
+            // Per record: an interrupted bench step keeps the records it finished.
+            resume: self.resume,
         }
         .with_profile(&ctx.profile)
     }
@@ -243,6 +245,8 @@ impl Campaign {
                     let work = bench.inputs.obtain(sh, &ctx.profile, |sub| bench.check(sub))?;
                     bench.bench_all(sh, ctx, &work, &gate)?
                 } else {
+                    // An unfinished profile runs whole (its records cannot be resumed).
+                    let bench = Bench { resume: false, ..bench };
                     let work = bench.inputs.obtain(sh, &ctx.profile, |sub| profile::check(&bench, sub))?;
                     profile::profile_all(&bench, sh, (ctx, &gate), &work)?
                 };

@@ -274,6 +274,11 @@ pub struct Bench {
     /// CI mode: 3 short trials; same record format, marked quick.
     #[arg(long)]
     pub quick: bool,
+    /// Keep the records on disk that are current (same build, drivers, toolchain,
+    /// harness commit, plan and host, and as the evidence index has them) and time only
+    /// the missing (instance, operation) pairs.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]

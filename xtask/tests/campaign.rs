@@ -23,13 +23,21 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     assert!(out.join("local/records/pqclean-ml-kem/ML-KEM-1024__dec.json").is_file());
     assert!(out.join("local/profile/pqclean-ml-kem/survey.json").is_file());
 
-    // Resumed under --json: stdout is the run report alone, the lines go to stderr.
+    // One record lost (an interrupted bench): --resume times that one alone and keeps
+    // the other eight. Resumed under --json: stdout is the run report alone.
+    let records = out.join("local/records/pqclean-ml-kem");
+    let started = |name: &str| common::record(&out, "pqclean-ml-kem", "ML-KEM-512", name).started;
+    let kept_before = started("keygen");
+    std::fs::remove_file(records.join("ML-KEM-768__enc.json")).unwrap();
     let resumed = xtask(&[&args[..], &["--resume", "--json"]].concat(), None);
     assert!(resumed.status.success());
     let text = String::from_utf8_lossy(&resumed.stderr);
-    for step in &steps[1..] {
+    for step in [steps[1], steps[3]] {
         assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{text}");
     }
+    assert_eq!(text.matches("kept (--resume)").count(), 8, "{text}");
+    assert_eq!(started("keygen"), kept_before, "a kept record is not timed again");
+    assert!(records.join("ML-KEM-768__enc.json").is_file(), "the lost record is timed again");
     let report: CampaignReport = serde_json::from_slice(&resumed.stdout).expect("campaign --json");
     let outcomes: Vec<(&str, &str)> = report.steps.iter().map(|s| (s.step.as_str(), s.outcome.as_str())).collect();
     assert_eq!(
@@ -37,11 +45,13 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
         [
             ("image", "done"),
             ("verify pqclean-ml-kem", "kept"),
-            ("bench pqclean-ml-kem", "kept"),
+            ("bench pqclean-ml-kem", "done"),
             ("profile pqclean-ml-kem", "kept")
         ]
     );
     assert!(!report.tool_failure);
+    let check = xtask(&["evidence", "check", out.to_str().unwrap()], None);
+    assert!(check.status.success(), "the resumed bench re-indexed its evidence");
 
     // Evidence that no longer matches the index is not trusted: that step runs again.
     let log = out.join("local/kat/pqclean-ml-kem/ML-KEM-512.log");

@@ -354,6 +354,199 @@ impl Sandbox {
     }
 }
 
+/// A long-lived container whose one process (the command of its [`Job`], run as its
+/// process 1, with no init of the engine's) talks with the host over stdin and stdout:
+/// the trial runner (`measure/runner.rs`). Same flags, mounts and limits as every other
+/// sandbox; the host reads the container's cgroup while it lives. Removed when dropped.
+pub struct Session {
+    engine: Engine,
+    name: String,
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    chunks: std::sync::mpsc::Receiver<Vec<u8>>,
+    buffered: VecDeque<u8>,
+    stderr: std::sync::Arc<std::sync::Mutex<Excerpt>>,
+    // Dropped after the container is removed (in `drop`), the cgroup last.
+    _registered: Registration,
+    cgroup: std::result::Result<TrialCgroup, String>,
+    _scratch: tempfile::TempDir,
+}
+
+/// Why a session's stream stopped before the host had what it waited for.
+#[derive(Debug)]
+pub enum Stopped {
+    /// The tool's clock ran out (the container is then killed).
+    TimedOut,
+    /// The container ended; how, as the engine saw it.
+    Ended(Outcome),
+}
+
+impl Sandbox {
+    /// Start `job` as the process 1 of a fresh container and keep it running.
+    pub fn session(&self, sh: &Shell, job: &Job) -> Result<Session> {
+        interrupt::check()?;
+        let Backend::Container(engine) = self.backend else { bail!("a session needs a container engine") };
+        for m in &job.mounts {
+            check_mount(m)?;
+        }
+        let scratch = tempfile::tempdir().context("cannot create a scratch folder")?;
+        let name = container_name();
+        let mut args = self.run_args(engine, &Job { stdin: Some(vec![]), ..job.clone() }, &name)?;
+        // No init of the engine's: the command is process 1, which nothing inside can signal.
+        args.retain(|a| a != "--init");
+        let cgroup = TrialCgroup::create(sh, engine, &name)?;
+        if let Ok(cg) = &cgroup {
+            args.splice(1..1, engine.cgroup_parent_args(cg.parent()));
+        }
+        let registered = Registration::new(Live::Container(engine, name.clone()));
+        let shell = Shell::new()?;
+        shell.change_dir(scratch.path().to_str().context("non-UTF-8 temp path")?);
+        let mut child = engine
+            .command(&shell, &args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start `{}`", engine.command_line(&args)))?;
+        let (tx, chunks) = std::sync::mpsc::channel();
+        let mut out = child.stdout.take().context("no stdout pipe")?;
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n @ 1..) = out.read(&mut buf) {
+                if tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Excerpt::default()));
+        let (mut err, sink) = (child.stderr.take().context("no stderr pipe")?, stderr.clone());
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n @ 1..) = err.read(&mut buf) {
+                let _ = sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write_all(&buf[..n]);
+            }
+        });
+        let stdin = child.stdin.take();
+        Ok(Session {
+            engine,
+            name,
+            child,
+            stdin,
+            chunks,
+            buffered: VecDeque::new(),
+            stderr,
+            _registered: registered,
+            cgroup,
+            _scratch: scratch,
+        })
+    }
+}
+
+impl Session {
+    /// The container's CPU time so far, as the host reads it from its cgroup.
+    pub fn cpu(&self) -> HostCpu {
+        match &self.cgroup {
+            Ok(cg) => cg.read(),
+            Err(why) => HostCpu::Unavailable(why.clone()),
+        }
+    }
+
+    /// Send one line to the command's stdin.
+    pub fn send(&mut self, line: &str) -> Result<()> {
+        let stdin = self.stdin.as_mut().context("the session's input is closed")?;
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .context("cannot write to the session")
+    }
+
+    /// The next line of stdout (at most `max` bytes, newline dropped), by `deadline`.
+    pub fn line(&mut self, max: usize, deadline: Instant) -> Result<std::result::Result<Vec<u8>, Stopped>> {
+        loop {
+            if let Some(i) = self.buffered.iter().position(|&b| b == b'\n') {
+                let mut line: Vec<u8> = self.buffered.drain(..=i).collect();
+                line.pop();
+                return Ok(Ok(line));
+            }
+            if self.buffered.len() > max {
+                return Ok(Ok(self.buffered.drain(..).collect()));
+            }
+            if let Err(stopped) = self.fill(deadline)? {
+                return Ok(Err(stopped));
+            }
+        }
+    }
+
+    /// Exactly `n` bytes of stdout, by `deadline`.
+    pub fn bytes(&mut self, n: usize, deadline: Instant) -> Result<std::result::Result<Vec<u8>, Stopped>> {
+        while self.buffered.len() < n {
+            if let Err(stopped) = self.fill(deadline)? {
+                return Ok(Err(stopped));
+            }
+        }
+        Ok(Ok(self.buffered.drain(..n).collect()))
+    }
+
+    /// What the command printed on stderr since the last call (a bounded excerpt).
+    pub fn take_stderr(&self) -> String {
+        std::mem::take(&mut *self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).text()
+    }
+
+    fn fill(&mut self, deadline: Instant) -> Result<std::result::Result<(), Stopped>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.chunks.recv_timeout(wait) {
+            Ok(chunk) => {
+                self.buffered.extend(chunk);
+                Ok(Ok(()))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                interrupt::check()?;
+                self.kill();
+                Ok(Err(Stopped::TimedOut))
+            }
+            Err(RecvTimeoutError::Disconnected) => self.ended().map(|o| Err(Stopped::Ended(o))),
+        }
+    }
+
+    fn kill(&mut self) {
+        let sh = Shell::new();
+        if let Ok(sh) = sh {
+            let _ = self.engine.call(&sh, &["kill".into(), "--signal".into(), "KILL".into(), self.name.clone()]);
+        }
+    }
+
+    /// How the container ended; an error when the engine could not run it at all, or
+    /// when the tool was interrupted.
+    fn ended(&mut self) -> Result<Outcome> {
+        drop(self.stdin.take());
+        let status = self.child.wait().context("cannot wait for the engine")?;
+        interrupt::check()?;
+        let sh = Shell::new()?;
+        let state = self.engine.state(&sh, &self.name)?;
+        if !state.started() || !state.error.is_empty() {
+            bail!(
+                "the engine could not run the session ({status}; `cargo xtask doctor` checks the setup):\n{}",
+                [state.error.as_str(), self.take_stderr().trim_end()].join("\n").trim()
+            );
+        }
+        let scratch = Utf8Path::from_path(self._scratch.path()).context("non-UTF-8 temp path")?;
+        if self.engine.out_of_memory(&state, scratch) {
+            return Ok(Outcome::OutOfMemory);
+        }
+        Ok(Outcome::from_code(state.exit_code))
+    }
+}
+
+impl Drop for Session {
+    /// Removed at once (one engine call, which kills what still runs), then reaped.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        drop(Remove { engine: self.engine, name: self.name.clone() });
+        let _ = self.child.wait();
+    }
+}
+
 /// Removes the container when the run is over, whatever happened.
 struct Remove {
     engine: Engine,

@@ -13,6 +13,7 @@ use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
 use crate::build::recipe;
 use crate::build::sources::Source;
 use crate::build::submission::{Instance, Submission};
+use crate::container::engine::Backend;
 use crate::container::sandbox::{Limits, Sandbox};
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
@@ -25,6 +26,7 @@ use crate::flags::Bench;
 use crate::measure::env;
 use crate::measure::hostcpu::HostCpu;
 use crate::measure::hostgate::{self, Gate};
+use crate::measure::runner::{self, Runner};
 use crate::measure::sizes::{self, CatalogRow, Sizes};
 use crate::measure::stats::{self, PlanSpec, Trial};
 use crate::measure::systems::SystemProfile;
@@ -133,19 +135,50 @@ impl Ctx<'_> {
         self.job(op, iterations, warmups).argv
     }
 
-    fn run(&self, op: &OpId, iterations: u64, warmups: u64) -> Result<DriverReport> {
+    /// The runner every trial of one operation goes through: one container for them
+    /// all (engines), or none (the host backend starts each trial itself).
+    fn runner(&self) -> Result<Option<Runner>> {
+        if self.sb.backend == Backend::Host {
+            return Ok(None);
+        }
+        let bin = runner::ensure(self.sh, self.sb)?;
+        let like = self.build.run_job(self.sb.backend, &[self.family.bench.program.into()], self.timeout);
+        Runner::start(self.sh, self.sb, &bin, &like).map(Some)
+    }
+
+    fn run(&self, runner: &mut Option<Runner>, op: &OpId, iterations: u64, warmups: u64) -> Result<DriverReport> {
         let job = self.job(op, iterations, warmups);
-        let (f, out) = self.sb.run_captured(self.sh, &job, DRIVER_OUTPUT)?;
         let line = job.argv.join(" ");
-        if !f.outcome.success() {
-            return Err(ProgramFailed(format!("`{line}` {}:\n{}", f.outcome, f.stderr.trim_end())).into());
+        let (outcome, stderr, out, cpu) = match runner {
+            Some(r) => {
+                let t = r.trial(&job.argv, self.timeout)?.map_err(|why| ProgramFailed(format!("`{line}`: {why}")))?;
+                if t.leftovers > 0 {
+                    let n = t.leftovers;
+                    return Err(
+                        ProgramFailed(format!("`{line}` left {n} process(es) behind when it ended (killed)")).into()
+                    );
+                }
+                if t.residue > 0 {
+                    let (n, places) = (t.residue, "/tmp, /dev/shm, /dev/mqueue or System V IPC");
+                    return Err(ProgramFailed(format!("`{line}` left {n} file(s) or IPC object(s) in {places}")).into());
+                }
+                crate::detail!("  trial: {:.1} ms of CPU (wait4), host {:?}", t.rusage_ns as f64 / 1e6, t.cpu);
+                (t.outcome, t.stderr, t.stdout, t.cpu)
+            }
+            None => {
+                let (f, out) = self.sb.run_captured(self.sh, &job, DRIVER_OUTPUT)?;
+                (f.outcome, f.stderr, out, f.cpu)
+            }
+        };
+        if !outcome.success() {
+            return Err(ProgramFailed(format!("`{line}` {outcome}:\n{}", stderr.trim_end())).into());
         }
         let report: DriverReport = serde_json::from_slice(&out).map_err(|e| {
             let text = project::printable(&String::from_utf8_lossy(&out[..out.len().min(400)]));
             ProgramFailed(format!("unexpected output of `{line}` ({e}): {text}"))
         })?;
         report.check(iterations).map_err(|why| ProgramFailed(format!("`{line}` reported {why}")))?;
-        Ok(DriverReport { host_cpu: Some(f.cpu), ..report })
+        Ok(DriverReport { host_cpu: Some(cpu), ..report })
     }
 }
 
@@ -256,10 +289,14 @@ impl Bench {
         gate: &Gate,
     ) -> Result<Vec<String>> {
         let catalog = sizes::load()?;
-        let mut failures = Vec::new();
+        let start = std::time::Instant::now();
+        let (mut failures, mut trials_ns) = (Vec::new(), 0);
         for (sub, src) in work {
-            failures.extend(self.bench_submission(sh, ctx, (sub, src), gate, &catalog)?);
+            let (f, ns) = self.bench_submission(sh, ctx, (sub, src), gate, &catalog)?;
+            failures.extend(f);
+            trials_ns += ns;
         }
+        crate::say!("{}", overhead_line(start.elapsed(), trials_ns));
         Ok(failures)
     }
 
@@ -270,7 +307,7 @@ impl Bench {
         (sub, src): (&Submission, &Source),
         gate: &Gate,
         catalog: &[CatalogRow],
-    ) -> Result<Vec<String>> {
+    ) -> Result<(Vec<String>, u64)> {
         let env = &run.env;
         let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
         let tc = env.record(sh, &sb)?;
@@ -295,6 +332,8 @@ impl Bench {
             gate,
             catalog,
             harness_commit: project::harness_commit(sh),
+            trials_ns: std::cell::Cell::new(0),
+            kept: self.resume.then(|| Kept::of(self, &run.layout)),
         };
         let mut failures = Vec::new();
         let mut audit: Vec<Disagreement> = Vec::new();
@@ -317,12 +356,13 @@ impl Bench {
             }
             commit_run(&run.layout, sub, &environment, &audit)?;
         }
+        let trials_ns = facts.trials_ns.get();
         // Records carry the environment as it was at the start; the manifest of the
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
         commit_run(&run.layout, sub, &environment, &audit)?;
         print_audit(&audit);
-        Ok(failures)
+        Ok((failures, trials_ns))
     }
 
     /// Time every operation of one built instance and write its records; the API
@@ -352,8 +392,20 @@ impl Bench {
         };
         let mut api_sizes = None;
         for op in ctx.family.select_ops(&self.ops)? {
+            let path = layout.record(id, &inst.label, op.name());
+            if let Some(kept) = facts.kept.as_ref().and_then(|k| k.current(&path, ctx, facts, &built)) {
+                print_row(&kept, true);
+                api_sizes = Some(kept.sizes.api.clone());
+                continue;
+            }
             let started = project::now_utc();
-            let timed = match self.time_op(ctx, &op) {
+            let spec = self.plan_spec();
+            // The plan's own length: its trials and about a tenth more for calibration.
+            let planned = std::time::Duration::from_secs_f64(spec.trials as f64 * spec.trial_target_s * 1.1 + 1.0);
+            let live = crate::ui::progress(format!("bench {id} {} {}", inst.label, op.name()), Some(planned));
+            let timed = self.time_op(ctx, &op);
+            drop(live);
+            let timed = match timed {
                 Ok(t) => t,
                 Err(e) if e.is::<ProgramFailed>() => {
                     failures.push(format!("{id} {} {}: {e:#}", inst.label, op.name()));
@@ -361,8 +413,9 @@ impl Bench {
                 }
                 Err(e) => return Err(e),
             };
+            facts.trials_ns.set(facts.trials_ns.get() + timed.run_ns());
             let record = self.record(ctx, facts, &built, (&op, timed), started);
-            print_row(&record);
+            print_row(&record, false);
             api_sizes = Some(record.sizes.api.clone());
             schema::write(&layout.record(id, &inst.label, op.name()), &record)?;
             if record.host_check.credibility == Credibility::NotCredible {
@@ -380,22 +433,25 @@ impl Bench {
         let spec = self.plan_spec();
         let mut calibration = Vec::new();
         let mut checked = Vec::new();
+        crate::ui::doing("starting the trial container");
+        let runner = &mut ctx.runner()?;
+        crate::ui::doing("calibrating");
         let (plan, estimate) = if let Some(n) = self.iterations {
-            let r = ctx.run(op, 1, 1)?;
+            let r = ctx.run(runner, op, 1, 1)?;
             checked.push(HostRun::of(&r));
             calibration.push(Calibration { iterations: 1, ns: r.ns });
             let est = r.ns as f64;
             (stats::Plan { iterations: n, warmups: stats::plan(&spec, est).warmups }, est)
         } else {
             // One call, then a run of about a tenth of the target: one call alone is noisy.
-            let first = ctx.run(op, 1, 1)?;
+            let first = ctx.run(runner, op, 1, 1)?;
             checked.push(HostRun::of(&first));
             calibration.push(Calibration { iterations: 1, ns: first.ns });
             let mut est = first.ns as f64;
             let n = ((spec.trial_target_s * 1e8) / est.max(1.0)).floor() as u64;
             if n > 1 {
                 let n = n.min(spec.max_iterations);
-                let r = ctx.run(op, n, 1)?;
+                let r = ctx.run(runner, op, n, 1)?;
                 checked.push(HostRun::of(&r));
                 calibration.push(Calibration { iterations: n, ns: r.ns });
                 est = r.ns as f64 / n as f64;
@@ -403,8 +459,9 @@ impl Bench {
             (stats::plan(&spec, est), est)
         };
         let mut slots: Vec<Vec<(Trial, DriverReport)>> = Vec::new();
-        for _ in 0..spec.trials {
-            slots.push(vec![self.trial(ctx, op, plan)?]);
+        for n in 0..spec.trials {
+            crate::ui::doing(format!("trial {} of {}", n + 1, spec.trials));
+            slots.push(vec![self.trial(ctx, runner, op, plan)?]);
         }
         let mut counter_is_cycles = slots[0][0].1.counter == CounterKind::PerfCycles;
         let mut disturbed_total = 0;
@@ -423,7 +480,7 @@ impl Bench {
                 }
                 if slot.len() <= spec.max_reruns as usize {
                     slot.last_mut().unwrap().0.replaced = true;
-                    slot.push(self.trial(ctx, op, plan)?);
+                    slot.push(self.trial(ctx, runner, op, plan)?);
                     rerun = true;
                 }
             }
@@ -437,8 +494,14 @@ impl Bench {
         Ok(Timed { spec, plan, estimate, calibration, slots, disturbed_total, host_check })
     }
 
-    fn trial(&self, ctx: &Ctx, op: &OpId, plan: stats::Plan) -> Result<(Trial, DriverReport)> {
-        let r = ctx.run(op, plan.iterations, plan.warmups)?;
+    fn trial(
+        &self,
+        ctx: &Ctx,
+        runner: &mut Option<Runner>,
+        op: &OpId,
+        plan: stats::Plan,
+    ) -> Result<(Trial, DriverReport)> {
+        let r = ctx.run(runner, op, plan.iterations, plan.warmups)?;
         let t = Trial { iterations: r.iterations, ns: r.ns, ticks: r.ticks, disturbed: false, replaced: false };
         Ok((t, r))
     }
@@ -626,6 +689,69 @@ struct RunFacts<'a> {
     gate: &'a Gate,
     catalog: &'a [CatalogRow],
     harness_commit: String,
+    /// What the timing runs of the records so far took (`Timed::run_ns`).
+    trials_ns: std::cell::Cell<u64>,
+    /// Under `--resume`: the records on disk that may be kept.
+    kept: Option<Kept<'a>>,
+}
+
+/// The records of an earlier run that `--resume` may keep: those the evidence index
+/// vouches for (same bytes as indexed, the index itself intact).
+struct Kept<'a> {
+    bench: &'a Bench,
+    layout: &'a Layout,
+    /// Paths (relative to the evidence root) whose bytes are those of the index.
+    vouched: std::collections::BTreeSet<String>,
+}
+
+impl<'a> Kept<'a> {
+    fn of(bench: &'a Bench, layout: &'a Layout) -> Kept<'a> {
+        let root = &layout.out;
+        let vouched = match (crate::evidence::check(root), crate::evidence::read_index(root)) {
+            (Ok(p), Ok(index)) if p.index.is_none() => {
+                let bad: std::collections::BTreeSet<&String> =
+                    p.changed.iter().chain(&p.missing).chain(&p.schema).chain(&p.refused).collect();
+                index.into_keys().filter(|k| !bad.contains(k)).collect()
+            }
+            _ => Default::default(),
+        };
+        Kept { bench, layout, vouched }
+    }
+
+    /// The record at `path` when it is current for this run: indexed and unchanged, of
+    /// today's schema, the same build, library, drivers, toolchain, harness commit,
+    /// plan, sandbox, host gate and system, quick or not alike, and credible.
+    fn current(&self, path: &Utf8Path, ctx: &Ctx, facts: &RunFacts, built: &BuiltFacts) -> Option<Record> {
+        if !project::is_regular(path) {
+            return None;
+        }
+        let rel = self.layout.relative(path);
+        if !self.vouched.contains(&rel) {
+            crate::warning!("{rel}: not as the evidence index has it; timed again");
+            return None;
+        }
+        let r: Record = schema::read(path).ok().flatten()?;
+        let b = self.bench;
+        let spec = |s: &PlanSpec| serde_json::to_string(s).ok();
+        let same = r.build_key == ctx.build.record.key
+            && r.library_sha256 == built.library_sha256
+            && r.driver_source_sha256 == built.driver_source_sha256
+            && r.driver_sha256 == built.driver_sha256
+            && r.harness_commit == facts.harness_commit
+            && r.toolchain == *facts.tc
+            && spec(&r.plan.spec) == spec(&b.plan_spec())
+            && r.plan.fixed_iterations == b.iterations.is_some()
+            && b.iterations.is_none_or(|n| n == r.plan.iterations)
+            && r.sandbox == ctx.sb.limits
+            && r.host_gate == *facts.gate
+            && r.system == b.inputs.system
+            && r.quick == b.quick
+            && r.host_check.credibility != Credibility::NotCredible;
+        if !same {
+            crate::detail!("{rel}: made by another run setting; timed again");
+        }
+        same.then_some(r)
+    }
 }
 
 /// What every record of one built instance shares.
@@ -679,6 +805,13 @@ pub(crate) struct Timed {
 }
 
 impl Timed {
+    /// Time the driver spent in this operation's processes: the calibration loops and
+    /// what every trial (re-runs included) accounted for.
+    pub fn run_ns(&self) -> u64 {
+        let calibration: u64 = self.calibration.iter().map(|c| c.ns).sum();
+        calibration + self.slots.iter().flatten().map(|(_, r)| r.accounted_ns).sum::<u64>()
+    }
+
     /// The runs that count: the last of each slot (earlier ones were replaced).
     pub fn kept(&self) -> impl Iterator<Item = &(Trial, DriverReport)> {
         self.slots.iter().filter_map(|s| s.last())
@@ -692,6 +825,13 @@ fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audi
     schema::write(&layout.size_audit(&sub.id), &audit)?;
     crate::evidence::write_index(&layout.out)?;
     Ok(())
+}
+
+/// The bench step's wall time against the time of its timing runs.
+fn overhead_line(wall: Duration, trials_ns: u64) -> String {
+    let (wall, trials) = (wall.as_secs_f64(), trials_ns as f64 / 1e9);
+    let ratio = if trials > 0.0 { format!("{:.2}×", wall / trials) } else { "-".into() };
+    format!("wall {wall:.1} s for {trials:.1} s of trials: {ratio}")
 }
 
 fn print_audit(audit: &[Disagreement]) {
@@ -711,7 +851,7 @@ fn print_audit(audit: &[Disagreement]) {
     }
 }
 
-fn print_row(r: &Record) {
+fn print_row(r: &Record, kept: bool) {
     let a = &r.aggregate;
     crate::ui::row(crate::evidence::schema::ResultRow {
         id: r.id.clone(),
@@ -721,7 +861,7 @@ fn print_row(r: &Record) {
         check: None,
         kat_sha256: None,
         median_ns_per_op: Some(a.median_trial_ns),
-        origin: "new".into(),
+        origin: if kept { "kept" } else { "new" }.into(),
     });
     let ticks = if r.counter.hardware_cycles {
         format!("{} cyc", stats::human_count(a.mean_ticks))
@@ -737,6 +877,9 @@ fn print_row(r: &Record) {
     }
     if r.quick {
         notes.push("quick".into());
+    }
+    if kept {
+        notes.push("kept (--resume)".into());
     }
     crate::say!(
         "  {:<18} {:<9} {:>14} {:>10} {:>9} {:>12} {:>18}{}",

@@ -7,6 +7,7 @@ pub mod env;
 pub mod hostcpu;
 pub mod hostgate;
 pub mod profile;
+pub mod runner;
 pub mod sizes;
 pub mod stats;
 pub mod systems;

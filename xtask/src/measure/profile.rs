@@ -416,7 +416,14 @@ pub fn profile_all(
 pub fn check(bench: &Bench, sub: &Submission) -> Result<()> {
     bench.check(sub)?;
     if sub.profile.is_none() {
-        bail!("{} has no [profile] section: its manifest names no symbols to wrap", sub.id);
+        return crate::ui::usage(format!("{} has no [profile] section: its manifest names no symbols to wrap", sub.id));
+    }
+    if bench.resume {
+        // A profile record does not name its plan: whether it is current cannot be told.
+        return crate::ui::usage(
+            "profile has no --resume: its records do not name the plan they were made with; \
+             `campaign --resume` skips a profile whose survey covers every instance",
+        );
     }
     Ok(())
 }

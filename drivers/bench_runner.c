@@ -1,0 +1,254 @@
+/*
+ * ngcc-repro trial runner: process 1 of one timing container, which runs the trials of
+ * one (instance, operation) one after another, each in its own fresh process.
+ *
+ * Built by the harness from this file alone (no candidate build can replace it) and
+ * mounted read-only; it runs no candidate code itself. As the namespace's init it
+ * cannot be killed or stopped from inside the container, and it is non-dumpable, so a
+ * trial cannot open its descriptors or memory through /proc.
+ *
+ * Protocol (the host writes stdin, reads stdout; nothing else holds either):
+ *   -> "ngcc-runner ready\n" once started
+ *   <- "<nonce> <program> <arg>...\n"         one trial (plain words, no spaces inside)
+ *   -> "ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len>\n"
+ *      + len bytes. kind: exited | signalled | output-cap | no-exec; cpu_us: the
+ *      trial's own wait4 user + system time; leftovers: processes still there after
+ *      the trial ended, all killed before the frame is written; residue: what it left
+ *      for the next trial to find (entries of /tmp, /dev/shm, /dev/mqueue, System V
+ *      IPC objects); the bytes: the trial's stdout.
+ * End of stdin ends the runner.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_LINE 4096
+#define MAX_ARGS 32
+#define MAX_OUT (1 << 20)
+
+static char out_buf[MAX_OUT];
+
+static void write_all(const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(1, p, n);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            _exit(71);
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* One line of stdin without its newline; 0 at end of input. */
+static int read_line(char *line) {
+    size_t n = 0;
+    for (;;) {
+        char c;
+        ssize_t r = read(0, &c, 1);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            return 0;
+        }
+        if (c == '\n') {
+            line[n] = 0;
+            return 1;
+        }
+        if (n + 1 >= MAX_LINE) {
+            _exit(72);
+        }
+        line[n++] = c;
+    }
+}
+
+static void child(char **argv, int out) {
+    int null = open("/dev/null", O_RDONLY);
+    if (null < 0 || dup2(null, 0) != 0 || dup2(out, 1) != 1) {
+        _exit(126);
+    }
+    for (int fd = 3; fd < 4096; fd++) {
+        close(fd);
+    }
+    signal(SIGPIPE, SIG_DFL);
+    execv(argv[0], argv);
+    _exit(127);
+}
+
+/* Read what the trial printed; past MAX_OUT the trial is killed and the rest dropped. */
+static int drain(int fd, size_t *len, int *over, pid_t pid) {
+    for (;;) {
+        char scratch[4096];
+        char *to = *over ? scratch : out_buf + *len;
+        size_t room = *over ? sizeof scratch : MAX_OUT - *len;
+        ssize_t r = read(fd, to, room);
+        if (r < 0) {
+            return errno == EINTR ? 1 : (errno == EAGAIN ? 1 : 0);
+        }
+        if (r == 0) {
+            return 0;
+        }
+        if (!*over) {
+            *len += (size_t)r;
+            if (*len == MAX_OUT) {
+                *over = 1;
+                kill(pid, SIGKILL);
+            }
+        }
+        if (r < (ssize_t)room) {
+            return 1;
+        }
+    }
+}
+
+/* Kill every process of the container but this one, and reap them all. */
+static unsigned leftovers(void) {
+    unsigned n = 0;
+    kill(-1, SIGKILL);
+    for (;;) {
+        pid_t w = waitpid(-1, NULL, 0);
+        if (w > 0) {
+            n++;
+        } else if (errno != EINTR) {
+            return n;
+        }
+    }
+}
+
+/* What a trial could leave for the next: the entries of the writable folders and the
+ * System V IPC objects of the container's namespace (a header line each). */
+static unsigned residue(void) {
+    static const char *const dirs[] = {"/tmp", "/dev/shm", "/dev/mqueue"};
+    static const char *const ipc[] = {"/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"};
+    unsigned n = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *e;
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+        }
+        if (d != NULL) {
+            closedir(d);
+        }
+    }
+    for (size_t i = 0; i < sizeof ipc / sizeof *ipc; i++) {
+        FILE *f = fopen(ipc[i], "r");
+        int c;
+        while (f != NULL && (c = fgetc(f)) != EOF) {
+            n += c == '\n';
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    return n;
+}
+
+static unsigned baseline;
+
+static void trial(const char *nonce, char **argv) {
+    int p[2];
+    char head[256];
+    size_t len = 0;
+    int over = 0, open_ = 1, status = 0;
+    struct rusage ru;
+    pid_t pid;
+
+    memset(&ru, 0, sizeof ru);
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        _exit(73);
+    }
+    pid = fork();
+    if (pid < 0) {
+        _exit(74);
+    }
+    if (pid == 0) {
+        child(argv, p[1]);
+    }
+    close(p[1]);
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    for (;;) {
+        struct pollfd pf = {p[0], POLLIN, 0};
+        if (open_ && poll(&pf, 1, 10) > 0) {
+            open_ = drain(p[0], &len, &over, pid);
+        }
+        /* Closed by every writer: the trial has ended or is about to. */
+        pid_t w = wait4(pid, &status, open_ ? WNOHANG : 0, &ru);
+        if (w == pid) {
+            break;
+        }
+        if (w < 0 && errno != EINTR) {
+            _exit(75);
+        }
+    }
+    if (open_) {
+        drain(p[0], &len, &over, pid);
+    }
+    close(p[0]);
+    unsigned left = leftovers();
+    unsigned now = residue();
+    unsigned residue_n = now > baseline ? now - baseline : 0;
+    unsigned long long cpu_us = (unsigned long long)ru.ru_utime.tv_sec * 1000000u + ru.ru_utime.tv_usec +
+                                (unsigned long long)ru.ru_stime.tv_sec * 1000000u + ru.ru_stime.tv_usec;
+    const char *kind = "exited";
+    int value = 0;
+    if (over) {
+        kind = "output-cap";
+    } else if (WIFSIGNALED(status)) {
+        kind = "signalled";
+        value = WTERMSIG(status);
+    } else if (WEXITSTATUS(status) == 127 && len == 0) {
+        kind = "no-exec";
+        value = 127;
+    } else {
+        value = WEXITSTATUS(status);
+    }
+    int n = snprintf(head, sizeof head, "ngcc-trial %s %s %d %llu %u %u %zu\n", nonce, kind, value, cpu_us, left,
+                     residue_n, len);
+    write_all(head, (size_t)n);
+    write_all(out_buf, len);
+}
+
+int main(void) {
+    static char line[MAX_LINE];
+    static const char ready[] = "ngcc-runner ready\n";
+
+    /* Its protections hold only as the namespace's init. */
+    if (getpid() != 1 || prctl(PR_SET_DUMPABLE, 0) != 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+        static const char msg[] = "bench_runner: must run as process 1 of its container\n";
+        if (write(2, msg, sizeof msg - 1) < 0) {
+            return 70;
+        }
+        return 70;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    baseline = residue();
+    write_all(ready, sizeof ready - 1);
+    while (read_line(line)) {
+        char *argv[MAX_ARGS + 1];
+        int argc = 0;
+        char *save = NULL;
+        char *nonce = strtok_r(line, " ", &save);
+        for (char *w; argc < MAX_ARGS && (w = strtok_r(NULL, " ", &save)) != NULL;) {
+            argv[argc++] = w;
+        }
+        argv[argc] = NULL;
+        if (nonce == NULL || argc == 0) {
+            _exit(76);
+        }
+        trial(nonce, argv);
+    }
+    return 0;
+}

@@ -1,0 +1,255 @@
+//! The trial runner (`drivers/bench_runner.c`): one container per (instance, operation)
+//! whose process 1 runs each trial in a fresh process, kills whatever a trial left
+//! behind, and frames the trial's stdout for the host. The host reads the container's
+//! cgroup before and after each trial, so every trial keeps its own CPU reading.
+//!
+//! The runner is built from its one source file in a sandbox of its own (no candidate
+//! build sees its folder), and the host keeps the binary's SHA-256 beside it (never
+//! mounted writable anywhere) and checks it before each use.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use xshell::Shell;
+
+use crate::build::recipe;
+use crate::container::sandbox::{Job, Mount, Outcome, Sandbox, Session, Stopped};
+use crate::measure::hostcpu::HostCpu;
+use crate::project;
+
+const SOURCE: &str = "bench_runner.c";
+const PROGRAM: &str = "bench_runner";
+const GUEST: &str = "/runner";
+/// The most a trial may print (the runner kills it past this).
+const MAX_OUT: usize = 1 << 20;
+
+/// The built runner: its host folder and digest.
+#[derive(Debug, Clone)]
+pub struct RunnerBinary {
+    dir: Utf8PathBuf,
+    pub sha256: String,
+}
+
+fn compile_argv() -> Vec<String> {
+    let words = ["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"];
+    let mut argv: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+    argv.push(format!("/out/{PROGRAM}"));
+    argv.push(format!("{}/{SOURCE}", recipe::DRIVERS));
+    argv
+}
+
+/// The runner for this sandbox's image: reused while its digest is the one recorded,
+/// else built again.
+pub fn ensure(sh: &Shell, sb: &Sandbox) -> Result<RunnerBinary> {
+    let source = project::drivers_dir().join(SOURCE);
+    let source_sha = project::sha256_regular(&source)?;
+    let image = sb.image.as_deref().unwrap_or("host");
+    let key = project::sha256_hex(format!("{image}\n{source_sha}\n{}", compile_argv().join(" ")).as_bytes());
+    let base = project::cache_dir().join("runner");
+    let dir = base.join(&key[..16]);
+    if let Some(bin) = reuse(&dir)? {
+        return Ok(bin);
+    }
+    let tmp = base.join(format!("{}.tmp-{}", &key[..16], std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("out")).with_context(|| format!("cannot create {tmp}"))?;
+    let job = Job {
+        argv: compile_argv(),
+        workdir: "/out".into(),
+        mounts: vec![
+            Mount { host: project::drivers_dir(), guest: recipe::DRIVERS, writable: false },
+            Mount { host: tmp.join("out"), guest: "/out", writable: true },
+        ],
+        timeout: Duration::from_mins(5),
+        disk: None,
+        stdin: None,
+    };
+    let (f, out) = sb.run_captured(sh, &job, 1 << 20)?;
+    if !f.outcome.success() {
+        bail!("the trial runner does not build ({}):\n{}{}", f.outcome, String::from_utf8_lossy(&out), f.stderr);
+    }
+    // The host's own copy, written by the host: nothing the build sandbox made is kept.
+    let bytes = project::read_regular(&tmp.join("out").join(PROGRAM), 16 << 20)?;
+    let _ = std::fs::remove_dir_all(&tmp);
+    let sha256 = project::sha256_hex(&bytes);
+    let _ = std::fs::remove_dir_all(&dir);
+    project::write_atomic(&dir.join("bin").join(PROGRAM), &bytes)?;
+    set_mode(&dir.join("bin").join(PROGRAM), 0o555)?;
+    project::write_atomic(&dir.join("sha256"), sha256.as_bytes())?;
+    reuse(&dir)?.context("the trial runner just built does not match its digest")
+}
+
+fn set_mode(path: &Utf8Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot chmod {path}"))
+}
+
+fn reuse(dir: &Utf8Path) -> Result<Option<RunnerBinary>> {
+    let (bin, recorded) = (dir.join("bin").join(PROGRAM), dir.join("sha256"));
+    if !project::is_regular(&bin) || !project::is_regular(&recorded) {
+        return Ok(None);
+    }
+    let want = String::from_utf8_lossy(&project::read_regular(&recorded, 64)?).into_owned();
+    let sha256 = project::sha256_regular(&bin)?;
+    Ok((sha256 == want).then(|| RunnerBinary { dir: dir.join("bin"), sha256 }))
+}
+
+/// One trial as the runner saw it.
+#[derive(Debug)]
+pub struct TrialRun {
+    pub outcome: Outcome,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    /// The container's CPU time over this trial, read by the host from its cgroup.
+    pub cpu: HostCpu,
+    /// The trial process's own user + system time (wait4), from the runner.
+    pub rusage_ns: u64,
+    /// Processes still there when the trial's process had ended (all killed).
+    pub leftovers: u32,
+    /// Files and IPC objects it left for the next trial to find.
+    pub residue: u32,
+}
+
+/// A running trial runner.
+pub struct Runner {
+    session: Session,
+    seq: u64,
+    salt: String,
+}
+
+impl Runner {
+    /// Start the runner in a container that sees what `like` (a trial's job) sees.
+    pub fn start(sh: &Shell, sb: &Sandbox, bin: &RunnerBinary, like: &Job) -> Result<Runner> {
+        let mut mounts = like.mounts.clone();
+        mounts.push(Mount { host: bin.dir.clone(), guest: GUEST, writable: false });
+        let job = Job {
+            argv: vec![format!("{GUEST}/{PROGRAM}")],
+            workdir: like.workdir.clone(),
+            mounts,
+            timeout: like.timeout,
+            disk: None,
+            stdin: None,
+        };
+        let mut session = sb.session(sh, &job)?;
+        let deadline = Instant::now() + Duration::from_mins(2);
+        match session.line(256, deadline)? {
+            Ok(line) if line == b"ngcc-runner ready" => {}
+            Ok(line) => bail!("the trial runner started with {:?}", String::from_utf8_lossy(&line)),
+            Err(stopped) => bail!("the trial runner did not start ({stopped:?}):\n{}", session.take_stderr()),
+        }
+        Ok(Runner { session, seq: 0, salt: salt()? })
+    }
+
+    /// Run `argv` as the next trial. An error is the tool's or the engine's; a frame the
+    /// host cannot take is `Ok(Err(why))`, the trial's failure.
+    pub fn trial(&mut self, argv: &[String], timeout: Duration) -> Result<std::result::Result<TrialRun, String>> {
+        if argv.iter().any(|a| a.is_empty() || a.contains([' ', '\n'])) {
+            bail!("a trial's arguments must be plain words: {argv:?}");
+        }
+        self.seq += 1;
+        let nonce = format!("{}{:x}", self.salt, self.seq);
+        let _ = self.session.take_stderr();
+        let before = self.session.cpu();
+        self.session.send(&format!("{nonce} {}", argv.join(" ")))?;
+        let deadline = Instant::now() + timeout;
+        let head = match self.session.line(256, deadline)? {
+            Ok(line) => line,
+            Err(stopped) => return Ok(Ok(self.stopped(stopped))),
+        };
+        let Some(frame) = Frame::parse(&head, &nonce) else {
+            let text = project::printable(&String::from_utf8_lossy(&head));
+            return Ok(Err(format!("the trial runner's stream held no frame of this trial: {text:?}")));
+        };
+        let stdout = match self.session.bytes(frame.len, deadline)? {
+            Ok(bytes) => bytes,
+            Err(stopped) => return Ok(Ok(self.stopped(stopped))),
+        };
+        let cpu = match (before, self.session.cpu()) {
+            (HostCpu::Ns(a), HostCpu::Ns(b)) => HostCpu::Ns(b.saturating_sub(a)),
+            (HostCpu::Unavailable(why), _) | (_, HostCpu::Unavailable(why)) => HostCpu::Unavailable(why),
+        };
+        let stderr = self.session.take_stderr();
+        Ok(Ok(TrialRun {
+            outcome: frame.outcome,
+            stdout,
+            stderr,
+            cpu,
+            rusage_ns: frame.cpu_us * 1000,
+            leftovers: frame.left,
+            residue: frame.residue,
+        }))
+    }
+
+    fn stopped(&mut self, stopped: Stopped) -> TrialRun {
+        let outcome = match stopped {
+            Stopped::TimedOut => Outcome::TimedOut,
+            Stopped::Ended(o) => o,
+        };
+        let cpu = HostCpu::Unavailable("the runner's container ended".into());
+        let stderr = self.session.take_stderr();
+        TrialRun { outcome, stdout: vec![], stderr, cpu, rusage_ns: 0, leftovers: 0, residue: 0 }
+    }
+}
+
+/// A per-runner random prefix of every nonce, from the host's random source.
+fn salt() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 12];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom")?;
+    Ok(project::hex(&bytes))
+}
+
+#[derive(Debug, PartialEq)]
+struct Frame {
+    outcome: Outcome,
+    cpu_us: u64,
+    left: u32,
+    residue: u32,
+    len: usize,
+}
+
+impl Frame {
+    /// `ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len>`, for
+    /// this nonce.
+    fn parse(line: &[u8], nonce: &str) -> Option<Frame> {
+        let text = std::str::from_utf8(line).ok()?;
+        let w: Vec<&str> = text.split(' ').collect();
+        let [tag, n, kind, value, cpu_us, left, residue, len] = w[..] else { return None };
+        if tag != "ngcc-trial" || n != nonce {
+            return None;
+        }
+        let value: i32 = value.parse().ok()?;
+        let outcome = match kind {
+            "exited" | "no-exec" => Outcome::Exited(value),
+            "signalled" => Outcome::Signalled(value),
+            "output-cap" => Outcome::OutputLimit,
+            _ => return None,
+        };
+        let len: usize = len.parse().ok().filter(|&l| l <= MAX_OUT)?;
+        let (cpu_us, left, residue) = (cpu_us.parse().ok()?, left.parse().ok()?, residue.parse().ok()?);
+        Some(Frame { outcome, cpu_us, left, residue, len })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_taken_only_for_this_trial() {
+        let f = Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 2 31", "ab1").unwrap();
+        assert_eq!(f, Frame { outcome: Outcome::Exited(0), cpu_us: 1200, left: 0, residue: 2, len: 31 });
+        assert_eq!(Frame::parse(b"ngcc-trial ab1 signalled 9 1 2 0 0", "ab1").unwrap().outcome, Outcome::Signalled(9));
+        assert_eq!(Frame::parse(b"ngcc-trial ab1 output-cap 0 1 0 0 0", "ab1").unwrap().outcome, Outcome::OutputLimit);
+        // Another trial's nonce, a forged kind, an oversize length, extra words: no frame.
+        assert!(Frame::parse(b"ngcc-trial ab2 exited 0 1200 0 0 31", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 credible 0 1200 0 0 31", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 99999999", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 31 x", "ab1").is_none());
+        assert!(Frame::parse(b"{\"iterations\":1}", "ab1").is_none());
+    }
+}
