@@ -51,7 +51,9 @@ fn timing_reports_cannot_be_forged_from_the_candidates_process() {
     let (honest, dtor) = (rec("fix-16"), rec("fix-dtor"));
     assert_eq!(dtor.host_check.credibility, Credibility::Checked);
     let ratio = dtor.aggregate.mean_ns / honest.aggregate.mean_ns;
-    assert!((0.33..3.0).contains(&ratio), "fix-dtor / fix-16 = {ratio}");
+    // The forgery divides by 10; quick trials of a ~100 ns call on a loaded machine
+    // have been seen 3x apart, and a figure made slower helps no forger.
+    assert!((0.33..10.0).contains(&ratio), "fix-dtor / fix-16 = {ratio}");
     // The clock it slowed 10x: the host's CPU reading is far above what it reported.
     assert_eq!(rec("fix-slow").host_check.credibility, Credibility::Checked);
     let clock = rec("fix-clock");
