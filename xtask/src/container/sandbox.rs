@@ -544,6 +544,12 @@ impl Drop for Session {
         drop(self.stdin.take());
         drop(Remove { engine: self.engine, name: self.name.clone() });
         let _ = self.child.wait();
+        // A session dropped while its engine was still creating the container (Ctrl-C
+        // just after it started) outlives that removal; with the engine's client gone,
+        // nothing can create it any more, so a second removal is the last word.
+        if let Ok(sh) = Shell::new() {
+            let _ = self.engine.call_output(&sh, &self.engine.remove_args(&self.name));
+        }
     }
 }
 
