@@ -181,6 +181,29 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// `path` with every link of its existing part resolved and `.`/`..` of the rest
+/// applied, so that two ways of naming a folder compare equal.
+pub fn resolved(path: &Utf8Path) -> Utf8PathBuf {
+    let mut existing = path.to_owned();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let (Some(last), Some(parent)) = (existing.components().next_back(), existing.parent()) else { break };
+        rest.push(last.as_str().to_owned());
+        existing = parent.to_owned();
+    }
+    let mut p = existing.canonicalize_utf8().unwrap_or(existing);
+    for c in rest.iter().rev() {
+        match Utf8Path::new(c).components().next() {
+            Some(camino::Utf8Component::ParentDir) => {
+                p.pop();
+            }
+            Some(camino::Utf8Component::CurDir) | None => {}
+            Some(_) => p.push(c),
+        }
+    }
+    p
+}
+
 /// `--out` is absent or a folder (never a file or a link), before any work starts.
 pub fn check_out_dir(out: &Utf8Path) -> Result<()> {
     match out.symlink_metadata() {

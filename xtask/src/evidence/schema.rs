@@ -737,6 +737,22 @@ pub struct ResultRow {
     pub origin: String,
 }
 
+impl ResultRow {
+    /// The row of a timing or profile record: no KAT digest, no check, made anew.
+    pub fn measured(id: &str, instance: &str, op: &OpId, status: &str) -> ResultRow {
+        ResultRow {
+            id: id.to_owned(),
+            instance: instance.to_owned(),
+            op: Some(op.name().to_owned()),
+            status: status.to_owned(),
+            check: None,
+            kat_sha256: None,
+            median_ns_per_op: None,
+            origin: "new".into(),
+        }
+    }
+}
+
 /// What a command that failed prints under `--json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ErrorReport {

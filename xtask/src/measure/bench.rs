@@ -854,14 +854,9 @@ fn print_audit(audit: &[Disagreement]) {
 fn print_row(r: &Record, kept: bool) {
     let a = &r.aggregate;
     crate::ui::row(crate::evidence::schema::ResultRow {
-        id: r.id.clone(),
-        instance: r.label.clone(),
-        op: Some(r.op.name().to_owned()),
-        status: "timed".into(),
-        check: None,
-        kat_sha256: None,
         median_ns_per_op: Some(a.median_trial_ns),
         origin: if kept { "kept" } else { "new" }.into(),
+        ..crate::evidence::schema::ResultRow::measured(&r.id, &r.label, &r.op, "timed")
     });
     let ticks = if r.counter.hardware_cycles {
         format!("{} cyc", stats::human_count(a.mean_ticks))

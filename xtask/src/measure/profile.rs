@@ -575,16 +575,7 @@ pub fn kind_share(groups: &[GroupShare], pick: impl Fn(GroupKind) -> bool) -> f6
 
 fn print_row(r: &ProfileRecord) {
     let pct = crate::measure::stats::percent;
-    crate::ui::row(crate::evidence::schema::ResultRow {
-        id: r.id.clone(),
-        instance: r.label.clone(),
-        op: Some(r.op.name().to_owned()),
-        status: "profiled".into(),
-        check: None,
-        kat_sha256: None,
-        median_ns_per_op: None,
-        origin: "new".into(),
-    });
+    crate::ui::row(crate::evidence::schema::ResultRow::measured(&r.id, &r.label, &r.op, "profiled"));
     crate::say!(
         "  {:<18} {:<9} {:>9} {:>9} {:>9}  {}  (overhead ×{:.2})",
         r.label,

@@ -478,12 +478,9 @@ fn check_out(out: &camino::Utf8Path, sides: [&Side; 2]) -> Result<()> {
     if out.exists() && !out.is_dir() {
         return ui::usage(format!("--out {out} is a file, not a folder"));
     }
-    // The nearest existing folder, resolved, then what is still to be made.
-    let abs = std::path::absolute(out).with_context(|| format!("cannot resolve {out}"))?;
-    let existing = abs.ancestors().find(|p| p.exists()).unwrap_or(&abs);
-    let resolved = existing.canonicalize()?.join(abs.strip_prefix(existing).unwrap_or(std::path::Path::new("")));
+    let resolved = project::resolved(out);
     for side in sides {
-        if resolved.starts_with(side.root.canonicalize()?) {
+        if resolved.starts_with(project::resolved(&side.root)) {
             return ui::usage(format!(
                 "--out {out} is inside the evidence set {}: write the page elsewhere",
                 side.root

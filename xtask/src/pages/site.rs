@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
-use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
+use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
 use crate::build::submission::Submission;
@@ -87,7 +87,7 @@ struct PageOf<'a> {
 /// would be extra files to `evidence check`, evidence inside the site could be
 /// overwritten by it. Checked before anything is written.
 fn refuse_overlap(dir: &Utf8Path, out: &Utf8Path) -> Result<()> {
-    let (d, o) = (resolved(dir), resolved(out));
+    let (d, o) = (project::resolved(dir), project::resolved(out));
     if o.starts_with(&d) {
         return crate::ui::usage(format!(
             "--out {out} is inside the evidence set {dir}: the site would become part of the evidence \
@@ -101,29 +101,6 @@ fn refuse_overlap(dir: &Utf8Path, out: &Utf8Path) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// `path` with every link of its existing part resolved and `.`/`..` of the rest
-/// applied, so that two ways of naming a folder compare equal.
-fn resolved(path: &Utf8Path) -> Utf8PathBuf {
-    let mut existing = path.to_owned();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        let (Some(last), Some(parent)) = (existing.components().next_back(), existing.parent()) else { break };
-        rest.push(last.as_str().to_owned());
-        existing = parent.to_owned();
-    }
-    let mut p = existing.canonicalize_utf8().unwrap_or(existing);
-    for c in rest.iter().rev() {
-        match Utf8Path::new(c).components().next() {
-            Some(Utf8Component::ParentDir) => {
-                p.pop();
-            }
-            Some(Utf8Component::CurDir) | None => {}
-            Some(_) => p.push(c),
-        }
-    }
-    p
 }
 
 fn write(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
