@@ -493,7 +493,7 @@ pub enum EngineChoice {
     Host,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arch {
     #[value(name = "x86_64", alias = "amd64", alias = "x86-64")]

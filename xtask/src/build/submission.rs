@@ -10,8 +10,72 @@ use serde::{Deserialize, Serialize};
 
 use crate::project;
 
-/// The reference build flags of the measurement guide, the same for every instance.
-pub const GUIDE_FLAGS: &[&str] = &["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2"];
+/// The reference build flags of the measurement guide, as the reference harness's guide
+/// builds used them (its logs): the guide's set, `-fPIC -D_GNU_SOURCE`, and GCC 14's
+/// downgrades of the errors older code trips.
+pub const GUIDE_FLAGS: &[&str] = &[
+    "-std=c99",
+    "-Wpedantic",
+    "-Wall",
+    "-Wextra",
+    "-O2",
+    "-fPIC",
+    "-D_GNU_SOURCE",
+    "-Wno-error=implicit-function-declaration",
+    "-Wno-error=incompatible-pointer-types",
+    "-Wno-error=int-conversion",
+    "-Wno-error=implicit-int",
+];
+
+/// The reference harness's own default flags, its fallback where the guide flags fail.
+pub const HARNESS_FLAGS: &[&str] = &[
+    "-O2",
+    "-fPIC",
+    "-std=gnu11",
+    "-Wall",
+    "-Wno-unused",
+    "-Wno-unknown-pragmas",
+    "-fno-strict-aliasing",
+    "-fwrapv",
+    "-fno-omit-frame-pointer",
+    "-D_GNU_SOURCE",
+    "-Wno-error=implicit-function-declaration",
+    "-Wno-error=incompatible-pointer-types",
+    "-Wno-error=int-conversion",
+    "-Wno-error=implicit-int",
+];
+
+/// The named flag sets a manifest can pick (`[build] flag_set`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlagSet {
+    #[default]
+    Guide,
+    Harness,
+}
+
+impl FlagSet {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlagSet::Guide => "guide",
+            FlagSet::Harness => "harness",
+        }
+    }
+
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            FlagSet::Guide => GUIDE_FLAGS,
+            FlagSet::Harness => HARNESS_FLAGS,
+        }
+    }
+}
+
+/// Link libraries the pinned images provide (their development packages are in the
+/// toolchain spec and the image lock).
+pub const LINK_LIBRARIES: &[&str] = &["m", "gmp", "quadmath", "crypto"];
+
+/// The ICCS API files a manifest may take from the pinned ICCS API package.
+pub const ICCS_FILES: &[&str] = &["drng.c", "auxfunc.c"];
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -68,9 +132,22 @@ pub enum SourceSpec {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BuildSpec {
-    /// Compiler flags; default: the guide flags.
+    /// Compiler flags of the manifest's own; default: the named `flag_set`.
     #[serde(default)]
     pub flags: Option<Vec<String>>,
+    /// A named flag set instead of the guide flags (`harness`: where the guide flags fail).
+    #[serde(default)]
+    pub flag_set: Option<FlagSet>,
+    /// Link libraries, `-l<name>` after the sources (one of `LINK_LIBRARIES`).
+    #[serde(default)]
+    pub libs: Vec<String>,
+    /// Official ICCS API files (`drng.c`, `auxfunc.c`) from the pinned ICCS API package,
+    /// compiled into the library.
+    #[serde(default)]
+    pub iccs: Vec<String>,
+    /// Additions on one architecture only (`[build.arch.aarch64]`).
+    #[serde(default)]
+    pub arch: BTreeMap<crate::flags::Arch, ArchSpec>,
     /// Library sources relative to the source root; `{dir}`, `{label}` and instance
     /// vars are expanded; a last component `*.c` takes every C file of that folder.
     #[serde(default)]
@@ -85,6 +162,20 @@ pub struct BuildSpec {
     /// Files that must never be compiled, whatever a pattern matches.
     #[serde(default)]
     pub never_compile: Vec<String>,
+}
+
+/// What one architecture adds to `[build]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchSpec {
+    #[serde(default)]
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub defines: Vec<String>,
+    #[serde(default)]
+    pub libs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -214,6 +305,37 @@ pub struct Instance {
     /// Flags beyond the common ones; shown in every output line of this instance.
     #[serde(default)]
     pub extra_flags: Vec<String>,
+    /// This instance's own sources, after `[build] sources`.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// This instance's own defines, after `[build] defines`.
+    #[serde(default)]
+    pub defines: Vec<String>,
+    #[serde(default)]
+    pub never_compile: Vec<String>,
+    /// Records the KAT driver replays (the submitted file may hold more or fewer).
+    #[serde(default = "default_records")]
+    pub kat_records: u32,
+    /// This instance's KAT time limit in seconds, unless `--timeout` is given.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// This instance's KAT output cap in MiB, unless `--output-cap-mib` is given.
+    #[serde(default)]
+    pub output_cap_mib: Option<u64>,
+    /// Very slow: `campaign --defer` runs it after every other instance.
+    #[serde(default)]
+    pub slow: bool,
+    /// A documented KAT failure (with its cause): shown as a footnote beside the status
+    /// observed, and not counted as a finding of the run.
+    #[serde(default)]
+    pub known_issue: Option<String>,
+}
+
+/// The official KAT schedule's record count.
+pub const KAT_RECORDS: u32 = 10;
+
+fn default_records() -> u32 {
+    KAT_RECORDS
 }
 
 impl Submission {
@@ -325,10 +447,43 @@ impl Submission {
                 }
             }
         }
+        self.validate_build(text)?;
         self.validate_profile(text)?;
         let (SourceSpec::Archive { root, .. } | SourceSpec::Crate { subdir: root, .. }) = &self.source;
         if !root.is_empty() {
             check_rel_path(root).map_err(|why| invalid(root, format!("source folder {root:?} {why}")))?;
+        }
+        Ok(())
+    }
+
+    /// Libraries, ICCS files, flag sets and per-instance limits: known values only.
+    fn validate_build(&self, text: &str) -> Result<()> {
+        let b = &self.build;
+        if b.flags.is_some() && b.flag_set.is_some() {
+            bail!("{}: [build] has both `flags` and `flag_set`: pick one", self.path);
+        }
+        let libs = b.libs.iter().chain(b.arch.values().flat_map(|a| &a.libs));
+        for lib in libs {
+            if !LINK_LIBRARIES.contains(&lib.as_str()) {
+                bail!(
+                    "{}: link library {lib:?} is not one the pinned images provide ({})",
+                    locate(&self.path, text, lib),
+                    LINK_LIBRARIES.join(", ")
+                );
+            }
+        }
+        for f in &b.iccs {
+            if !ICCS_FILES.contains(&f.as_str()) {
+                bail!("{}: iccs file {f:?} is not one of {}", locate(&self.path, text, f), ICCS_FILES.join(", "));
+            }
+        }
+        if !b.iccs.is_empty() && b.cmake.is_some() {
+            bail!("{}: `iccs` needs the cc recipe", self.path);
+        }
+        for inst in &self.instances {
+            if inst.kat_records == 0 || inst.timeout == Some(0) || inst.output_cap_mib == Some(0) {
+                bail!("{}: instance {}: kat_records, timeout and output_cap_mib must be positive", self.path, inst.label);
+            }
         }
         Ok(())
     }
@@ -359,9 +514,13 @@ impl Submission {
     fn paths<'a>(&'a self, inst: &'a Instance) -> Vec<(&'static str, &'a str)> {
         let mut v: Vec<(&'static str, &'a str)> = vec![("dir", inst.dir.as_str())];
         let b = &self.build;
-        v.extend(b.sources.iter().map(|p| ("build.sources", p.as_str())));
+        v.extend(b.sources.iter().chain(&inst.sources).map(|p| ("build.sources", p.as_str())));
         v.extend(b.include.iter().map(|p| ("build.include", p.as_str())));
-        v.extend(b.never_compile.iter().map(|p| ("build.never_compile", p.as_str())));
+        v.extend(b.never_compile.iter().chain(&inst.never_compile).map(|p| ("build.never_compile", p.as_str())));
+        for spec in b.arch.values() {
+            v.extend(spec.sources.iter().map(|p| ("build.arch.sources", p.as_str())));
+            v.extend(spec.include.iter().map(|p| ("build.arch.include", p.as_str())));
+        }
         v.extend(self.kat.program.iter().map(|p| ("kat.program", p.as_str())));
         v.extend(self.kat.include.iter().map(|p| ("kat.include", p.as_str())));
         v.extend(self.kat.api_header.iter().map(|p| ("kat.api_header", p.as_str())));
@@ -373,13 +532,16 @@ impl Submission {
     pub fn flags(&self) -> Vec<String> {
         match &self.build.flags {
             Some(f) => f.clone(),
-            None => GUIDE_FLAGS.iter().map(std::string::ToString::to_string).collect(),
+            None => self.build.flag_set.unwrap_or_default().flags().iter().map(|f| (*f).to_owned()).collect(),
         }
     }
 
     /// Which named flag set an instance is built with, for the output tables.
     pub fn flag_set(&self, inst: &Instance) -> String {
-        let base = if self.build.flags.is_none() { "guide" } else { "manifest" };
+        let base = match (&self.build.flags, self.build.flag_set) {
+            (Some(_), _) => "manifest",
+            (None, set) => set.unwrap_or_default().name(),
+        };
         if inst.extra_flags.is_empty() {
             base.to_owned()
         } else {
@@ -458,6 +620,11 @@ fn locate(path: &camino::Utf8Path, text: &str, needle: &str) -> String {
 }
 
 impl Instance {
+    /// An instance with this label and every other field at its default.
+    pub fn named(label: &str) -> Instance {
+        toml::from_str(&format!("label = {label:?}\ndir = \".\"")).expect("a plain instance parses")
+    }
+
     /// Expand `{dir}`, `{label}` and the instance's vars.
     pub fn expand(&self, pattern: &str) -> String {
         let mut s = pattern.replace("{dir}", &self.dir).replace("{label}", &self.label);
@@ -557,7 +724,7 @@ mod tests {
             label: "L-1".into(),
             dir: "a/b".into(),
             vars: [("ns".to_owned(), "NS1".to_owned())].into(),
-            extra_flags: vec![],
+            ..Instance::named("L-1")
         };
         assert_eq!(inst.expand("{dir}/x_{label}.c -D{ns}"), "a/b/x_L-1.c -DNS1");
     }
