@@ -187,9 +187,10 @@ pub struct Inputs {
     #[arg(long, default_value = "4g", value_parser = memory)]
     pub memory: String,
     /// Most output kept of one sandboxed command, in MiB; more gives OUTPUTLIMIT. Also
-    /// the largest file a build may write.
-    #[arg(long, default_value_t = 256, value_name = "MIB")]
-    pub output_cap_mib: u64,
+    /// the largest file a build may write. Default: 256, or an instance's
+    /// `output_cap_mib` for its KAT run.
+    #[arg(long, value_name = "MIB")]
+    pub output_cap_mib: Option<u64>,
     /// Most a build may write into its folder, in MiB (and at most 100000 files).
     #[arg(long, default_value_t = 4096, value_name = "MIB")]
     pub build_disk_mib: u64,
@@ -219,7 +220,7 @@ impl Inputs {
             rebuild: false,
             build_timeout: 1800,
             memory: "4g".into(),
-            output_cap_mib: 256,
+            output_cap_mib: None,
             build_disk_mib: 4096,
             max_extract_mib: 4096,
             max_entries: 100_000,
@@ -235,9 +236,10 @@ pub struct Verify {
     /// Alternative KAT manifest instead of kat/<id>/kat.sha256.
     #[arg(long)]
     pub kat_manifest: Option<Utf8PathBuf>,
-    /// Wall-time limit of one KAT run, in seconds (the tool's own clock).
-    #[arg(long, default_value_t = KAT_TIMEOUT_SECS, value_name = "SECS")]
-    pub timeout: u64,
+    /// Wall-time limit of one KAT run, in seconds (the tool's own clock). Default: 600,
+    /// or an instance's `timeout` from its manifest.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
     /// Keep the current results of instances that already have one (same build, same
     /// KAT manifest, same toolchain and source) and run only the others.
     #[arg(long)]
@@ -317,9 +319,10 @@ pub struct Campaign {
     /// Trials per operation, each in its own process (reference: 5).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: Option<u32>,
-    /// Wall-time limit of one KAT run, in seconds.
-    #[arg(long, default_value_t = KAT_TIMEOUT_SECS, value_name = "SECS")]
-    pub timeout: u64,
+    /// Wall-time limit of one KAT run, in seconds. Default: 600, or an instance's
+    /// `timeout` from its manifest.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
     /// Memory limit of every sandboxed command (engine syntax, e.g. 512m, 4g).
     #[arg(long, default_value = "4g", value_parser = memory)]
     pub memory: String,

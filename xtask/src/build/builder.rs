@@ -27,6 +27,7 @@ use crate::flags::{Arch, Inputs};
 
 /// Most files a build may leave (its folder is listed and digested file by file).
 const MAX_FILES: u64 = 100_000;
+use crate::build::iccs::{self, IccsApi};
 use crate::build::sources::{self, Source};
 use crate::build::submission::{Instance, Submission};
 use crate::container::toolchain::Toolchain;
@@ -149,6 +150,7 @@ pub enum Built {
 }
 
 /// Everything a build of one submission needs, resolved once per run.
+#[derive(Clone, Copy)]
 pub struct BuildCtx<'a> {
     pub sh: &'a Shell,
     pub env: &'a BuildEnv,
@@ -167,7 +169,7 @@ pub fn work_dir(sub: &Submission) -> Utf8PathBuf {
 
 impl BuildCtx<'_> {
     fn places(&self) -> Places {
-        Places::new(self.env.backend, &self.src.root)
+        Places::new(self.env.backend, &self.src.root, self.env.arch)
     }
 
     /// The build key `inst` has now.
@@ -238,9 +240,13 @@ impl BuildCtx<'_> {
         let (inputs, out) = (tmp.join("src"), tmp.join("out"));
         std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
         let mut log = String::new();
+        if self.env.backend == Backend::Host && !self.sub.build.iccs.is_empty() {
+            bail!("{}: the official ICCS files are given to container builds only", self.sub.id);
+        }
         if self.env.backend != Backend::Host {
-            let seen = recipe::inputs(self.sub, inst, self.src)?;
+            let seen = recipe::inputs(self.sub, inst, self.src, self.env.arch)?;
             copy_inputs(&self.src.root, &seen.files, &inputs)?;
+            self.copy_iccs(&inputs)?;
             for rel in &seen.left_out {
                 log.push_str(&format!("left out of the build's inputs (not a regular file): {rel}\n"));
             }
@@ -281,6 +287,18 @@ impl BuildCtx<'_> {
         }
         crate::evidence::schema::write(&tmp.join("build.json"), &record)?;
         Ok(Ok(record))
+    }
+
+    /// The official ICCS files a manifest takes, into the build's inputs.
+    fn copy_iccs(&self, inputs: &Utf8Path) -> Result<()> {
+        let Some(api) = self.src.iccs.as_ref().filter(|_| !self.sub.build.iccs.is_empty()) else { return Ok(()) };
+        let dest = inputs.join(recipe::ICCS_DIR);
+        if std::fs::symlink_metadata(&dest).is_ok() {
+            // The tree itself has a folder of that name: its files are not the official ones.
+            bail!("{}: the source tree has a folder {} of its own", self.sub.id, recipe::ICCS_DIR);
+        }
+        let files = api.files()?.into_iter().collect();
+        copy_inputs(&api.dir, &files, &dest)
     }
 
     /// Run one build step in a fresh sandbox that can write only `out`. `Ok(Err(log))`
@@ -631,10 +649,15 @@ impl Inputs {
                 limits,
                 arch,
             };
-            let src = sources::obtain(sh, &sub, &overrides)
+            let mut src = sources::obtain(sh, &sub, &overrides)
                 .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
+            if !sub.build.iccs.is_empty() {
+                let api = IccsApi::obtain(given_for(&self.archive, iccs::ID).as_deref(), limits)
+                    .with_context(|| format!("{} takes {} from the ICCS API package", sub.id, sub.build.iccs.join(", ")))?;
+                src = src.with_iccs(api);
+            }
             for inst in sub.instances.iter().filter(|i| self.selects(i)) {
-                recipe::check(&sub, inst, &src)?;
+                recipe::check(&sub, inst, &src, arch)?;
             }
             work.push((sub, src));
         }
@@ -655,7 +678,7 @@ impl Inputs {
                         g.path
                     ))
                 }
-                Some(id) if !ids.contains(id) => {
+                Some(id) if !ids.contains(id) && id != iccs::ID => {
                     return crate::ui::usage(format!(
                         "--archive/--source-dir name {id}, which is not selected (selected: {})",
                         ids.join(" ")
@@ -678,6 +701,7 @@ impl Inputs {
             .iter()
             .filter(|s| given_for(&self.source_dir, &s.id).is_none())
             .filter_map(|s| sources::missing_archive(s, given_for(&self.archive, &s.id).as_deref()))
+            .chain(self.missing_iccs(subs))
             .map(|m| format!("  - {m}"))
             .collect();
         if missing.is_empty() {
@@ -689,6 +713,17 @@ impl Inputs {
             missing.join("\n"),
             sources::SUPPLY_ARCHIVES
         ))
+    }
+
+    /// The ICCS API package, when a selected manifest takes its files and it is missing.
+    fn missing_iccs(&self, subs: &[Submission]) -> Option<String> {
+        let users: Vec<&str> = subs.iter().filter(|s| !s.build.iccs.is_empty()).map(|s| s.id.as_str()).collect();
+        if users.is_empty() {
+            return None;
+        }
+        let pin = iccs::Pin::load().ok()?;
+        let why = pin.missing(given_for(&self.archive, iccs::ID).as_deref())?;
+        Some(format!("{} need(s) {why}", users.join(", ")))
     }
 
     /// `--source-dir` is a folder and `--out` can be written, before any work starts.
@@ -714,6 +749,24 @@ impl Inputs {
 
     /// The sandbox limits these flags ask for.
     pub fn limits(&self) -> Limits {
-        Limits { memory: self.memory.clone(), output_cap_bytes: self.output_cap_mib << 20, ..Limits::default() }
+        let cap = self.output_cap_mib.unwrap_or(DEFAULT_OUTPUT_CAP_MIB);
+        Limits { memory: self.memory.clone(), output_cap_bytes: cap << 20, ..Limits::default() }
+    }
+
+    /// The limits of one instance's KAT run: its manifest's output cap unless the
+    /// command line gives one.
+    pub fn limits_for(&self, inst: &Instance) -> Limits {
+        let cap = self.output_cap_mib.or(inst.output_cap_mib).unwrap_or(DEFAULT_OUTPUT_CAP_MIB);
+        Limits { output_cap_bytes: cap << 20, ..self.limits() }
+    }
+}
+
+/// Most output kept of one sandboxed command, in MiB, unless a flag or manifest says.
+pub const DEFAULT_OUTPUT_CAP_MIB: u64 = 256;
+
+impl Inputs {
+    /// One instance's KAT time limit: `--timeout`, else its manifest's, else 600 s.
+    pub fn kat_timeout(flag: Option<u64>, inst: &Instance) -> u64 {
+        flag.or(inst.timeout).unwrap_or(crate::flags::KAT_TIMEOUT_SECS)
     }
 }

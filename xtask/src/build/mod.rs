@@ -2,6 +2,7 @@
 //! command lines), builds in the sandbox and the build cache.
 
 pub mod builder;
+pub mod iccs;
 pub mod recipe;
 pub mod sources;
 pub mod submission;

@@ -6,9 +6,10 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::build::sources::Source;
-use crate::build::submission::{CmakeSpec, Instance, Lengths, Submission};
+use crate::build::submission::{ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
 use crate::container::engine::Backend;
 use crate::family::{Corroboration, Driver, Family};
+use crate::flags::Arch;
 use crate::project;
 
 /// Mount points inside the sandbox. Build steps run in BUILD (their own fresh folder);
@@ -45,18 +46,24 @@ pub struct Plan {
 pub struct Places {
     pub src: Utf8PathBuf,
     pub drivers: Utf8PathBuf,
+    /// The architecture built for: `[build.arch.*]` additions follow it.
+    pub arch: Arch,
 }
+
+/// Folder of the build's inputs that holds the official ICCS API files (a name no
+/// manifest path can take: manifests name no hidden `.ngcc-` folder of their own).
+pub const ICCS_DIR: &str = ".ngcc-iccs";
 
 impl Places {
     /// Where every container build sees them.
-    pub fn container() -> Places {
-        Places { src: SRC.into(), drivers: DRIVERS.into() }
+    pub fn container(arch: Arch) -> Places {
+        Places { src: SRC.into(), drivers: DRIVERS.into(), arch }
     }
 
-    pub fn new(backend: Backend, src_root: &Utf8Path) -> Places {
+    pub fn new(backend: Backend, src_root: &Utf8Path, arch: Arch) -> Places {
         match backend {
-            Backend::Container(_) => Places::container(),
-            Backend::Host => Places { src: src_root.to_owned(), drivers: project::drivers_dir() },
+            Backend::Container(_) => Places::container(arch),
+            Backend::Host => Places { src: src_root.to_owned(), drivers: project::drivers_dir(), arch },
         }
     }
 
@@ -75,8 +82,29 @@ impl Places {
 
 /// Check that `inst` can be planned from this tree (sources, headers, `never_compile`),
 /// before any engine or image work.
-pub fn check(sub: &Submission, inst: &Instance, src: &Source) -> Result<()> {
-    plan(sub, inst, src, &Places::container()).map(drop)
+pub fn check(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<()> {
+    plan(sub, inst, src, &Places::container(arch)).map(drop)
+}
+
+/// What `[build]`, the instance and its architecture's table add up to.
+struct Parts<'a> {
+    sources: Vec<&'a String>,
+    include: Vec<&'a String>,
+    defines: Vec<&'a String>,
+    libs: Vec<&'a String>,
+}
+
+impl<'a> Parts<'a> {
+    fn of(sub: &'a Submission, inst: &'a Instance, arch: Arch) -> Parts<'a> {
+        let (b, a) = (&sub.build, sub.build.arch.get(&arch));
+        let extra = |f: fn(&'a ArchSpec) -> &'a Vec<String>| a.into_iter().flat_map(f);
+        Parts {
+            sources: b.sources.iter().chain(&inst.sources).chain(extra(|a| &a.sources)).collect(),
+            include: b.include.iter().chain(extra(|a| &a.include)).collect(),
+            defines: b.defines.iter().chain(&inst.defines).chain(extra(|a| &a.defines)).collect(),
+            libs: b.libs.iter().chain(extra(|a| &a.libs)).collect(),
+        }
+    }
 }
 
 /// Plan for building `inst`: pure, from the manifest, the host tree (to expand
@@ -88,10 +116,11 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
         return Ok(cmake_plan(sub, inst, cmake, flags, places));
     }
     let src_path = |rel: &str| places.src(rel);
+    let parts = Parts::of(sub, inst, places.arch);
 
     let never = never_compile(sub, inst, src)?;
     let mut lib_sources = Vec::new();
-    for pattern in &sub.build.sources {
+    for pattern in &parts.sources {
         for rel in resolve(&src.root, &inst.expand(pattern))? {
             if !never.contains(&rel) {
                 lib_sources.push(src_path(&rel));
@@ -101,8 +130,13 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     if lib_sources.is_empty() {
         bail!("instance {}: the source patterns match no file", inst.label);
     }
-    let includes: Vec<String> = sub.build.include.iter().map(|i| format!("-I{}", src_path(&inst.expand(i)))).collect();
-    let defines: Vec<String> = sub.build.defines.iter().map(|d| format!("-D{}", inst.expand(d))).collect();
+    lib_sources.extend(iccs_sources(sub, src)?.iter().map(|rel| src_path(rel)));
+    let mut includes: Vec<String> = parts.include.iter().map(|i| format!("-I{}", src_path(&inst.expand(i)))).collect();
+    if !sub.build.iccs.is_empty() {
+        // Last, as the harness's `-Iapi`: the tree's own headers come first.
+        includes.push(format!("-I{}", src_path(ICCS_DIR)));
+    }
+    let defines: Vec<String> = parts.defines.iter().map(|d| format!("-D{}", inst.expand(d))).collect();
 
     let mut lib = vec!["gcc".to_owned()];
     lib.extend(flags.iter().cloned());
@@ -110,6 +144,7 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     lib.extend(includes.iter().cloned());
     lib.extend(defines.iter().cloned());
     lib.extend(lib_sources);
+    lib.extend(parts.libs.iter().map(|l| format!("-l{l}")));
     lib.extend(["-o".into(), LIBRARY.into()]);
 
     let mut prog = vec!["gcc".to_owned()];
@@ -120,6 +155,9 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     prog.extend(defines);
     if sub.kat.lengths == Lengths::Reset {
         prog.push("-DNGCC_KAT_RESET_LENGTHS=1".into());
+    }
+    if inst.kat_records != KAT_RECORDS {
+        prog.push(format!("-DNGCC_KAT_RECORDS={}", inst.kat_records));
     }
     if let Some(h) = &sub.kat.api_header {
         prog.extend(force_include(inst, src, places, h)?);
@@ -191,7 +229,7 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
 /// entry that matches nothing protects nothing (a moved demo would be compiled).
 fn never_compile(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<String>> {
     let mut never = Vec::new();
-    for entry in &sub.build.never_compile {
+    for entry in sub.build.never_compile.iter().chain(&inst.never_compile) {
         let rel = inst.expand(entry);
         if !src.root.join(&rel).is_file() {
             bail!(
@@ -252,8 +290,9 @@ fn adapter_step(
     argv.extend(flags.iter().cloned());
     // Force-included headers come before the driver's own #define.
     argv.push("-D_GNU_SOURCE".into());
-    argv.extend(sub.build.include.iter().map(|i| format!("-I{}", places.src(&inst.expand(i)))));
-    argv.extend(sub.build.defines.iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
+    let parts = Parts::of(sub, inst, places.arch);
+    argv.extend(parts.include.iter().map(|i| format!("-I{}", places.src(&inst.expand(i)))));
+    argv.extend(parts.defines.into_iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
     argv.extend(force_include(inst, src, places, &spec.header)?);
     // Every driver of a family reaches the API through the family's adapter.
     let prefix = sub.family()?.adapter_prefix;
@@ -308,13 +347,13 @@ fn program_path(places: &Places, p: &str) -> String {
 
 /// Expand one source pattern against the host tree (sorted, relative paths).
 fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
-    if let Some(dir) = pattern.strip_suffix("/*.c") {
+    if let Some((dir, ext)) = glob(pattern) {
         let mut files: Vec<String> = root
             .join(dir)
             .read_dir_utf8()
             .with_context(|| format!("source folder {dir} not found in {root}"))?
             .filter_map(std::result::Result::ok)
-            .filter(|e| e.file_name().ends_with(".c") && e.path().is_file())
+            .filter(|e| e.file_name().ends_with(ext) && e.file_type().is_ok_and(|t| t.is_file()))
             .map(|e| format!("{dir}/{}", e.file_name()))
             .collect();
         files.sort();
@@ -326,6 +365,22 @@ fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
     Ok(vec![pattern.to_owned()])
 }
 
+/// A folder pattern: `<dir>/*.c` or `<dir>/*.S` (the folder and the file suffix).
+pub fn glob(pattern: &str) -> Option<(&str, &'static str)> {
+    [".c", ".S"].into_iter().find_map(|ext| pattern.strip_suffix(&format!("/*{ext}")).map(|dir| (dir, ext)))
+}
+
+/// The official ICCS API files `sub` takes, where the build's inputs hold them.
+fn iccs_sources(sub: &Submission, src: &Source) -> Result<Vec<String>> {
+    if sub.build.iccs.is_empty() {
+        return Ok(vec![]);
+    }
+    if src.iccs.is_none() {
+        bail!("{}: [build] iccs needs the ICCS API package: {}", sub.id, crate::build::iccs::SUPPLY);
+    }
+    Ok(sub.build.iccs.iter().map(|f| format!("{ICCS_DIR}/{f}")).collect())
+}
+
 /// Extensions of the files a C build compiles or reads through `#include`.
 const CODE: &[&str] = &["c", "h", "inc", "S", "s", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "ipp", "tcc", "def"];
 /// Extensions of KAT request and response files, which no build may see.
@@ -335,18 +390,18 @@ const KAT_DATA: &[&str] = &["rsp", "req", "kat"];
 /// compiles or force-includes and the code files of every folder it compiles from or
 /// includes; the cmake recipe, every file. Never KAT files: a build that could read the
 /// published KAT text could print it instead of computing it.
-pub fn inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<Inputs> {
+pub fn inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<Inputs> {
     let code = |rel: &str| sub.build.cmake.is_some() || has_extension(rel, CODE);
     let kat_data = kat_files(sub, inst);
     let mut files = std::collections::BTreeSet::new();
     let mut left_out = std::collections::BTreeSet::new();
     let mut folders = Vec::new();
-    for rel in named_inputs(sub, inst, src)? {
+    for rel in named_inputs(sub, inst, src, arch)? {
         folders.push(Utf8Path::new(&rel).parent().map(Utf8Path::to_string).unwrap_or_default());
         let regular = std::fs::symlink_metadata(src.root.join(&rel)).is_ok_and(|m| m.is_file());
         if regular { &mut files } else { &mut left_out }.insert(rel);
     }
-    folders.extend(sub.build.include.iter().chain(&sub.kat.include).map(|i| inst.expand(i)));
+    folders.extend(Parts::of(sub, inst, arch).include.into_iter().chain(&sub.kat.include).map(|i| inst.expand(i)));
     if sub.build.cmake.is_some() {
         folders.push(String::new());
     }
@@ -375,10 +430,10 @@ pub struct Inputs {
 
 /// The files a manifest names for `inst`: compiled sources, KAT program sources of the
 /// tree, the API and timing headers.
-fn named_inputs(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<String>> {
+fn named_inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<Vec<String>> {
     let mut named = Vec::new();
     if sub.build.cmake.is_none() {
-        for pattern in &sub.build.sources {
+        for pattern in Parts::of(sub, inst, arch).sources {
             named.extend(resolve(&src.root, &inst.expand(pattern))?);
         }
     }
@@ -459,7 +514,7 @@ extra_flags = ["-DX=1"]
     #[test]
     fn a_plan_is_the_manifest_expanded_against_the_tree() {
         let (_t, sub, src) = fixture();
-        let p = plan(&sub, &sub.instances[0], &src, &Places::container()).unwrap();
+        let p = plan(&sub, &sub.instances[0], &src, &Places::container(Arch::host())).unwrap();
         let lib = &p.steps[0].argv;
         assert_eq!(p.flags, ["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2", "-DX=1"]);
         assert_eq!(p.flag_set, "guide + -DX=1");
@@ -481,7 +536,7 @@ extra_flags = ["-DX=1"]
     #[test]
     fn plans_name_no_output_folder_and_keys_follow_every_input() {
         let (_t, sub, src) = fixture();
-        let p = plan(&sub, &sub.instances[0], &src, &Places::container()).unwrap();
+        let p = plan(&sub, &sub.instances[0], &src, &Places::container(Arch::host())).unwrap();
         let text = serde_json::to_string(&p).unwrap();
         assert!(!text.contains("/build") && !text.contains("ngcc-repro"), "{text}");
         let key = |plan: &Plan, compilers: &str, patches: &[PatchRecord]| {
@@ -501,7 +556,7 @@ extra_flags = ["-DX=1"]
         flags.steps[0].argv.push("-O3".into());
         assert_ne!(k, key(&flags, "image 1", &[]));
         // The host sees the same plan with host paths.
-        let host = plan(&sub, &sub.instances[0], &src, &Places::new(Backend::Host, &src.root)).unwrap();
+        let host = plan(&sub, &sub.instances[0], &src, &Places::new(Backend::Host, &src.root, Arch::host())).unwrap();
         assert!(host.steps[0].argv.contains(&format!("{}/i1/a.c", src.root)));
     }
 

@@ -72,11 +72,21 @@ pub struct Source {
     pub patches: Vec<PatchRecord>,
     /// Digest → path of every regular file of the tree, made when first asked.
     pub shipped: std::sync::OnceLock<std::collections::HashMap<String, Utf8PathBuf>>,
+    /// The checked ICCS API package, for manifests that take its official files.
+    pub iccs: Option<crate::build::iccs::IccsApi>,
 }
 
 impl Source {
     pub fn new(root: Utf8PathBuf, provenance: Provenance, patches: Vec<PatchRecord>) -> Source {
-        Source { root, provenance, patches, shipped: Default::default() }
+        Source { root, provenance, patches, shipped: Default::default(), iccs: None }
+    }
+
+    /// Take the official ICCS files from `api`: listed beside the patches, in every record
+    /// and build key.
+    pub fn with_iccs(mut self, api: crate::build::iccs::IccsApi) -> Source {
+        self.patches.extend(api.records.iter().cloned());
+        self.iccs = Some(api);
+        self
     }
 
     /// The shipped file with this SHA-256, if any: a build output equal to one was not

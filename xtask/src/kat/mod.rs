@@ -77,6 +77,16 @@ impl Manifest {
             if e.file != want {
                 bail!("{}: the KAT file of {} is {want:?} ([kat] file of {}), not {:?}", at(), e.label, sub.id, e.file);
             }
+            // A digest of more records than the driver prints could never match.
+            if let Some(n) = e.records.filter(|n| *n > inst.kat_records as usize) {
+                bail!(
+                    "{}: the digest of {} covers {n} records, but the instance replays {} (set kat_records = {n} in {})",
+                    at(),
+                    e.label,
+                    inst.kat_records,
+                    sub.path
+                );
+            }
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ pub use crate::evidence::schema::Status;
 use crate::evidence::schema::{self, Check, InstanceResult, ResultRow, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
 use crate::family::{CheckCtx, Family};
-use crate::flags::Verify;
+use crate::flags::{Inputs, Verify};
 use crate::kat::{self, Canonical, Manifest};
 use crate::project;
 use crate::sha::Sha256Hex;
@@ -92,12 +92,14 @@ impl Summary {
 }
 
 /// What one submission's verify works with.
+#[derive(Clone)]
 struct Ctx<'a> {
-    verify: &'a Verify,
     build: BuildCtx<'a>,
     layout: &'a Layout,
     manifest: &'a Manifest,
     harness_commit: String,
+    /// The KAT time limit of the instance at hand.
+    timeout: Duration,
 }
 
 impl Verify {
@@ -182,18 +184,18 @@ impl Verify {
             kat_manifest: project::relative(&manifest.path),
             kat_manifest_sha256: project::sha256_file(&manifest.path)?,
             limits: sb.limits.clone(),
-            kat_timeout_secs: self.timeout,
+            kat_timeout_secs: self.timeout.unwrap_or(crate::flags::KAT_TIMEOUT_SECS),
             build_timeout_secs: self.inputs.build_timeout,
             instances: Vec::new(),
         };
         self.keep_earlier(layout, sub, &mut summary);
         let family = sub.family()?;
         let ctx = Ctx {
-            verify: self,
             build: BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs },
             layout,
             manifest,
             harness_commit: summary.harness_commit.clone(),
+            timeout: Duration::ZERO,
         };
         let mut took = Vec::new();
         for inst in instances {
@@ -205,6 +207,10 @@ impl Verify {
             }
             let estimate = (!took.is_empty()).then(|| took.iter().sum::<Duration>() / took.len() as u32);
             let live = crate::ui::progress(format!("{} {}", sub.id, inst.label), estimate);
+            // An instance's own limits (manifest) apply unless the command line sets them.
+            let sb = env.sandbox(self.inputs.limits_for(inst));
+            let timeout = Duration::from_secs(Inputs::kat_timeout(self.timeout, inst));
+            let ctx = Ctx { build: BuildCtx { sb: &sb, ..ctx.build }, timeout, ..ctx.clone() };
             let r = ctx.verify_instance(inst)?;
             took.push(live.elapsed());
             drop(live);
@@ -360,7 +366,7 @@ impl Ctx<'_> {
         mut r: InstanceResult,
     ) -> Result<InstanceResult> {
         let (sub, layout, plan) = (self.build.sub, self.layout, &build.record.plan);
-        let timeout = Duration::from_secs(self.verify.timeout);
+        let timeout = self.timeout;
         let job = build.run_job(self.build.env.backend, &plan.run, timeout);
         let log_path = layout.kat_log(&sub.id, &inst.label);
         let mut tee = Tee {
@@ -431,7 +437,7 @@ impl Ctx<'_> {
             return Ok(());
         };
         let ctx =
-            CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout: Duration::from_secs(self.verify.timeout) };
+            CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout: self.timeout };
         let result = (check.run)(&ctx)?;
         if !result.holds() && check.failure_is_mismatch {
             r.status = Status::Mismatch;
@@ -445,7 +451,7 @@ impl Ctx<'_> {
     }
 
     fn check_ctx<'b>(&'b self, build: &'b Build) -> CheckCtx<'b> {
-        let timeout = Duration::from_secs(self.verify.timeout);
+        let timeout = self.timeout;
         CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout }
     }
 
@@ -453,7 +459,7 @@ impl Ctx<'_> {
     fn describe(&self, outcome: Outcome, stderr: &str) -> String {
         let limits = &self.build.sb.limits;
         let what = match outcome {
-            Outcome::TimedOut => format!("timed out after {} s (the harness's clock)", self.verify.timeout),
+            Outcome::TimedOut => format!("timed out after {} s (the harness's clock)", self.timeout.as_secs()),
             Outcome::OutOfMemory => format!("was killed: out of memory (limit {})", limits.memory),
             // Some engines cannot see an OOM kill (podman nested in a container writes no
             // `oom` file): say so rather than guess.
