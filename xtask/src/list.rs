@@ -7,6 +7,24 @@ use crate::build::submission::{SourceSpec, Submission};
 use crate::container::toolchain::Toolchain;
 use crate::flags::List;
 
+/// How many instances `kat.sha256` gives a digest for.
+fn digests(s: &Submission) -> String {
+    match crate::kat::Manifest::load(&s.kat_manifest_path()) {
+        Ok(m) => {
+            let known = s.instances.iter().filter(|i| m.entry(&i.label).is_some()).count();
+            format!("{known} of {} instances", s.instances.len())
+        }
+        Err(e) => format!("none ({e:#})"),
+    }
+}
+
+fn verified(s: &Submission) -> String {
+    match &s.verified {
+        Some(how) => format!("verified on the real source: {how}"),
+        None => "never verified on the real archive here (written from published facts)".into(),
+    }
+}
+
 impl List {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         let subs = Submission::ids()?.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
@@ -20,17 +38,21 @@ impl List {
             crate::ui::emit(&Listing { submissions: &subs, toolchains: &tcs })?;
             return Ok(());
         }
-        crate::say!("Submissions:");
+        let count = |f: crate::family::FamilyId| subs.iter().filter(|s| s.family == f).count();
+        let families: Vec<String> =
+            crate::family::FamilyId::ALL.iter().map(|f| format!("{} {f}", count(*f))).collect();
+        crate::say!("Submissions ({}: {}):", subs.len(), families.join(", "));
         for s in &subs {
             let source = match &s.source {
-                SourceSpec::Crate { name, version, .. } => format!("crate {name} {version}"),
-                SourceSpec::Archive { file, sha256, .. } => {
-                    format!("archive {file} (sha256 {}…)", sha256.short())
+                SourceSpec::Crate { name, version, .. } => format!("crate {name} {version} (pinned by the lock file)"),
+                SourceSpec::Archive { file, bytes, sha256, .. } => {
+                    format!("archive {file}, {bytes} bytes, pinned sha256 {}…", sha256.short())
                 }
             };
             crate::say!("  {:<16} {} ({}) — {source}", s.id, s.name, s.family);
             let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
-            crate::say!("  {:<16} instances: {}", "", labels.join(", "));
+            crate::say!("  {:<16} {} instances: {}", "", labels.len(), labels.join(", "));
+            crate::say!("  {:<16} KAT digests: {}; {}", "", digests(s), verified(s));
         }
         crate::say!("Toolchains:");
         for t in &tcs {

@@ -85,6 +85,10 @@ pub struct Submission {
     /// `kem` (the default), `sig`, `hash` or `kex`: what the drivers and pages are.
     #[serde(default)]
     pub family: crate::family::FamilyId,
+    /// Where and how the tool has verified this manifest on the real source; none: a
+    /// manifest written from published facts, never built here on the real archive.
+    #[serde(default)]
+    pub verified: Option<String>,
     pub source: SourceSpec,
     pub build: BuildSpec,
     pub kat: KatSpec,

@@ -276,6 +276,10 @@ pub struct InstanceResult {
     /// them: `kat.lengths` of the manifest).
     pub lengths: Option<Lengths>,
     pub message: Option<String>,
+    /// The manifest's documented cause, when the status is the known KAT failure it
+    /// documents (MISMATCH or NOKAT); never set on another status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_issue: Option<String>,
     pub finished: String,
     pub harness_commit: String,
 }

@@ -24,6 +24,10 @@ pub enum FamilyId {
     Kex,
 }
 
+impl FamilyId {
+    pub const ALL: [FamilyId; 4] = [FamilyId::Kem, FamilyId::Sig, FamilyId::Hash, FamilyId::Kex];
+}
+
 /// A harness driver: its source in `drivers/` and the program built from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Driver {

@@ -135,7 +135,7 @@ impl Verify {
             let manifest = Manifest::load(&self.kat_path(sub))?;
             let summary = self.verify_submission(sh, ctx, (sub, src), &manifest)?;
             let selected = summary.instances.iter().filter(|i| self.inputs.selects_label(&i.label));
-            let bad = selected.filter(|i| !i.clean()).count();
+            let bad = selected.filter(|i| i.finding()).count();
             if bad > 0 {
                 failed.push(format!("{}: {bad} of {}", sub.id, summary.instances.len()));
             }
@@ -211,7 +211,7 @@ impl Verify {
             let sb = env.sandbox(self.inputs.limits_for(inst));
             let timeout = Duration::from_secs(Inputs::kat_timeout(self.timeout, inst));
             let ctx = Ctx { build: BuildCtx { sb: &sb, ..ctx.build }, timeout, ..ctx.clone() };
-            let r = ctx.verify_instance(inst)?;
+            let r = ctx.verify_instance(inst)?.known(inst);
             took.push(live.elapsed());
             drop(live);
             print_row(&sub.id, &r, (&tc, family), if r.build_reused { " (build reused)" } else { "" });
@@ -268,6 +268,9 @@ fn print_row(id: &str, r: &InstanceResult, (tc, family): (&ToolchainRecord, &Fam
         median_ns_per_op: None,
         origin: if note.contains("kept") { "kept" } else { "new" }.into(),
     });
+    if let Some(why) = &r.known_issue {
+        crate::say!("      known issue (documented in the manifest, not counted as a finding): {why}");
+    }
     let lines = r.message.iter().chain(failed_check.map(|c| &c.detail));
     for line in lines.flat_map(|m| m.lines()) {
         crate::say!("      {line}");
@@ -279,6 +282,17 @@ impl InstanceResult {
     pub fn clean(&self) -> bool {
         self.status == Status::Pass && self.check.as_ref().is_none_or(Check::holds)
     }
+
+    /// Not clean, and not the documented known failure: what fails a run.
+    pub fn finding(&self) -> bool {
+        !self.clean() && self.known_issue.is_none()
+    }
+}
+
+/// The statuses a manifest's `known_issue` can document: KAT failures, never a build
+/// or a run that did not finish.
+fn known(status: Status, inst: &Instance) -> Option<String> {
+    matches!(status, Status::Mismatch | Status::Nokat).then(|| inst.known_issue.clone()).flatten()
 }
 
 impl Ctx<'_> {
@@ -323,6 +337,7 @@ impl Ctx<'_> {
             check: None,
             lengths: family.kat_lengths.then_some(sub.kat.lengths),
             message: None,
+            known_issue: None,
             finished: String::new(),
             harness_commit: self.harness_commit.clone(),
         };
@@ -481,6 +496,12 @@ impl Ctx<'_> {
 impl InstanceResult {
     fn finish(mut self) -> InstanceResult {
         self.finished = project::now_utc();
+        self
+    }
+
+    /// Mark the documented known failure of `inst`, if this status is it.
+    fn known(mut self, inst: &Instance) -> InstanceResult {
+        self.known_issue = known(self.status, inst);
         self
     }
 }
