@@ -39,8 +39,7 @@ impl List {
             return Ok(());
         }
         let count = |f: crate::family::FamilyId| subs.iter().filter(|s| s.family == f).count();
-        let families: Vec<String> =
-            crate::family::FamilyId::ALL.iter().map(|f| format!("{} {f}", count(*f))).collect();
+        let families: Vec<String> = crate::family::FamilyId::ALL.iter().map(|f| format!("{} {f}", count(*f))).collect();
         crate::say!("Submissions ({}: {}):", subs.len(), families.join(", "));
         for s in &subs {
             let source = match &s.source {

@@ -240,13 +240,13 @@ impl BuildCtx<'_> {
         let (inputs, out) = (tmp.join("src"), tmp.join("out"));
         std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
         let mut log = String::new();
-        if self.env.backend == Backend::Host && !self.sub.build.iccs.is_empty() {
+        if self.env.backend == Backend::Host && !self.sub.iccs_files(inst).is_empty() {
             bail!("{}: the official ICCS files are given to container builds only", self.sub.id);
         }
         if self.env.backend != Backend::Host {
             let seen = recipe::inputs(self.sub, inst, self.src, self.env.arch)?;
             copy_inputs(&self.src.root, &seen.files, &inputs)?;
-            self.copy_iccs(&inputs)?;
+            self.copy_iccs(inst, &inputs)?;
             for rel in &seen.left_out {
                 log.push_str(&format!("left out of the build's inputs (not a regular file): {rel}\n"));
             }
@@ -290,8 +290,10 @@ impl BuildCtx<'_> {
     }
 
     /// The official ICCS files a manifest takes, into the build's inputs.
-    fn copy_iccs(&self, inputs: &Utf8Path) -> Result<()> {
-        let Some(api) = self.src.iccs.as_ref().filter(|_| !self.sub.build.iccs.is_empty()) else { return Ok(()) };
+    fn copy_iccs(&self, inst: &Instance, inputs: &Utf8Path) -> Result<()> {
+        let Some(api) = self.src.iccs.as_ref().filter(|_| !self.sub.iccs_files(inst).is_empty()) else {
+            return Ok(());
+        };
         let dest = inputs.join(recipe::ICCS_DIR);
         if std::fs::symlink_metadata(&dest).is_ok() {
             // The tree itself has a folder of that name: its files are not the official ones.
@@ -651,9 +653,9 @@ impl Inputs {
             };
             let mut src = sources::obtain(sh, &sub, &overrides)
                 .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
-            if !sub.build.iccs.is_empty() {
+            if sub.takes_iccs() {
                 let api = IccsApi::obtain(given_for(&self.archive, iccs::ID).as_deref(), limits)
-                    .with_context(|| format!("{} takes {} from the ICCS API package", sub.id, sub.build.iccs.join(", ")))?;
+                    .with_context(|| format!("{} takes files of the ICCS API package", sub.id))?;
                 src = src.with_iccs(api);
             }
             for inst in sub.instances.iter().filter(|i| self.selects(i)) {
@@ -678,7 +680,7 @@ impl Inputs {
                         g.path
                     ))
                 }
-                Some(id) if !ids.contains(id) && id != iccs::ID => {
+                Some(id) if !ids.iter().any(|i| submission_id(i) == id) && id != iccs::ID => {
                     return crate::ui::usage(format!(
                         "--archive/--source-dir name {id}, which is not selected (selected: {})",
                         ids.join(" ")
@@ -714,16 +716,26 @@ impl Inputs {
             sources::SUPPLY_ARCHIVES
         ))
     }
+}
 
+/// The id a selection names: a manifest file's stem, or the id itself.
+fn submission_id(given: &str) -> &str {
+    if given.ends_with(".toml") {
+        return Utf8Path::new(given).file_stem().unwrap_or(given);
+    }
+    given
+}
+
+impl Inputs {
     /// The ICCS API package, when a selected manifest takes its files and it is missing.
     fn missing_iccs(&self, subs: &[Submission]) -> Option<String> {
-        let users: Vec<&str> = subs.iter().filter(|s| !s.build.iccs.is_empty()).map(|s| s.id.as_str()).collect();
+        let users: Vec<&str> = subs.iter().filter(|s| s.takes_iccs()).map(|s| s.id.as_str()).collect();
         if users.is_empty() {
             return None;
         }
         let pin = iccs::Pin::load().ok()?;
         let why = pin.missing(given_for(&self.archive, iccs::ID).as_deref())?;
-        Some(format!("{} need(s) {why}", users.join(", ")))
+        Some(format!("{} need(s) {why} (--archive {}=PATH)", users.join(", "), iccs::ID))
     }
 
     /// `--source-dir` is a folder and `--out` can be written, before any work starts.

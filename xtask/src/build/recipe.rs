@@ -130,9 +130,9 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     if lib_sources.is_empty() {
         bail!("instance {}: the source patterns match no file", inst.label);
     }
-    lib_sources.extend(iccs_sources(sub, src)?.iter().map(|rel| src_path(rel)));
+    lib_sources.extend(iccs_sources(sub, inst, src)?.iter().map(|rel| src_path(rel)));
     let mut includes: Vec<String> = parts.include.iter().map(|i| format!("-I{}", src_path(&inst.expand(i)))).collect();
-    if !sub.build.iccs.is_empty() {
+    if !sub.iccs_files(inst).is_empty() {
         // Last, as the harness's `-Iapi`: the tree's own headers come first.
         includes.push(format!("-I{}", src_path(ICCS_DIR)));
     }
@@ -371,14 +371,15 @@ pub fn glob(pattern: &str) -> Option<(&str, &'static str)> {
 }
 
 /// The official ICCS API files `sub` takes, where the build's inputs hold them.
-fn iccs_sources(sub: &Submission, src: &Source) -> Result<Vec<String>> {
-    if sub.build.iccs.is_empty() {
+fn iccs_sources(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<String>> {
+    let files = sub.iccs_files(inst);
+    if files.is_empty() {
         return Ok(vec![]);
     }
     if src.iccs.is_none() {
         bail!("{}: [build] iccs needs the ICCS API package: {}", sub.id, crate::build::iccs::SUPPLY);
     }
-    Ok(sub.build.iccs.iter().map(|f| format!("{ICCS_DIR}/{f}")).collect())
+    Ok(files.iter().map(|f| format!("{ICCS_DIR}/{f}")).collect())
 }
 
 /// Extensions of the files a C build compiles or reads through `#include`.
@@ -564,11 +565,11 @@ extra_flags = ["-DX=1"]
     fn plans_refuse_what_the_tree_does_not_have() {
         let (_t, sub, src) = fixture();
         std::fs::remove_file(src.root.join("i1/demo.c")).unwrap();
-        let e = format!("{:#}", check(&sub, &sub.instances[0], &src).unwrap_err());
+        let e = format!("{:#}", check(&sub, &sub.instances[0], &src, Arch::host()).unwrap_err());
         assert!(e.contains("never_compile entry \"{dir}/demo.c\"") && e.contains("matches no file"), "{e}");
         std::fs::write(src.root.join("i1/demo.c"), "").unwrap();
         std::fs::remove_file(src.root.join("i1/api.h")).unwrap();
-        assert!(format!("{:#}", check(&sub, &sub.instances[0], &src).unwrap_err()).contains("API header"));
+        assert!(format!("{:#}", check(&sub, &sub.instances[0], &src, Arch::host()).unwrap_err()).contains("API header"));
     }
 
     #[test]
@@ -581,7 +582,7 @@ extra_flags = ["-DX=1"]
             std::fs::write(src.root.join(f), "Count = 0\n").unwrap();
         }
         std::os::unix::fs::symlink("a.c", src.root.join("i1/link.c")).unwrap();
-        let inputs = inputs(&sub, &sub.instances[0], &src).unwrap();
+        let inputs = inputs(&sub, &sub.instances[0], &src, Arch::host()).unwrap();
         assert_eq!(inputs.left_out.into_iter().collect::<Vec<_>>(), ["i1/link.c"]);
         let seen: Vec<String> = inputs.files.into_iter().collect();
         assert_eq!(

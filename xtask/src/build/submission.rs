@@ -317,6 +317,9 @@ pub struct Instance {
     pub defines: Vec<String>,
     #[serde(default)]
     pub never_compile: Vec<String>,
+    /// This instance's own official ICCS files, beside `[build] iccs`.
+    #[serde(default)]
+    pub iccs: Vec<String>,
     /// Records the KAT driver replays (the submitted file may hold more or fewer).
     #[serde(default = "default_records")]
     pub kat_records: u32,
@@ -476,17 +479,21 @@ impl Submission {
                 );
             }
         }
-        for f in &b.iccs {
+        for f in b.iccs.iter().chain(self.instances.iter().flat_map(|i| &i.iccs)) {
             if !ICCS_FILES.contains(&f.as_str()) {
                 bail!("{}: iccs file {f:?} is not one of {}", locate(&self.path, text, f), ICCS_FILES.join(", "));
             }
         }
-        if !b.iccs.is_empty() && b.cmake.is_some() {
+        if self.takes_iccs() && b.cmake.is_some() {
             bail!("{}: `iccs` needs the cc recipe", self.path);
         }
         for inst in &self.instances {
             if inst.kat_records == 0 || inst.timeout == Some(0) || inst.output_cap_mib == Some(0) {
-                bail!("{}: instance {}: kat_records, timeout and output_cap_mib must be positive", self.path, inst.label);
+                bail!(
+                    "{}: instance {}: kat_records, timeout and output_cap_mib must be positive",
+                    self.path,
+                    inst.label
+                );
             }
         }
         Ok(())
@@ -531,6 +538,16 @@ impl Submission {
         v.extend(self.kat.reference.iter().map(|p| ("kat.reference", p.as_str())));
         v.extend(self.bench.iter().map(|b| ("bench.header", b.header.as_str())));
         v
+    }
+
+    /// Whether any instance takes official files from the ICCS API package.
+    pub fn takes_iccs(&self) -> bool {
+        !self.build.iccs.is_empty() || self.instances.iter().any(|i| !i.iccs.is_empty())
+    }
+
+    /// The official ICCS files `inst` takes.
+    pub fn iccs_files<'a>(&'a self, inst: &'a Instance) -> Vec<&'a String> {
+        self.build.iccs.iter().chain(&inst.iccs).collect()
     }
 
     pub fn flags(&self) -> Vec<String> {

@@ -451,8 +451,7 @@ impl Ctx<'_> {
         let Some(check) = self.build.sub.family()?.corroborates(build) else {
             return Ok(());
         };
-        let ctx =
-            CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout: self.timeout };
+        let ctx = CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout: self.timeout };
         let result = (check.run)(&ctx)?;
         if !result.holds() && check.failure_is_mismatch {
             r.status = Status::Mismatch;

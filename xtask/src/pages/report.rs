@@ -255,7 +255,8 @@ fn flag_sets(w: &mut String, k: &Summary) -> Result<()> {
             seen.push((&i.flag_set, &i.flags));
         }
     }
-    let sets: Vec<String> = seen.iter().map(|(name, flags)| format!("{} = `{}`", md(name), md(&flags.join(" ")))).collect();
+    let sets: Vec<String> =
+        seen.iter().map(|(name, flags)| format!("{} = `{}`", md(name), md(&flags.join(" ")))).collect();
     if !sets.is_empty() {
         writeln!(w, "\nBuild flag sets: {}.", sets.join("; "))?;
     }

@@ -71,9 +71,14 @@ pub fn hex(b: &[u8]) -> String {
 
 /// The KAT text of a good fixture instance with `n`-byte objects, as lines.
 pub fn model_lines(n: usize) -> Vec<Vec<String>> {
+    model_records(n, 10)
+}
+
+/// The first `records` records of the driver's schedule for `n`-byte objects.
+pub fn model_records(n: usize, records: usize) -> Vec<Vec<String>> {
     let nonce: Vec<u8> = b"seed".iter().copied().cycle().take(64).collect();
     let mut seeds = Drng::new(&nonce);
-    (0..10)
+    (0..records)
         .map(|count| {
             let seed = seeds.get(64);
             let mut alg = Drng::new(&seed);
