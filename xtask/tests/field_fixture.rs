@@ -244,7 +244,7 @@ fn the_fields_needs_build_and_pass_in_the_container() {
     assert!(entry(&s, "f-100").commands[1].iter().any(|a| a == "-DNGCC_KAT_RECORDS=100"));
     // The page names the known issue as a footnote beside the observed status.
     let report = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["report", "field-kem", "--out", c.out.to_str().unwrap()])
+        .args(["report", c.manifest.to_str().unwrap(), "--out", c.out.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
