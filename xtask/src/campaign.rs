@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::build::builder::RunCtx;
+use crate::build::builder::{submission_id, RunCtx};
 use crate::build::submission::Submission;
 use crate::container::interrupt::Interrupted;
 use crate::evidence::schema::{CampaignReport, CampaignStep, Summary, Survey};
@@ -23,18 +23,45 @@ use crate::{measure::profile, project};
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
     Image,
-    Verify(String),
-    Bench(String),
+    Verify(String, Part),
+    Bench(String, Part),
     Profile(String),
+}
+
+/// Which instances of a submission a step takes: with `--defer`, the `slow` ones come
+/// last, in steps of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    All,
+    Fast,
+    Slow,
+}
+
+impl Part {
+    fn takes(self, inst: &crate::build::submission::Instance) -> bool {
+        match self {
+            Part::All => true,
+            Part::Fast => !inst.slow,
+            Part::Slow => inst.slow,
+        }
+    }
+
+    fn note(self) -> &'static str {
+        match self {
+            Part::All => "",
+            Part::Fast => " (all but the slow instances)",
+            Part::Slow => " (slow instances, deferred)",
+        }
+    }
 }
 
 impl std::fmt::Display for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Step::Image => write!(f, "image"),
-            Step::Verify(id) => write!(f, "verify {id}"),
-            Step::Bench(id) => write!(f, "bench {id}"),
-            Step::Profile(id) => write!(f, "profile {id}"),
+            Step::Verify(id, part) => write!(f, "verify {}{}", submission_id(id), part.note()),
+            Step::Bench(id, part) => write!(f, "bench {}{}", submission_id(id), part.note()),
+            Step::Profile(id) => write!(f, "profile {}", submission_id(id)),
         }
     }
 }
@@ -102,12 +129,27 @@ impl Campaign {
         .with_profile(&ctx.profile)
     }
 
+    /// The inputs of one submission's step over `part` of its instances.
+    fn part_inputs(&self, id: &str, part: Part) -> Result<Inputs> {
+        let mut inputs = self.inputs(Some(id));
+        if part != Part::All {
+            let sub = Submission::load(id)?;
+            inputs.instances = sub.instances.iter().filter(|i| part.takes(i)).map(|i| i.label.clone()).collect();
+        }
+        Ok(inputs)
+    }
+
     /// The inputs of one submission's step (or of none: the image step).
     fn inputs(&self, id: Option<&str>) -> Inputs {
         let ids = id.map(|i| vec![i.to_owned()]).unwrap_or_default();
         let mut inputs = Inputs::for_ids(ids, self.target.clone(), self.out.clone(), self.system.clone());
         let mine = |given: &[Given]| {
-            given.iter().filter(|g| id.is_some() && (g.id.as_deref() == id || g.id.is_none())).cloned().collect()
+            let for_me = |g: &&Given| match (id, g.id.as_deref()) {
+                (None, _) => false,
+                (Some(_), None | Some(crate::build::iccs::ID)) => true,
+                (Some(id), Some(named)) => named == submission_id(id),
+            };
+            given.iter().filter(for_me).cloned().collect()
         };
         inputs.archive = mine(&self.archives);
         inputs.source_dir = mine(&self.source_dirs);
@@ -128,36 +170,75 @@ impl Campaign {
         Ok(subs)
     }
 
-    fn steps(&self, subs: &[Submission]) -> Vec<Step> {
+    /// Steps name a submission as it was selected (an id, or a manifest's path).
+    fn steps(&self, subs: &[Submission], names: &[String]) -> Vec<Step> {
         let mut steps = vec![Step::Image];
-        for sub in subs {
-            steps.push(Step::Verify(sub.id.clone()));
-            if !self.no_bench {
-                steps.push(Step::Bench(sub.id.clone()));
-                if !self.no_profile && sub.profile.is_some() {
-                    steps.push(Step::Profile(sub.id.clone()));
+        let mut deferred = Vec::new();
+        for (sub, name) in subs.iter().zip(names) {
+            let sub = &Submission { id: name.clone(), ..sub.clone() };
+            let split = self.defer && sub.instances.iter().any(|i| i.slow);
+            let part = if split { Part::Fast } else { Part::All };
+            if sub.instances.iter().any(|i| part.takes(i)) {
+                steps.push(Step::Verify(sub.id.clone(), part));
+                if !self.no_bench {
+                    steps.push(Step::Bench(sub.id.clone(), part));
+                }
+            }
+            if !self.no_bench && !self.no_profile && sub.profile.is_some() && !split {
+                steps.push(Step::Profile(sub.id.clone()));
+            }
+            if split {
+                deferred.push(Step::Verify(sub.id.clone(), Part::Slow));
+                if !self.no_bench {
+                    deferred.push(Step::Bench(sub.id.clone(), Part::Slow));
                 }
             }
         }
+        steps.extend(deferred);
         steps
     }
 
-    pub fn run(self, sh: &Shell) -> Result<()> {
+    /// `--archives DIR`: the candidates found there become the selection and their
+    /// archives the `--archive` list; the missing ones are said, with what to fetch.
+    fn from_folder(&mut self) -> Result<Vec<String>> {
+        let Some(dir) = self.archive_dir.clone() else { return Ok(vec![]) };
+        let ids = if self.ids.is_empty() { Submission::ids()? } else { self.ids.clone() };
+        let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let matched = crate::build::archives::Folder::scan(&dir)?.matched(&subs)?;
+        let looked = subs.iter().filter(|s| matches!(s.source, crate::build::submission::SourceSpec::Archive { .. }));
+        crate::say!("{dir}: archives of {} of {} candidates found", matched.found.len(), looked.count());
+        if !matched.missing.is_empty() {
+            crate::say!("missing (not run):");
+            for m in &matched.missing {
+                crate::say!("  - {m}");
+            }
+        }
+        if matched.found.is_empty() {
+            return ui::usage(format!("--archives {dir}: no selected candidate's pinned archive is there"));
+        }
+        // The selection keeps the names it was given (a manifest may be given by path).
+        self.ids = ids.into_iter().zip(&subs).filter(|(_, s)| matched.found.contains(&s.id)).map(|(i, _)| i).collect();
+        self.archives.extend(matched.given);
+        Ok(matched.missing)
+    }
+
+    pub fn run(mut self, sh: &Shell) -> Result<()> {
         let profile = SystemProfile::load(&self.system)?;
+        let missing = self.from_folder()?;
         let subs = self.check(&profile)?;
         let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
-        let steps = self.steps(&subs);
+        let steps = self.steps(&subs, &profile.ids(&self.ids));
         let campaign_start = Instant::now();
         let mut state = State { profile: profile.clone(), ctx: None, gate: None };
         let mut clock = Estimator::default();
         let mut report =
-            CampaignReport { system: self.system.clone(), out: self.out.to_string(), ..Default::default() };
+            CampaignReport { system: self.system.clone(), out: self.out.to_string(), missing, ..Default::default() };
         let mut unverified = std::collections::BTreeSet::new();
         for (n, step) in steps.iter().enumerate() {
             let label = format!("[{}/{}] {step}", n + 1, steps.len());
-            let sub = subs.iter().find(|s| step.id() == Some(s.id.as_str()));
+            let sub = subs.iter().find(|s| step.id().map(submission_id) == Some(s.id.as_str()));
             let units = step.units(sub);
-            if let Step::Bench(id) | Step::Profile(id) = step {
+            if let Step::Bench(id, _) | Step::Profile(id) = step {
                 if unverified.contains(id) {
                     crate::say!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
                     report.push(step, "skipped", 0.0, Some("verify did not pass".into()));
@@ -187,7 +268,7 @@ impl Campaign {
                     crate::say!("{label}: FAILED after {secs:.1} s: {e:#}");
                     report.push(step, "failed", secs, Some(format!("{e:#}")));
                     report.tool_failure |= crate::ui::exit_code(&e) == crate::ui::exit::FAILURE;
-                    if let Step::Verify(id) = step {
+                    if let Step::Verify(id, _) = step {
                         unverified.insert(id.clone());
                     }
                 }
@@ -205,8 +286,8 @@ impl Campaign {
     fn done(&self, step: &Step, layout: &Layout, sub: &Submission) -> bool {
         match step {
             Step::Image => false,
-            Step::Verify(_) => self.verify_done(layout, sub),
-            Step::Bench(_) => self.bench_done(layout, sub),
+            Step::Verify(..) => self.verify_done(layout, sub),
+            Step::Bench(..) => self.bench_done(layout, sub),
             Step::Profile(_) => self.profile_done(layout, sub),
         }
     }
@@ -222,10 +303,10 @@ impl Campaign {
                 state.ctx = Some(ctx);
                 Ok(())
             }
-            Step::Verify(id) => {
+            Step::Verify(id, part) => {
                 let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
                 let verify = Verify {
-                    inputs: self.inputs(Some(id)),
+                    inputs: self.part_inputs(id, *part)?,
                     kat_manifest: None,
                     timeout: self.timeout,
                     resume: self.resume,
@@ -237,11 +318,14 @@ impl Campaign {
                 }
                 Ok(())
             }
-            Step::Bench(id) | Step::Profile(id) => {
+            Step::Bench(id, _) | Step::Profile(id) => {
                 let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
-                let bench = self.bench(id, ctx)?;
+                let mut bench = self.bench(id, ctx)?;
+                if let Step::Bench(_, part) = step {
+                    bench.inputs.instances = self.part_inputs(id, *part)?.instances;
+                }
                 let gate = gate_once(&mut state.gate, &bench, ctx)?;
-                let failures = if matches!(step, Step::Bench(_)) {
+                let failures = if matches!(step, Step::Bench(..)) {
                     let work = bench.inputs.obtain(sh, &ctx.profile, |sub| bench.check(sub))?;
                     bench.bench_all(sh, ctx, &work, &gate)?
                 } else {
@@ -298,18 +382,22 @@ impl Step {
     fn id(&self) -> Option<&str> {
         match self {
             Step::Image => None,
-            Step::Verify(id) | Step::Bench(id) | Step::Profile(id) => Some(id),
+            Step::Verify(id, _) | Step::Bench(id, _) | Step::Profile(id) => Some(id),
         }
     }
 
     /// How much work the step is, in units of its kind (instances, or records).
     fn units(&self, sub: Option<&Submission>) -> f64 {
-        let instances = sub.map_or(1, |s| s.instances.len());
+        let part = match self {
+            Step::Verify(_, p) | Step::Bench(_, p) => *p,
+            _ => Part::All,
+        };
+        let instances = sub.map_or(1, |s| s.instances.iter().filter(|i| part.takes(i)).count());
         let ops = sub.and_then(|s| s.family().ok()).map_or(1, |f| f.default_ops().len());
         match self {
             Step::Image => 1.0,
-            Step::Verify(_) | Step::Profile(_) => instances as f64,
-            Step::Bench(_) => (instances * ops) as f64,
+            Step::Verify(..) | Step::Profile(_) => instances as f64,
+            Step::Bench(..) => (instances * ops) as f64,
         }
     }
 }
@@ -327,8 +415,8 @@ impl Step {
     fn kind(&self) -> &'static str {
         match self {
             Step::Image => "image",
-            Step::Verify(_) => "verify",
-            Step::Bench(_) => "bench",
+            Step::Verify(..) => "verify",
+            Step::Bench(..) => "bench",
             Step::Profile(_) => "profile",
         }
     }
@@ -347,7 +435,7 @@ impl Estimator {
 
     /// `about 3 min 10 s left`, or which kinds have no estimate yet.
     fn left(&self, remaining: &[Step], subs: &[Submission]) -> String {
-        let units = |s: &Step| s.units(subs.iter().find(|x| s.id() == Some(x.id.as_str())));
+        let units = |s: &Step| s.units(subs.iter().find(|x| s.id().map(submission_id) == Some(x.id.as_str())));
         let known: f64 = remaining.iter().filter_map(|s| self.of(s, units(s))).map(|d| d.as_secs_f64()).sum();
         let mut unknown: Vec<&str> = remaining.iter().filter(|s| self.of(s, 1.0).is_none()).map(Step::kind).collect();
         unknown.dedup();
@@ -426,13 +514,13 @@ mod tests {
     #[test]
     fn estimates_learn_seconds_per_unit_of_each_kind() {
         let mut clock = Estimator::default();
-        let (v, b) = (Step::Verify("a".into()), Step::Bench("a".into()));
+        let (v, b) = (Step::Verify("a".into(), Part::All), Step::Bench("a".into(), Part::All));
         assert_eq!(clock.of(&v, 3.0), None, "no verify has run: no guess");
         clock.learn(&Step::Image, 1.0, 2.0);
         clock.learn(&v, 3.0, 30.0);
         assert_eq!(clock.of(&v, 2.0), Some(std::time::Duration::from_secs(20)), "10 s per instance");
         assert_eq!(clock.left(&[], &[]), "nothing left");
-        let left = clock.left(&[Step::Verify("b".into()), b], &[]);
+        let left = clock.left(&[Step::Verify("b".into(), Part::All), b], &[]);
         assert_eq!(left, "about 10 s left, plus the first bench step(s)");
     }
 }

@@ -336,6 +336,14 @@ pub struct Campaign {
     /// An extracted tree, `[ID=]DIR`, as verify's --source-dir (repeatable).
     #[arg(long = "source-dir", value_name = "[ID=]DIR", value_parser = given)]
     pub source_dirs: Vec<Given>,
+    /// A folder of downloaded archives: every candidate whose pinned archive is in it
+    /// (matched by SHA-256, any file name) runs; the missing ones are listed with file
+    /// name, size, SHA-256 and page. With ids, only those are looked for.
+    #[arg(long = "archives", value_name = "DIR")]
+    pub archive_dir: Option<Utf8PathBuf>,
+    /// Verify and time the instances their manifests mark `slow` after every other one.
+    #[arg(long)]
+    pub defer: bool,
 }
 
 /// A system name (it names a folder): the rule of [`crate::project::plain_name`].

@@ -293,3 +293,39 @@ fn a_tampered_api_package_is_refused() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("refusing") && err.contains("ICCS API package is pinned"), "{err}");
 }
+
+/// `campaign --archives DIR`: archives found by digest under any name (the ICCS package
+/// too) run, slow instances last with --defer, and the missing ones are listed with
+/// file, size and SHA-256.
+#[test]
+fn a_campaign_over_a_folder_runs_what_is_there_and_lists_the_rest() {
+    let c = Case::new();
+    let dir = c._tmp.path().join("downloads");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&c.zip, dir.join("renamed archive.zip")).unwrap();
+    std::fs::copy(&c.api, dir.join("api.bin")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not an archive").unwrap();
+    let m = c.manifest.to_str().unwrap();
+    let args = ["--json", "campaign", m, "kem-07", "--engine", "podman", "--no-bench", "--defer", "--archives"];
+    let mut args: Vec<&str> = args.to_vec();
+    args.extend([dir.to_str().unwrap(), "--out", c.out.to_str().unwrap()]);
+    let run =
+        Command::new(env!("CARGO_BIN_EXE_xtask")).args(&args).env("NGCC_REPRO_ICCS_API", &c.pin).output().unwrap();
+    let (out, err) = (common::stdout(&run), String::from_utf8_lossy(&run.stderr).into_owned());
+    eprintln!("{out}{err}");
+    // f-hang and f-big fail by design: a finding, not a tool failure.
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    let report: xtask::evidence::schema::CampaignReport = serde_json::from_str(&out).unwrap();
+    let want =
+        "kem-07: BRQC.zip, 9739992 bytes, SHA-256 2c76bdd4e4df7829bf22fa4949a3c744b9af692425f6f2e5fae5317d41e366ae";
+    assert!(report.missing.iter().any(|l| l.starts_with(want)), "{:?}", report.missing);
+    let steps: Vec<&str> = report.steps.iter().map(|s| s.step.as_str()).collect();
+    assert_eq!(
+        steps,
+        ["image", "verify field-kem (all but the slow instances)", "verify field-kem (slow instances, deferred)"]
+    );
+    assert!(err.contains("archives of 1 of 2 candidates found"), "{err}");
+    let s = common::summary(&c.out, "field-kem");
+    assert_eq!(entry(&s, "f-plain").status, Status::Pass);
+    assert_eq!(entry(&s, "f-hang").status, Status::Timeout);
+}

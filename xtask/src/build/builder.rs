@@ -599,7 +599,9 @@ pub struct Prepared {
 /// The source given for submission `id`: its `ID=` entry, else the plain one.
 pub fn given_for(given: &[crate::flags::Given], id: &str) -> Option<Utf8PathBuf> {
     let named = given.iter().find(|g| g.id.as_deref() == Some(id));
-    named.or_else(|| given.iter().find(|g| g.id.is_none())).map(|g| g.path.clone())
+    // A plain --archive is the one selected submission's, never the ICCS API package.
+    let plain = || given.iter().find(|g| g.id.is_none() && id != iccs::ID);
+    named.or_else(plain).map(|g| g.path.clone())
 }
 
 impl Inputs {
@@ -719,7 +721,7 @@ impl Inputs {
 }
 
 /// The id a selection names: a manifest file's stem, or the id itself.
-fn submission_id(given: &str) -> &str {
+pub fn submission_id(given: &str) -> &str {
     if given.ends_with(".toml") {
         return Utf8Path::new(given).file_stem().unwrap_or(given);
     }

@@ -1,6 +1,7 @@
 //! Building: manifests, obtaining and extracting sources, plans (the exact compiler
 //! command lines), builds in the sandbox and the build cache.
 
+pub mod archives;
 pub mod builder;
 pub mod iccs;
 pub mod recipe;

@@ -122,8 +122,9 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     let mut lib_sources = Vec::new();
     for pattern in &parts.sources {
         for rel in resolve(&src.root, &inst.expand(pattern))? {
-            if !never.contains(&rel) {
-                lib_sources.push(src_path(&rel));
+            let path = src_path(&rel);
+            if !never.contains(&rel) && !lib_sources.contains(&path) {
+                lib_sources.push(path);
             }
         }
     }
@@ -512,12 +513,52 @@ extra_flags = ["-DX=1"]
         (t, sub, src)
     }
 
+    /// The field's needs on the plan: per-instance sources and defines, `*.S` folders,
+    /// per-architecture tables (only the one built for), libraries after the sources,
+    /// the driver's record count, the harness flag set.
+    #[test]
+    fn instance_and_architecture_additions_reach_the_plan() {
+        let (t, _, src) = fixture();
+        let root = Utf8PathBuf::from_path_buf(t.path().to_owned()).unwrap();
+        for f in ["i1/asm/x.S", "i1/asm/y.S", "i1/extra/only.c", "i1/extra/arm.c"] {
+            std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            std::fs::write(root.join(f), "").unwrap();
+        }
+        let text = MANIFEST.replace("[kat]", "flag_set = \"harness\"\nlibs = [\"gmp\"]\n[build.arch.aarch64]\n\
+             sources = [\"{dir}/extra/arm.c\"]\ndefines = [\"ARM=1\"]\nlibs = [\"m\"]\n[kat]")
+            + "sources = [\"{dir}/extra/only.c\", \"{dir}/asm/*.S\", \"{dir}/a.c\"]\ndefines = [\"LEVEL={dir}\"]\nkat_records = 3\n";
+        let sub = Submission::from_text(&root.join("plan-test.toml"), &text).unwrap();
+        let inst = &sub.instances[0];
+        let x86 = plan(&sub, inst, &src, &Places::container(Arch::X86_64)).unwrap();
+        let lib = &x86.steps[0].argv;
+        let at = |a: &str| lib.iter().position(|x| x == a).unwrap_or_else(|| panic!("{a} not in {lib:?}"));
+        assert!(at("/src/i1/extra/only.c") < at("/src/i1/asm/x.S") && at("/src/i1/asm/y.S") < at("-lgmp"));
+        // A file named twice (a folder and by name) is compiled once.
+        assert_eq!(lib.iter().filter(|a| *a == "/src/i1/a.c").count(), 1, "{lib:?}");
+        assert!(at("-DLEVEL=i1") < at("/src/i1/a.c"));
+        assert!(!lib.iter().any(|a| a == "-DARM=1" || a == "/src/i1/extra/arm.c" || a == "-lm"), "{lib:?}");
+        assert!(x86.flag_set.starts_with("harness") && x86.flags.contains(&"-std=gnu11".to_owned()));
+        assert!(x86.steps[1].argv.contains(&"-DNGCC_KAT_RECORDS=3".to_owned()));
+        let arm = plan(&sub, inst, &src, &Places::container(Arch::Aarch64)).unwrap();
+        let lib = &arm.steps[0].argv;
+        assert!(
+            ["-DARM=1", "/src/i1/extra/arm.c", "-lm", "-lgmp"].iter().all(|a| lib.iter().any(|x| x == a)),
+            "{lib:?}"
+        );
+        // A library the images do not provide is refused by name.
+        let bad = MANIFEST.replace("[kat]", "libs = [\"ssl3\"]\n[kat]");
+        let e = format!("{:#}", Submission::from_text(&root.join("plan-test.toml"), &bad).unwrap_err());
+        assert!(e.contains("\"ssl3\" is not one the pinned images provide"), "{e}");
+    }
+
     #[test]
     fn a_plan_is_the_manifest_expanded_against_the_tree() {
         let (_t, sub, src) = fixture();
         let p = plan(&sub, &sub.instances[0], &src, &Places::container(Arch::host())).unwrap();
         let lib = &p.steps[0].argv;
-        assert_eq!(p.flags, ["-std=c99", "-Wpedantic", "-Wall", "-Wextra", "-O2", "-DX=1"]);
+        let mut guide: Vec<&str> = crate::build::submission::GUIDE_FLAGS.to_vec();
+        guide.push("-DX=1");
+        assert_eq!(p.flags, guide);
         assert_eq!(p.flag_set, "guide + -DX=1");
         // Sorted folder expansion, explicit files, never_compile left out.
         let srcs: Vec<&String> = lib.iter().filter(|a| a.ends_with(".c")).collect();

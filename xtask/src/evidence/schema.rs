@@ -774,6 +774,9 @@ pub struct CampaignReport {
     pub seconds: f64,
     /// A step failed for the tool or the engine, not for a candidate.
     pub tool_failure: bool,
+    /// `--archives`: the candidates whose archive was not in the folder, with what to fetch.
+    #[serde(default)]
+    pub missing: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
