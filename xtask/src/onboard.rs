@@ -18,7 +18,7 @@ use xshell::Shell;
 use crate::build::sources::{self, ExtractLimits};
 use crate::build::submission::{Instance, Submission};
 use crate::family::FamilyId;
-use crate::flags::{Given, Inputs, Onboard, Verify, KAT_TIMEOUT_SECS};
+use crate::flags::{Given, Inputs, Onboard, Verify};
 use crate::kat::{self, Canonical, Mode};
 use crate::project;
 
@@ -1061,7 +1061,7 @@ impl Onboard {
         let mut inputs =
             Inputs::for_ids(vec![manifest.to_string()], self.target.clone(), self.out.clone(), "local".into());
         inputs.archive = vec![Given { id: None, path: self.archive.clone() }];
-        Verify { inputs, kat_manifest: None, timeout: KAT_TIMEOUT_SECS, resume: false }.run(sh)
+        Verify { inputs, kat_manifest: None, timeout: None, resume: false }.run(sh)
     }
 }
 

@@ -33,11 +33,13 @@ struct Spec {
     nested: bool,
     /// No drng.c or auxfunc.c anywhere.
     no_iccs: bool,
+    /// One more source of its own.
+    extra: bool,
 }
 
 fn spec(folder: &'static str, name: &'static str, n: usize) -> Spec {
     let kat = format!("Test_Vectors/KAT_KEM_{name}.txt");
-    Spec { folder, name, n, kat, records: 10, template: false, nested: false, no_iccs: false }
+    Spec { folder, name, n, kat, records: 10, template: false, nested: false, no_iccs: false, extra: false }
 }
 
 fn kat_text(s: &Spec) -> String {
@@ -80,6 +82,9 @@ fn write_instance(top: &Path, s: &Spec, header_name: &str) {
     if !s.no_iccs {
         copy("drng.c", &src.join("drng.c"));
         copy("auxfunc.c", &src.join("auxfunc.c"));
+    }
+    if s.extra {
+        put(&src.join("extra.c"), "int cand_extra_source = 1;\n");
     }
     // The shipped KAT generator, a demo and a test: the harness's rule drops them.
     for f in ["KAT_KEM.c", "main.c", "kem_test.c"] {
@@ -233,6 +238,8 @@ fn placeholder_names_and_template_vectors() {
     assert!(k.contains(&kat_line(&model_digest(32, false, 3), "strict:3", "Cand-X-256")), "3 records:\n{k}");
     assert_eq!((doc.instances[0].kat_records, doc.instances[1].kat_records), (None, Some(3)));
     assert!(m.contains("template mode"), "{m}");
+    let sub = Submission::load(c.dir().join("cand-x.toml").to_str().unwrap()).unwrap();
+    assert_eq!(sub.instances[1].kat_records, 3, "the loader reads what the draft says");
 }
 
 #[test]
@@ -248,6 +255,29 @@ fn sources_in_subfolders_and_no_iccs_files() {
     assert_eq!(doc.build.include, ["{dir}", "{dir}/include"]);
     assert_eq!(doc.build.iccs, ["drng.c", "auxfunc.c"]);
     assert!(m.contains("the instance folder holds none"), "{m}");
+    let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
+    assert_eq!(sub.build.iccs, ["drng.c", "auxfunc.c"]);
+}
+
+#[test]
+fn instances_with_other_sources_list_their_own() {
+    let mut specs = awkward();
+    specs[1].extra = true;
+    let c = Case::new(&specs, "KEM_AlgorithmInstance.h", &[]);
+    // Relative paths are the caller's.
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["onboard", "Cand X v1.zip", "--dir", "drafts", "--no-verify"])
+        .current_dir(c.tmp.path())
+        .env("NGCC_CACHE", c.tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let (m, _) = c.text("cand-x-v1");
+    assert!(m.contains("the instances differ in their sources"), "{m}");
+    let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
+    assert_eq!(sub.build.sources.len(), 4);
+    assert!(sub.instances[0].sources.is_empty());
+    assert_eq!(sub.instances[1].sources, ["{dir}/extra.c"]);
 }
 
 #[test]
