@@ -1080,6 +1080,7 @@ mod tests {
         for kept in ["Main.c", "kem.c", "attest.c", "contest_x.c", "KEM_AlgorithmInstance.c", "katx.c"] {
             assert!(!excluded(kept), "{kept}");
         }
+        assert!(is_source("ntt.S") && is_source("a.c") && !is_source("a.cpp") && !is_source("a.s"));
     }
 
     #[test]

@@ -301,7 +301,9 @@ fn hostile_names_stay_values_and_links_stay_out() {
     let hostile = "Cand $(touch pwned) \"q\" 'x'";
     let mut a = spec(hostile, "../../evil; rm -rf ~", 16);
     a.kat = "Test_Vectors/KAT_KEM_x.txt".into();
-    let s = vec![a, spec("Cand X-256", "CandX-256", 32)];
+    let mut b = spec("Cand\n[source]\nkind = \"crate\"", "CandZ", 24);
+    b.kat = "Test_Vectors/KAT_KEM_CandZ.txt".into();
+    let s = vec![a, spec("Cand X-256", "CandX-256", 32), b];
     let inst = format!("{WRAP}/{REF}/Cand X-256");
     let links = [(format!("{inst}/evil.c"), "/etc/passwd"), (format!("{inst}/up"), "../../..")];
     let links: Vec<(&str, &str)> = links.iter().map(|(n, t)| (n.as_str(), *t)).collect();
@@ -318,11 +320,16 @@ fn hostile_names_stay_values_and_links_stay_out() {
     let (m, k) = c.text("hostile");
     let sub = Submission::load(c.dir().join("hostile.toml").to_str().unwrap()).unwrap();
     let dirs: Vec<&str> = sub.instances.iter().map(|i| i.dir.as_str()).collect();
-    assert_eq!(dirs, [format!("{REF}/{hostile}"), format!("{REF}/Cand X-256")], "the folder name, exactly, as a value");
-    assert_eq!(sub.instances[0].label, "Cand-touch-pwned-q-x", "not the header's `../../evil; rm -rf ~`");
+    let want =
+        [format!("{REF}/Cand\n[source]\nkind = \"crate\""), format!("{REF}/{hostile}"), format!("{REF}/Cand X-256")];
+    assert_eq!(dirs, want, "the folder names, exactly, as values");
+    assert_eq!(sub.instances[0].label, "CandZ");
+    let injected = !matches!(sub.source, xtask::build::submission::SourceSpec::Archive { .. });
+    assert!(!injected, "a folder name wrote a [source] of its own");
+    assert_eq!(sub.instances[1].label, "Cand-touch-pwned-q-x", "not the header's `../../evil; rm -rf ~`");
     assert_eq!(sub.kat.api_header.as_deref(), Some("{dir}/KEM_$(touch pwned2).h"));
     assert!(m.contains("Cand {label}") && m.contains("cannot be named by a manifest pattern"), "{m}");
-    assert_eq!(sub.instances.len(), 2);
+    assert_eq!(sub.instances.len(), 3);
     assert!(!m.contains("evil.c") && !m.contains("\"up\""), "links are not in the tree:\n{m}");
     assert!(!k.contains(".."), "{k}");
     assert!(k.lines().filter(|l| !l.starts_with('#')).all(|l| l.split_whitespace().count() == 3), "{k}");
