@@ -121,6 +121,10 @@ pub struct Onboard {
     /// Evidence directory of the verify run.
     #[arg(long, default_value = "out")]
     pub out: Utf8PathBuf,
+    /// The ICCS API package (API_PKC.zip), for a draft that takes its official drng.c or
+    /// auxfunc.c (default: archives/API_PKC.zip).
+    #[arg(long, value_name = "PATH")]
+    pub iccs_api: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -644,7 +648,10 @@ impl Xtask {
                 m.shards.iter_mut().for_each(|s| absolute(s, cwd));
                 absolute(&mut m.out, cwd);
             }
-            Cmd::Onboard(o) => [&mut o.archive, &mut o.dir, &mut o.out].into_iter().for_each(|p| absolute(p, cwd)),
+            Cmd::Onboard(o) => [&mut o.archive, &mut o.dir, &mut o.out]
+                .into_iter()
+                .chain(o.iccs_api.as_mut())
+                .for_each(|p| absolute(p, cwd)),
             Cmd::List(_) | Cmd::Image(_) | Cmd::Env(_) | Cmd::Doctor(_) => {}
         }
     }

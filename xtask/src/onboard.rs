@@ -1011,23 +1011,28 @@ impl Onboard {
         project::write_atomic(&manifest, text.as_bytes())?;
         project::write_atomic(&kat_path, kats.as_bytes())?;
         self.tell(&analysis, &manifest, &kat_path);
-        let archive = sh_quote(self.archive.as_str());
-        let m = sh_quote(manifest.as_str());
-        let verify_cmd = format!("cargo xtask verify {m} --archive {archive} --out {}", sh_quote(self.out.as_str()));
+        let loaded = Submission::load(manifest.as_str());
+        // The package named explicitly: the plain --archive would be taken for it too.
+        let iccs = loaded
+            .as_ref()
+            .ok()
+            .filter(|s| !s.build.iccs.is_empty())
+            .map(|_| self.iccs_api.clone().unwrap_or_else(|| project::root().join("archives").join("API_PKC.zip")));
+        let (m, out) = (sh_quote(manifest.as_str()), sh_quote(self.out.as_str()));
+        let with_iccs =
+            iccs.as_ref().map_or(String::new(), |p| format!(" --archive iccs-api={}", sh_quote(p.as_str())));
+        let verify_cmd =
+            format!("cargo xtask verify {m} --archive {}{with_iccs} --out {out}", sh_quote(self.archive.as_str()));
         if self.no_verify {
             crate::say!("next: {verify_cmd}");
             return Ok(());
         }
-        Submission::load(manifest.as_str())
-            .with_context(|| format!("the draft {manifest} does not load yet: edit it, then run `{verify_cmd}`"))?;
-        let result = self.verify(sh, &manifest);
+        loaded.with_context(|| format!("the draft {manifest} does not load: edit it, then run `{verify_cmd}`"))?;
+        let result = self.verify(sh, &manifest, iccs);
         crate::say!("onboard + verify: {:.1} s", started.elapsed().as_secs_f64());
         match &result {
             Ok(()) => {
-                crate::say!(
-                    "next: cargo xtask report {m} --out {} (the page), then adopt the draft:",
-                    sh_quote(self.out.as_str())
-                );
+                crate::say!("next: cargo xtask report {m} --out {out} (the page), then adopt the draft:");
                 crate::say!(
                     "      cp {m} submissions/{id}.toml && mkdir -p kat/{id} && cp {} kat/{id}/kat.sha256",
                     sh_quote(kat_path.as_str())
@@ -1057,10 +1062,11 @@ impl Onboard {
         crate::say!("draft: {manifest} and {kat_path} (every guess is commented)");
     }
 
-    fn verify(&self, sh: &Shell, manifest: &Utf8Path) -> Result<()> {
+    fn verify(&self, sh: &Shell, manifest: &Utf8Path, iccs: Option<Utf8PathBuf>) -> Result<()> {
         let mut inputs =
             Inputs::for_ids(vec![manifest.to_string()], self.target.clone(), self.out.clone(), "local".into());
-        inputs.archive = vec![Given { id: None, path: self.archive.clone() }];
+        let package = iccs.map(|path| Given { id: Some(crate::build::iccs::ID.into()), path });
+        inputs.archive = std::iter::once(Given { id: None, path: self.archive.clone() }).chain(package).collect();
         Verify { inputs, kat_manifest: None, timeout: None, resume: false }.run(sh)
     }
 }

@@ -257,6 +257,15 @@ fn sources_in_subfolders_and_no_iccs_files() {
     assert!(m.contains("the instance folder holds none"), "{m}");
     let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
     assert_eq!(sub.build.iccs, ["drng.c", "auxfunc.c"]);
+    // Its verify needs the ICCS API package, and says so before anything is built.
+    let missing = c.tmp.path().join("nowhere/API_PKC.zip");
+    let (zip, dir) = (c.zip.to_str().unwrap(), c.dir());
+    let args = ["onboard", zip, "--dir", dir.to_str().unwrap(), "--force", "--engine", "host"];
+    let run =
+        xtask(&[&args[..], &["--iccs-api", missing.to_str().unwrap()]].concat(), Some(&c.tmp.path().join("cache")));
+    assert_eq!(run.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("API_PKC.zip (31009 bytes"), "{err}");
 }
 
 #[test]
