@@ -385,4 +385,9 @@ fn onboard_drafts_and_verifies_in_the_container() {
     }
     let text = common::stdout(&run);
     assert!(text.contains("next: cargo xtask report"), "{text}");
+    // The next command gives the page.
+    let m = dir.join("cand-x-v1.toml");
+    assert!(xtask(&["report", m.to_str().unwrap(), "--out", out.to_str().unwrap()], None).status.success());
+    let page = std::fs::read_to_string(common::layout(&out).report("cand-x-v1")).unwrap();
+    assert!(page.contains("CandX-128") && page.contains("PASS"), "{page}");
 }
