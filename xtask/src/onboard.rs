@@ -563,7 +563,12 @@ struct Analysis {
     root: String,
     /// Every folder of the tree that holds a file (relative to its top).
     folders: BTreeSet<String>,
+    /// Where the tree has each ICCS file, taken or not.
+    iccs_elsewhere: BTreeMap<&'static str, Vec<String>>,
 }
+
+/// The ICCS API files the harness adds when an instance's sources lack them.
+const ICCS_NAMES: &[&str] = &["drng.c", "auxfunc.c"];
 
 fn analyse(tree: &Tree) -> Result<Analysis> {
     let mut notes = Vec::new();
@@ -627,6 +632,18 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
             }
         })
         .collect();
+    found.retain(|f| {
+        if f.sources.is_empty() {
+            notes.push(format!("left out {}: no source by the harness's rule ({})", q(&f.dir), f.sources_why));
+        }
+        !f.sources.is_empty()
+    });
+    if found.is_empty() {
+        return crate::ui::usage(
+            "no instance folder has a source the harness's rule would compile: write the manifest by hand",
+        );
+    }
+    let iccs_elsewhere = ICCS_NAMES.iter().map(|n| (*n, tree.by_name.get(*n).cloned().unwrap_or_default())).collect();
     choose_labels(&mut found);
     for f in &mut found {
         let (path, why) = find_kat(tree, f);
@@ -644,7 +661,7 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
     // The root stays strictly above every instance folder (`{dir}` is never `.`).
     let root = if found.iter().any(|f| f.dir == root) { parent(&root).to_owned() } else { root };
     let folders = tree.files.iter().flat_map(|f| ancestors(f)).collect();
-    Ok(Analysis { found, notes, root, folders })
+    Ok(Analysis { found, notes, root, folders, iccs_elsewhere })
 }
 
 /// The folders above `rel`, nearest first.
@@ -864,7 +881,7 @@ fn render_build(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
             list.join(", ")
         ));
     }
-    render_iccs(doc, items);
+    render_iccs(doc, a, items);
     doc.comment(
         "no defines guessed: a MISMATCH may mean one selects the ICCS DRNG or the KAT's hash backend (catalog need 2)",
     );
@@ -872,22 +889,33 @@ fn render_build(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
 }
 
 /// Official ICCS `drng.c`/`auxfunc.c` for a tree whose sources lack them.
-fn render_iccs(doc: &mut Doc, items: &[Drafted]) {
+fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
     let mut iccs = Vec::new();
-    for name in ["drng.c", "auxfunc.c"] {
-        let lacking: Vec<&str> =
-            items.iter().filter(|i| !i.f.sources.iter().any(|s| base(s) == name)).map(|i| i.f.label.as_str()).collect();
+    for name in ICCS_NAMES {
+        let lacking: Vec<&str> = items
+            .iter()
+            .filter(|i| !i.f.sources.iter().any(|s| base(s) == *name))
+            .map(|i| i.f.label.as_str())
+            .collect();
+        let shipped: Vec<String> = a.iccs_elsewhere[name].iter().take(3).map(|p| q(p)).collect();
+        let shipped = match shipped.is_empty() {
+            true => "the archive has none".to_owned(),
+            false => format!("the archive has {} (not taken by the rule)", shipped.join(", ")),
+        };
         if lacking.len() == items.len() {
-            iccs.push(name.to_owned());
+            iccs.push((*name).to_owned());
+            doc.comment(&format!(
+                "guessed: no instance's sources hold {name} and {shipped}: the official ICCS copy is taken"
+            ));
         } else if !lacking.is_empty() {
-            doc.comment(&format!("{name}: missing from the sources of {} only; add it by hand", lacking.join(", ")));
+            doc.comment(&format!(
+                "{name}: missing from the sources of {} only ({shipped}); add it by hand",
+                lacking.join(", ")
+            ));
         }
     }
     if !iccs.is_empty() {
-        doc.comment(&format!(
-            "guessed: no instance's sources hold {}, so the official ICCS copies are taken (as the harness adds api/drng.c, api/auxfunc.c)",
-            iccs.join(" or ")
-        ));
+        doc.comment("as the harness adds api/drng.c and api/auxfunc.c; verify needs the ICCS API package API_PKC.zip");
         doc.strings("iccs", &iccs);
     }
 }

@@ -255,6 +255,7 @@ fn sources_in_subfolders_and_no_iccs_files() {
     assert_eq!(doc.build.include, ["{dir}", "{dir}/include"]);
     assert_eq!(doc.build.iccs, ["drng.c", "auxfunc.c"]);
     assert!(m.contains("the instance folder holds none"), "{m}");
+    assert!(m.contains("no instance's sources hold drng.c and the archive has none"), "{m}");
     let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
     assert_eq!(sub.build.iccs, ["drng.c", "auxfunc.c"]);
     // Its verify needs the ICCS API package, and says so before anything is built.
