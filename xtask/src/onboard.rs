@@ -1021,7 +1021,10 @@ impl Onboard {
             return crate::ui::usage(format!("onboard: id {} {why}; name it with --id", q(&id)));
         }
         let manifest = self.dir.join(format!("{id}.toml"));
-        let kat_path = self.dir.join(&id).join("kat.sha256");
+        // Into the checkout's submissions/, the digests go where shipped manifests keep them.
+        let shipped = project::resolved(&self.dir) == project::resolved(&Submission::dir());
+        let kat_path =
+            if shipped { crate::kat::Manifest::default_path(&id) } else { self.dir.join(&id).join("kat.sha256") };
         for p in [&manifest, &kat_path] {
             if p.symlink_metadata().is_ok() && !self.force {
                 return crate::ui::usage(format!("onboard: {p} exists; --force overwrites it"));
@@ -1059,6 +1062,7 @@ impl Onboard {
         let result = self.verify(sh, &manifest, iccs);
         crate::say!("onboard + verify: {:.1} s", started.elapsed().as_secs_f64());
         match &result {
+            Ok(()) if shipped => crate::say!("next: cargo xtask report {id} --out {out} (the page)"),
             Ok(()) => {
                 crate::say!("next: cargo xtask report {m} --out {out} (the page), then adopt the draft:");
                 crate::say!(
