@@ -909,7 +909,8 @@ fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
             ));
         } else if !lacking.is_empty() {
             doc.comment(&format!(
-                "{name}: missing from the sources of {} only ({shipped}); add it by hand",
+                "guessed: {name} is missing from the sources of {} only and {shipped}: those instances take the \
+                 official copy",
                 lacking.join(", ")
             ));
         }
@@ -945,6 +946,14 @@ fn render_kat(doc: &mut Doc, shape: &Shape, items: &[Drafted]) {
     doc.kv("header", header.as_str());
 }
 
+/// The ICCS files only some instances lack: theirs to take (the ones all lack are
+/// `[build] iccs`).
+fn own_iccs(item: &Drafted, items: &[Drafted]) -> Vec<String> {
+    let lacks = |i: &Drafted, name: &str| !i.f.sources.iter().any(|s| base(s) == name);
+    let all = |name: &str| items.iter().all(|i| lacks(i, name));
+    ICCS_NAMES.iter().filter(|n| lacks(item, n) && !all(n)).map(|n| (*n).to_owned()).collect()
+}
+
 fn render_instance(doc: &mut Doc, item: &Drafted, items: &[Drafted]) {
     let f = item.f;
     doc.line("");
@@ -964,6 +973,11 @@ fn render_instance(doc: &mut Doc, item: &Drafted, items: &[Drafted]) {
     let own: Vec<String> = item.sources.iter().filter(|s| !common.contains(s)).cloned().collect();
     if !own.is_empty() {
         doc.strings("sources", &own);
+    }
+    let iccs = own_iccs(item, items);
+    if !iccs.is_empty() {
+        doc.comment("guessed: its sources lack these, so it takes the official ICCS copies");
+        doc.strings("iccs", &iccs);
     }
     match &f.kat {
         Some(k) => {
@@ -1047,7 +1061,7 @@ impl Onboard {
         let iccs = loaded
             .as_ref()
             .ok()
-            .filter(|s| !s.build.iccs.is_empty())
+            .filter(|s| s.takes_iccs())
             .map(|_| self.iccs_api.clone().unwrap_or_else(|| project::root().join("archives").join("API_PKC.zip")));
         let (m, out) = (sh_quote(manifest.as_str()), sh_quote(self.out.as_str()));
         let with_iccs =

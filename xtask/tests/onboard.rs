@@ -288,6 +288,20 @@ fn instances_with_other_sources_list_their_own() {
     assert_eq!(sub.build.sources.len(), 4);
     assert!(sub.instances[0].sources.is_empty());
     assert_eq!(sub.instances[1].sources, ["{dir}/extra.c"]);
+    assert!(sub.build.iccs.is_empty() && sub.instances.iter().all(|i| i.iccs.is_empty()));
+}
+
+#[test]
+fn an_instance_without_iccs_files_takes_its_own() {
+    let mut specs = awkward();
+    specs[1].no_iccs = true;
+    let c = Case::new(&specs, "KEM_AlgorithmInstance.h", &[]);
+    assert!(c.draft(&[]).status.success());
+    let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
+    assert!(sub.build.iccs.is_empty());
+    assert!(sub.instances[0].iccs.is_empty());
+    assert_eq!(sub.instances[1].iccs, ["drng.c", "auxfunc.c"]);
+    assert_eq!(sub.instances[1].sources, Vec::<String>::new(), "drng.c and auxfunc.c of the other are its own");
 }
 
 #[test]
