@@ -92,6 +92,39 @@ pub enum Cmd {
     /// Check every prerequisite of the container path (engine, runtime, init, mmdebstrap,
     /// keyrings, emulation, cgroups, disk) and print the command that fixes each missing one.
     Doctor(Doctor),
+    /// Draft a manifest and kat.sha256 for an NGCC archive that has none, then verify it.
+    ///
+    /// Family from the API header, instance folders, labels, sources (the reference
+    /// harness's default rule), include folders, the KAT files under Test_Vectors* and
+    /// their digests; every guess is commented in the draft.
+    Onboard(Onboard),
+}
+
+#[derive(Debug, Args)]
+pub struct Onboard {
+    /// The candidate's archive (zip, tar or tar.gz), as published; nothing in it is run.
+    pub archive: Utf8PathBuf,
+    /// Submission id of the draft (default: from the archive's file name).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Where the draft goes: <dir>/<id>.toml and <dir>/<id>/kat.sha256.
+    #[arg(long, default_value = "onboard")]
+    pub dir: Utf8PathBuf,
+    /// Overwrite an earlier draft of the same id.
+    #[arg(long)]
+    pub force: bool,
+    /// Write the draft only; print the verify command.
+    #[arg(long)]
+    pub no_verify: bool,
+    #[command(flatten)]
+    pub target: Target,
+    /// Evidence directory of the verify run.
+    #[arg(long, default_value = "out")]
+    pub out: Utf8PathBuf,
+    /// The ICCS API package (API_PKC.zip), for a draft that takes its official drng.c or
+    /// auxfunc.c (default: archives/API_PKC.zip).
+    #[arg(long, value_name = "PATH")]
+    pub iccs_api: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -623,6 +656,10 @@ impl Xtask {
                 m.shards.iter_mut().for_each(|s| absolute(s, cwd));
                 absolute(&mut m.out, cwd);
             }
+            Cmd::Onboard(o) => [&mut o.archive, &mut o.dir, &mut o.out]
+                .into_iter()
+                .chain(o.iccs_api.as_mut())
+                .for_each(|p| absolute(p, cwd)),
             Cmd::List(_) | Cmd::Image(_) | Cmd::Env(_) | Cmd::Doctor(_) => {}
         }
     }

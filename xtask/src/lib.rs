@@ -12,6 +12,7 @@ pub mod flags;
 pub mod kat;
 pub mod list;
 pub mod measure;
+pub mod onboard;
 pub mod pages;
 pub mod project;
 pub mod sha;
@@ -66,5 +67,6 @@ fn dispatch(cmd: Cmd, sh: &Shell) -> Result<()> {
         Cmd::Report(cmd) => cmd.run(sh),
         Cmd::Site(cmd) => cmd.run(sh),
         Cmd::Compare(cmd) => cmd.run(sh),
+        Cmd::Onboard(cmd) => cmd.run(sh),
     }
 }

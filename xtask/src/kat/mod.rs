@@ -133,11 +133,11 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
     Ok(entries)
 }
 
-fn is_record_start(line: &str) -> bool {
+pub fn is_record_start(line: &str) -> bool {
     line.trim_start().as_bytes().get(..7).is_some_and(|p| p.eq_ignore_ascii_case(b"count ="))
 }
 
-fn is_len_line(line: &str) -> bool {
+pub fn is_len_line(line: &str) -> bool {
     line.split_once('=').is_some_and(|(k, _)| k.trim_end().ends_with("_Len"))
 }
 

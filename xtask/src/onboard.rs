@@ -1,0 +1,1159 @@
+//! `cargo xtask onboard ARCHIVE`: a draft manifest and `kat.sha256` for an NGCC archive
+//! that has none, inferred with the reference harness's default rules, then verified.
+//!
+//! Everything in the archive is hostile: it is extracted by the tool's own bounded
+//! extraction (no link is ever written or followed), nothing in it is run, and every
+//! name taken from it reaches the draft only as a TOML value written by the toml
+//! crate, or escaped inside a comment.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use sha2::{Digest, Sha256};
+use xshell::Shell;
+
+use crate::build::sources::{self, ExtractLimits};
+use crate::build::submission::{Instance, Submission};
+use crate::family::FamilyId;
+use crate::flags::{Given, Inputs, Onboard, Verify};
+use crate::kat::{self, Canonical, Mode};
+use crate::project;
+
+/// How an ICCS API header of a family looks, and what its draft needs. Whether the
+/// family can be verified is the family model's word (`FamilyId::get`).
+struct Shape {
+    family: FamilyId,
+    /// The official API header's name starts so (`KEM_AlgorithmInstance.h`).
+    header_prefix: &'static str,
+    /// Functions the API header declares (all of them).
+    markers: &'static [&'static str],
+    /// `KAT_<TYPE>_`: the official KAT file name before the instance name.
+    kat_prefix: &'static str,
+    /// The harness's own KAT driver.
+    kat_driver: &'static str,
+}
+
+const SHAPES: &[Shape] = &[
+    Shape {
+        family: FamilyId::Kem,
+        header_prefix: "KEM_",
+        markers: &["kem_keygen", "kem_enc", "kem_dec"],
+        kat_prefix: "KAT_KEM_",
+        kat_driver: "driver:iccs_kem_kat.c",
+    },
+    Shape {
+        family: FamilyId::Sig,
+        header_prefix: "SIG_",
+        markers: &["sig_keygen", "sig_sign", "sig_verify"],
+        kat_prefix: "KAT_SIG_",
+        kat_driver: "driver:iccs_sig_kat.c",
+    },
+    Shape {
+        family: FamilyId::Kex,
+        header_prefix: "KEX_",
+        markers: &["kex_init_a"],
+        kat_prefix: "KAT_KEX_",
+        kat_driver: "",
+    },
+    Shape {
+        family: FamilyId::Hash,
+        header_prefix: "CryptHash_",
+        markers: &["CryptHash"],
+        kat_prefix: "KAT_CryptHash_",
+        kat_driver: "",
+    },
+];
+
+/// The reference harness's `NGCC_EXCLUDE_RE` (`api/link_rules.mk`), case-sensitive as
+/// its `grep -vE`: basenames starting with one of these...
+const EXCLUDE_PREFIXES: &[&str] = &[
+    "KAT_",
+    "PQCgenKAT",
+    "main",
+    "test",
+    "bench",
+    "speed",
+    "cpucycles",
+    "osfreq",
+    "run_bench",
+    "selftest",
+    "self_test",
+    "example",
+    "demo",
+    "kat.c",
+    "kat_",
+];
+/// ...or holding one of these right before a dot.
+const EXCLUDE_BEFORE_DOT: &[&str] = &["_test", "test_", "_bench", "bench_", "_main", "_kat"];
+pub const EXCLUDE_RE: &str = "^(KAT_|PQCgenKAT|main|test|bench|speed|cpucycles|osfreq|run_bench|selftest|self_test|\
+                              example|demo|kat\\.c|kat_)|(_test|test_|_bench|bench_|_main|_kat)\\.";
+
+/// Whether the harness's default glob drops this basename (drivers, demos, tests).
+pub fn excluded(name: &str) -> bool {
+    EXCLUDE_PREFIXES.iter().any(|p| name.starts_with(p))
+        || EXCLUDE_BEFORE_DOT.iter().any(|t| name.contains(&format!("{t}.")))
+}
+
+/// What the tool's C recipe compiles (the harness also takes .cpp/.cc: no NGCC KEM has any).
+fn is_source(name: &str) -> bool {
+    name.ends_with(".c") || name.ends_with(".S")
+}
+
+/// Most bytes of one header or source read to find includes and names.
+const READ_MAX: u64 = 4 << 20;
+/// Most files followed through `#include` for one instance.
+const INCLUDE_MAX: usize = 5000;
+
+/// A TOML-safe rendering of untrusted text inside a comment or a message: quoted,
+/// every control character escaped.
+fn q(s: &str) -> String {
+    format!("{s:?}")
+}
+
+/// The extracted tree: every regular file and folder, relative to the top.
+struct Tree {
+    top: Utf8PathBuf,
+    files: BTreeSet<String>,
+    by_name: BTreeMap<String, Vec<String>>,
+    /// Files whose path holds `{` or `}`, which a manifest pattern cannot name.
+    unnameable: Vec<String>,
+}
+
+impl Tree {
+    fn scan(top: &Utf8Path) -> Result<Tree> {
+        let mut files = BTreeSet::new();
+        let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut unnameable = Vec::new();
+        for e in walkdir::WalkDir::new(top).follow_links(false).sort_by_file_name() {
+            let e = e.with_context(|| format!("cannot walk {top}"))?;
+            let Some(path) = Utf8Path::from_path(e.path()) else { continue };
+            let Ok(rel) = path.strip_prefix(top) else { continue };
+            if !e.file_type().is_file() || rel.as_str() == ".complete" {
+                continue;
+            }
+            if rel.as_str().contains(['{', '}']) {
+                unnameable.push(rel.to_string());
+                continue;
+            }
+            by_name.entry(e.file_name().to_string_lossy().into_owned()).or_default().push(rel.to_string());
+            files.insert(rel.to_string());
+        }
+        Ok(Tree { top: top.to_owned(), files, by_name, unnameable })
+    }
+
+    fn read(&self, rel: &str) -> String {
+        let bytes = project::read_regular(&self.top.join(rel), READ_MAX).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Files directly in `dir`.
+    fn children<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.files.iter().map(String::as_str).filter(move |f| parent(f) == dir)
+    }
+}
+
+fn parent(rel: &str) -> &str {
+    rel.rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+fn base(rel: &str) -> &str {
+    rel.rsplit_once('/').map_or(rel, |(_, b)| b)
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+fn is_under(path: &str, dir: &str) -> bool {
+    dir.is_empty() || path == dir || path.starts_with(&format!("{dir}/"))
+}
+
+/// Whether `text` declares `f(`, spaces allowed before the parenthesis.
+fn declares(text: &str, f: &str) -> bool {
+    text.match_indices(f).any(|(at, _)| {
+        let before = text[..at].chars().next_back().is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
+        before && text[at + f.len()..].trim_start().starts_with('(')
+    })
+}
+
+/// The string literals of `#define ALGORITHM_INSTANCE "..."` lines; `None` for a
+/// definition that is not one plain literal (built from macros).
+fn instance_names(text: &str) -> Vec<Option<String>> {
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix('#').map(str::trim_start).and_then(|r| r.strip_prefix("define")) else {
+            continue;
+        };
+        let Some(value) = rest.trim_start().strip_prefix("ALGORITHM_INSTANCE") else { continue };
+        if !value.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let value = value.trim();
+        let literal = value
+            .strip_prefix('"')
+            .and_then(|v| v.split_once('"'))
+            .filter(|(inner, after)| !inner.contains('\\') && after.trim().is_empty())
+            .map(|(inner, _)| inner.to_owned());
+        names.push(literal);
+    }
+    names
+}
+
+/// A shipped KAT file and its digest under the tool's canonical rule.
+struct Kat {
+    path: String,
+    sha256: String,
+    mode: Mode,
+    records: usize,
+    why: String,
+}
+
+/// What onboarding found for one instance folder.
+struct Found {
+    dir: String,
+    header: String,
+    shape: &'static Shape,
+    /// The header's one literal `ALGORITHM_INSTANCE`, if it has one.
+    declared: Option<String>,
+    label: String,
+    label_why: String,
+    sources: Vec<String>,
+    sources_why: String,
+    includes: Vec<String>,
+    unresolved: Vec<String>,
+    kat: Option<Kat>,
+    kat_why: String,
+}
+
+/// The instance folders of the tree: each folder holding an API header (a header that
+/// declares a family's functions) and C sources, directly or in its subfolders.
+fn find_instances(tree: &Tree, notes: &mut Vec<String>) -> Vec<(String, String, &'static Shape)> {
+    let mut by_dir: BTreeMap<String, Vec<(String, &'static Shape)>> = BTreeMap::new();
+    for h in tree.files.iter().filter(|f| f.ends_with(".h")) {
+        let text = tree.read(h);
+        if let Some(shape) = SHAPES.iter().find(|s| s.markers.iter().all(|m| declares(&text, m))) {
+            by_dir.entry(parent(h).to_owned()).or_default().push((h.clone(), shape));
+        }
+    }
+    let mut found = Vec::new();
+    for (dir, mut headers) in by_dir {
+        let skip =
+            dir.split('/').find(|c| c.eq_ignore_ascii_case("AlgorithmInstance") || c.eq_ignore_ascii_case("API_PKC"));
+        if let Some(c) = skip {
+            notes.push(format!(
+                "left out {}: a folder {} is the official API package or its blank template",
+                q(&dir),
+                q(c)
+            ));
+            continue;
+        }
+        if !tree.files.iter().any(|f| is_under(f, &dir) && is_source(base(f))) {
+            continue;
+        }
+        // The official name first (`KEM_*.h`), then the shortest.
+        headers.sort_by_key(|(h, s)| (!base(h).starts_with(s.header_prefix), h.len(), h.clone()));
+        if headers.len() > 1 {
+            let others: Vec<String> = headers[1..].iter().map(|(h, _)| q(base(h))).collect();
+            notes.push(format!(
+                "{}: API header {} taken; also declaring the API: {}",
+                q(&dir),
+                q(base(&headers[0].0)),
+                others.join(", ")
+            ));
+        }
+        let (h, shape) = headers.swap_remove(0);
+        found.push((dir, h, shape));
+    }
+    let is_ref = |d: &str| d.split('/').any(|c| c.eq_ignore_ascii_case("Reference_Implementation"));
+    if found.iter().any(|(d, _, _)| is_ref(d)) {
+        for (d, _, _) in found.iter().filter(|(d, _, _)| !is_ref(d)) {
+            notes.push(format!(
+                "left out {}: not under Reference_Implementation (the harness builds the reference code)",
+                q(d)
+            ));
+        }
+        found.retain(|(d, _, _)| is_ref(d));
+    }
+    found.retain(|(d, _, _)| {
+        let plain = !d.is_empty() && !d.contains(['{', '}']);
+        if !plain {
+            notes.push(format!(
+                "left out {}: a folder name with `{{` or `}}` (or the archive's top) cannot be a manifest `dir`",
+                q(d)
+            ));
+        }
+        plain
+    });
+    found
+}
+
+/// The harness's default source rule for one instance folder.
+fn default_sources(tree: &Tree, dir: &str, others: &[&str]) -> (Vec<String>, String) {
+    let pick = |files: Vec<&str>| -> (Vec<String>, Vec<String>) {
+        let (out, keep): (Vec<&str>, Vec<&str>) =
+            files.into_iter().filter(|f| is_source(base(f))).partition(|f| excluded(base(f)));
+        (keep.into_iter().map(str::to_owned).collect(), out.into_iter().map(|f| q(base(f))).collect())
+    };
+    let rule = format!(
+        "every *.c and *.S directly in the instance folder minus the harness's exclusion regex {}",
+        q(EXCLUDE_RE)
+    );
+    let (keep, out) = pick(tree.children(dir).collect());
+    let left =
+        |out: &[String]| if out.is_empty() { String::new() } else { format!("; left out by it: {}", out.join(", ")) };
+    if !keep.is_empty() {
+        return (keep, format!("{rule}{}", left(&out)));
+    }
+    // No source beside the header: the sources of its subfolders (not other instances').
+    let nested = tree
+        .files
+        .iter()
+        .map(String::as_str)
+        .filter(|f| is_under(f, dir) && parent(f) != dir && !others.iter().any(|o| *o != dir && is_under(f, o)))
+        .collect();
+    let (keep, out2) = pick(nested);
+    let all: Vec<String> = out.into_iter().chain(out2).collect();
+    (
+        keep,
+        format!(
+            "{rule}; the instance folder holds none, so every *.c and *.S of its subfolders, by the same regex{}",
+            left(&all)
+        ),
+    )
+}
+
+/// The folders holding the headers that the sources include (followed through headers),
+/// `dir` first as the harness puts it; and the quoted includes found nowhere.
+fn include_dirs(tree: &Tree, dir: &str, roots: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut dirs = vec![dir.to_owned()];
+    let mut unresolved = BTreeSet::new();
+    let mut seen: BTreeSet<String> = roots.iter().cloned().collect();
+    let mut queue: Vec<String> = roots.to_vec();
+    // The KAT driver includes the DRNG header.
+    let mut wanted: Vec<(String, String, bool)> = vec![(join(dir, "x"), "drng.h".into(), true)];
+    while let Some(file) = queue.pop() {
+        if seen.len() > INCLUDE_MAX {
+            break;
+        }
+        for line in tree.read(&file).lines() {
+            let Some(rest) =
+                line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|r| r.strip_prefix("include"))
+            else {
+                continue;
+            };
+            let rest = rest.trim();
+            let (quoted, close) = match rest.chars().next() {
+                Some('"') => (true, '"'),
+                Some('<') => (false, '>'),
+                _ => continue,
+            };
+            if let Some((name, _)) = rest[1..].split_once(close) {
+                wanted.push((file.clone(), name.to_owned(), quoted));
+            }
+        }
+        for (from, name, quoted) in std::mem::take(&mut wanted) {
+            if name.starts_with('/') || name.split('/').any(|c| c == ".." || c == "." || c.is_empty()) {
+                continue;
+            }
+            let Some(hit) = resolve_include(tree, (&from, &name), dir, &mut dirs) else {
+                if quoted {
+                    unresolved.insert(name);
+                }
+                continue;
+            };
+            if seen.insert(hit.clone()) {
+                queue.push(hit);
+            }
+        }
+    }
+    (dirs, unresolved.into_iter().collect())
+}
+
+/// Where `#include "name"` in `from` lands: beside `from`, in a folder already on the
+/// path, else in the folder nearest the instance that has it (added to `dirs`).
+fn resolve_include(tree: &Tree, (from, name): (&str, &str), dir: &str, dirs: &mut Vec<String>) -> Option<String> {
+    let beside = join(parent(from), name);
+    if tree.files.contains(&beside) {
+        return Some(beside);
+    }
+    if let Some(hit) = dirs.iter().map(|d| join(d, name)).find(|p| tree.files.contains(p)) {
+        return Some(hit);
+    }
+    let suffix = format!("/{name}");
+    let mut cands: Vec<&String> =
+        tree.by_name.get(base(name))?.iter().filter(|p| p.ends_with(&suffix) || p.as_str() == name).collect();
+    // Inside the instance first, then the longest common prefix with it.
+    let common = |p: &str| p.split('/').zip(dir.split('/')).take_while(|(a, b)| a == b).count();
+    cands.sort_by_key(|p| (!is_under(p, dir), std::cmp::Reverse(common(p)), p.len()));
+    let hit = cands.first()?.to_string();
+    let folder = hit[..hit.len() - name.len()].trim_end_matches('/').to_owned();
+    if folder.is_empty() {
+        return None;
+    }
+    dirs.push(folder);
+    Some(hit)
+}
+
+/// The shipped KAT file of an instance: `KAT_<TYPE>_<name>.txt` under a `Test_Vector*`
+/// folder (else anywhere), by the header's name, the label or the folder name.
+fn find_kat(tree: &Tree, f: &Found) -> (Option<String>, String) {
+    let folder = base(&f.dir);
+    let names: Vec<String> = [f.declared.as_deref(), Some(f.label.as_str()), Some(folder)]
+        .into_iter()
+        .flatten()
+        .map(|n| format!("{}{n}.txt", f.shape.kat_prefix))
+        .collect();
+    let in_vectors = |p: &str| {
+        let comps: Vec<&str> = p.split('/').collect();
+        comps.iter().any(|c| c.to_ascii_lowercase().starts_with("test_vector")) && !comps.contains(&"Others")
+    };
+    for (place, filter) in [("under a Test_Vector* folder", true), ("outside any Test_Vector* folder", false)] {
+        for name in &names {
+            let mut hits: Vec<&String> =
+                tree.by_name.get(name).into_iter().flatten().filter(|p| in_vectors(p) == filter).collect();
+            if hits.len() > 1 {
+                let own: Vec<&String> =
+                    hits.iter().copied().filter(|p| p.split('/').any(|c| c == folder || c == f.label)).collect();
+                if !own.is_empty() {
+                    hits = own;
+                }
+            }
+            match hits.as_slice() {
+                [one] => return (Some((*one).clone()), format!("{} {place}", q(name))),
+                [] => {}
+                many => {
+                    let list: Vec<String> = many.iter().map(|p| q(p)).collect();
+                    return (None, format!("{} is ambiguous: {}", q(name), list.join(", ")));
+                }
+            }
+        }
+    }
+    let tried: Vec<String> = names.iter().map(|n| q(n)).collect();
+    (None, format!("no KAT file found (looked for {})", tried.join(", ")))
+}
+
+/// Lines the record and template checks look at: their first bytes are enough.
+struct Scan {
+    records: usize,
+    blank_len: bool,
+    line: Vec<u8>,
+}
+
+impl Scan {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                self.end();
+            } else if self.line.len() < 256 {
+                self.line.push(b);
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        let line = String::from_utf8_lossy(&self.line).replace('\r', "");
+        if kat::is_record_start(&line) {
+            self.records += 1;
+        }
+        if kat::is_len_line(&line) && line.split_once('=').is_some_and(|(_, v)| v.trim().is_empty()) {
+            self.blank_len = true;
+        }
+        self.line.clear();
+    }
+}
+
+/// The digest of a shipped KAT file: `strict`, or `nolen` when its lengths are blank
+/// (template mode), over the records it has; streamed, so any size is fine.
+fn digest_kat(tree: &Tree, path: &str) -> Result<Kat> {
+    let file = project::open_regular(&tree.top.join(path))?;
+    let mut scan = Scan { records: 0, blank_len: false, line: Vec::new() };
+    let mut strict = Canonical::new(Mode::Strict, None, Sha256::new());
+    let mut nolen = Canonical::new(Mode::Nolen, None, Sha256::new());
+    let mut reader = std::io::BufReader::new(file);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        scan.feed(&buf[..n]);
+        strict.update(&buf[..n]);
+        nolen.update(&buf[..n]);
+    }
+    scan.end();
+    let (mode, c, why) = if scan.blank_len {
+        (Mode::Nolen, nolen, "its `*_Len =` lines are blank (template mode), so the lengths are left out (nolen)")
+    } else {
+        (Mode::Strict, strict, "the canonical strict text")
+    };
+    let sha256 = kat::finish_digest(c).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+    if scan.records == 0 {
+        anyhow::bail!("{}: no `Count =` line, not a KAT text", q(path));
+    }
+    Ok(Kat { path: path.to_owned(), sha256, mode, records: scan.records, why: why.to_owned() })
+}
+
+/// A plain label from a folder name: every other character becomes `-`.
+fn plain_from(name: &str) -> String {
+    let mut s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "._+-".contains(c) { c } else { '-' }).collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    let s = s.trim_matches(|c: char| c == '-' || c == '.' || c == '+').to_owned();
+    s.chars().take(project::NAME_MAX).collect()
+}
+
+/// Labels: the header's `ALGORITHM_INSTANCE` when it is one plain literal, no
+/// placeholder and unique among the instances; else the folder name (made plain).
+fn choose_labels(found: &mut [Found]) {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for f in found.iter() {
+        if let Some(d) = &f.declared {
+            *count.entry(d.clone()).or_default() += 1;
+        }
+    }
+    let mut used = BTreeSet::new();
+    for f in found.iter_mut() {
+        let folder = base(&f.dir).to_owned();
+        let (label, why) = match &f.declared {
+            Some(d) if d.eq_ignore_ascii_case("AlgorithmInstance") || d.is_empty() => {
+                (plain_from(&folder), format!("the folder name: ALGORITHM_INSTANCE is the placeholder {}", q(d)))
+            }
+            Some(d) if count[d] > 1 => (
+                plain_from(&folder),
+                format!("the folder name: ALGORITHM_INSTANCE {} is shared by {} instances", q(d), count[d]),
+            ),
+            Some(d) if project::plain_name(d).is_err() => {
+                (plain_from(&folder), format!("the folder name: ALGORITHM_INSTANCE {} is not a plain name", q(d)))
+            }
+            Some(d) => (d.clone(), format!("ALGORITHM_INSTANCE {} of {}", q(d), q(base(&f.header)))),
+            None => (
+                plain_from(&folder),
+                format!("the folder name: {} has no single literal ALGORITHM_INSTANCE", q(base(&f.header))),
+            ),
+        };
+        let mut label = if label.is_empty() { "instance".to_owned() } else { label };
+        let mut why =
+            if label != folder && why.starts_with("the folder name") { format!("{why} (made plain)") } else { why };
+        let stem = label.clone();
+        let mut n = 2;
+        while !used.insert(label.clone()) {
+            label = format!("{stem}-{n}");
+            n += 1;
+            why = format!("{why}; -{} added to tell it from another instance", n - 1);
+        }
+        f.label = label;
+        f.label_why = why;
+    }
+}
+
+/// Everything onboarding found in an archive.
+struct Analysis {
+    found: Vec<Found>,
+    notes: Vec<String>,
+    root: String,
+    /// Every folder of the tree that holds a file (relative to its top).
+    folders: BTreeSet<String>,
+    /// Where the tree has each ICCS file, taken or not.
+    iccs_elsewhere: BTreeMap<&'static str, Vec<String>>,
+}
+
+/// The ICCS API files the harness adds when an instance's sources lack them.
+const ICCS_NAMES: &[&str] = &["drng.c", "auxfunc.c"];
+
+fn analyse(tree: &Tree) -> Result<Analysis> {
+    let mut notes = Vec::new();
+    if !tree.unnameable.is_empty() {
+        let list: Vec<String> = tree.unnameable.iter().take(5).map(|p| q(p)).collect();
+        notes.push(format!(
+            "{} file(s) ignored, as a `{{` or `}}` in a path cannot be named by a manifest pattern: {}",
+            tree.unnameable.len(),
+            list.join(", ")
+        ));
+    }
+    let dirs = find_instances(tree, &mut notes);
+    if dirs.is_empty() {
+        return crate::ui::usage(
+            "no instance folder found: no folder holds a header declaring an ICCS API (kem_keygen, kem_enc, kem_dec; \
+             sig_keygen, sig_sign, sig_verify) beside C sources. Write the manifest by hand (README, \"Adding a submission\")",
+        );
+    }
+    if let Some((d, h, s)) = dirs.iter().find(|(_, _, s)| s.family.get().is_err()) {
+        return crate::ui::usage(format!(
+            "family {} not supported yet: {} in {} declares the {} API, and this harness has no drivers for that family \
+             (only kem and sig can be onboarded)",
+            s.family,
+            q(base(h)),
+            q(d),
+            s.family
+        ));
+    }
+    let families: BTreeSet<FamilyId> = dirs.iter().map(|(_, _, s)| s.family).collect();
+    if families.len() > 1 {
+        return crate::ui::usage(format!(
+            "the archive mixes API families ({families:?}): onboard one family at a time"
+        ));
+    }
+    let all_dirs: Vec<&str> = dirs.iter().map(|(d, _, _)| d.as_str()).collect();
+    let mut found: Vec<Found> = dirs
+        .iter()
+        .map(|(dir, header, shape)| {
+            let names = instance_names(&tree.read(header));
+            let declared = match names.as_slice() {
+                [Some(one)] => Some(one.clone()),
+                _ => None,
+            };
+            let (sources, sources_why) = default_sources(tree, dir, &all_dirs);
+            let mut roots = sources.clone();
+            roots.push(header.clone());
+            let (includes, unresolved) = include_dirs(tree, dir, &roots);
+            Found {
+                dir: dir.clone(),
+                header: header.clone(),
+                shape,
+                declared,
+                label: String::new(),
+                label_why: String::new(),
+                sources,
+                sources_why,
+                includes,
+                unresolved,
+                kat: None,
+                kat_why: String::new(),
+            }
+        })
+        .collect();
+    found.retain(|f| {
+        if f.sources.is_empty() {
+            notes.push(format!("left out {}: no source by the harness's rule ({})", q(&f.dir), f.sources_why));
+        }
+        !f.sources.is_empty()
+    });
+    if found.is_empty() {
+        return crate::ui::usage(
+            "no instance folder has a source the harness's rule would compile: write the manifest by hand",
+        );
+    }
+    let iccs_elsewhere = ICCS_NAMES.iter().map(|n| (*n, tree.by_name.get(*n).cloned().unwrap_or_default())).collect();
+    choose_labels(&mut found);
+    for f in &mut found {
+        let (path, why) = find_kat(tree, f);
+        f.kat_why = why;
+        if let Some(p) = path {
+            match digest_kat(tree, &p) {
+                Ok(k) => f.kat = Some(k),
+                Err(e) => f.kat_why = format!("{}, but {e:#}", f.kat_why),
+            }
+        }
+    }
+    let mut paths: Vec<&str> = found.iter().map(|f| f.dir.as_str()).collect();
+    paths.extend(found.iter().filter_map(|f| f.kat.as_ref()).map(|k| parent(&k.path)));
+    let root = common_folder(&paths);
+    // The root stays strictly above every instance folder (`{dir}` is never `.`).
+    let root = if found.iter().any(|f| f.dir == root) { parent(&root).to_owned() } else { root };
+    let folders = tree.files.iter().flat_map(|f| ancestors(f)).collect();
+    Ok(Analysis { found, notes, root, folders, iccs_elsewhere })
+}
+
+/// The folders above `rel`, nearest first.
+fn ancestors(rel: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut p = parent(rel);
+    while !p.is_empty() {
+        out.push(p.to_owned());
+        p = parent(p);
+    }
+    out
+}
+
+fn common_folder(paths: &[&str]) -> String {
+    let Some(first) = paths.first() else { return String::new() };
+    let mut common: Vec<&str> = first.split('/').collect();
+    for p in &paths[1..] {
+        let n = common.iter().zip(p.split('/')).take_while(|(a, b)| **a == *b).count();
+        common.truncate(n);
+    }
+    common.join("/")
+}
+
+/// The draft's text, written line by line: keys and comments are the tool's, every
+/// value is a TOML value written by the toml crate.
+#[derive(Default)]
+struct Doc(String);
+
+impl Doc {
+    fn line(&mut self, text: &str) {
+        self.0.push_str(text);
+        self.0.push('\n');
+    }
+
+    /// A comment; any line break in it starts another comment line.
+    fn comment(&mut self, text: &str) {
+        for l in text.lines() {
+            self.line(&format!("# {l}"));
+        }
+    }
+
+    fn kv(&mut self, key: &str, value: impl Into<toml::Value>) {
+        let v: toml::Value = value.into();
+        self.line(&format!("{key} = {v}"));
+    }
+
+    fn strings(&mut self, key: &str, values: &[String]) {
+        self.kv(key, toml::Value::Array(values.iter().cloned().map(toml::Value::String).collect()));
+    }
+}
+
+/// An instance as the manifest loader reads it (its own defaults for every other field).
+fn instance(label: &str, dir: &str) -> Result<Instance> {
+    let mut t = toml::Table::new();
+    t.insert("label".into(), label.into());
+    t.insert("dir".into(), dir.into());
+    Ok(toml::Value::Table(t).try_into()?)
+}
+
+/// `path` (relative to the root) as a pattern for `inst`: `{dir}/...`, and `{label}`
+/// where the label stands in it, when the pattern expands back to the path.
+fn template(inst: &Instance, path: &str) -> String {
+    let in_dir = path.strip_prefix(&format!("{}/", inst.dir)).or((path == inst.dir).then_some(""));
+    let head = match in_dir {
+        Some("") => "{dir}".to_owned(),
+        Some(rest) => format!("{{dir}}/{rest}"),
+        None => path.to_owned(),
+    };
+    let with_label = |s: &str| match s.strip_prefix("{dir}") {
+        Some(rest) => format!("{{dir}}{}", rest.replace(&inst.label, "{label}")),
+        None => s.replace(&inst.label, "{label}"),
+    };
+    [with_label(&head), head].into_iter().find(|t| inst.expand(t) == path).unwrap_or_else(|| path.to_owned())
+}
+
+/// One draft instance: paths relative to the root, as patterns.
+struct Drafted<'a> {
+    f: &'a Found,
+    inst: Instance,
+    sources: Vec<String>,
+    includes: Vec<String>,
+    header: String,
+    reference: Option<String>,
+}
+
+fn rel<'a>(root: &str, p: &'a str) -> &'a str {
+    if root.is_empty() {
+        p
+    } else {
+        p.strip_prefix(root).map_or(p, |r| r.trim_start_matches('/'))
+    }
+}
+
+fn drafted<'a>(a: &'a Analysis) -> Result<Vec<Drafted<'a>>> {
+    a.found
+        .iter()
+        .map(|f| {
+            let inst = instance(&f.label, rel(&a.root, &f.dir))?;
+            let t = |p: &str| template(&inst, rel(&a.root, p));
+            Ok(Drafted {
+                sources: f.sources.iter().map(|s| t(s)).collect(),
+                includes: f.includes.iter().map(|s| t(s)).collect(),
+                header: t(&f.header),
+                reference: f.kat.as_ref().map(|k| t(&k.path)),
+                f,
+                inst,
+            })
+        })
+        .collect()
+}
+
+/// What onboard was asked for, resolved.
+struct Draft<'a> {
+    id: &'a str,
+    archive: &'a Utf8Path,
+    sha256: &'a str,
+    bytes: u64,
+}
+
+fn render(d: &Draft, a: &Analysis) -> Result<(String, String)> {
+    let items = drafted(a)?;
+    let shape = a.found[0].shape;
+    let file = d.archive.file_name().unwrap_or("archive").to_owned();
+    let mut doc = Doc::default();
+    doc.comment(&format!(
+        "DRAFT written by `cargo xtask onboard` from {} ({} bytes, SHA-256 {}).\n\
+         Every `guessed` comment says what was inferred from the archive and why: check each before adopting it\n\
+         (submissions/{}.toml and kat/{}/kat.sha256).",
+        q(&file),
+        d.bytes,
+        d.sha256,
+        d.id,
+        d.id
+    ));
+    for n in &a.notes {
+        doc.comment(&format!("note: {n}"));
+    }
+    doc.kv("id", d.id);
+    doc.comment("guessed: the archive's file name");
+    doc.kv("name", d.archive.file_stem().unwrap_or(d.id));
+    doc.comment(&format!("guessed: {} declares {}", q(base(&a.found[0].header)), shape.markers.join(", ")));
+    doc.kv("family", shape.family.name());
+    doc.line("");
+    doc.line("[source]");
+    doc.kv("kind", "archive");
+    doc.kv("file", file.as_str());
+    doc.kv("bytes", i64::try_from(d.bytes)?);
+    doc.kv("sha256", d.sha256);
+    doc.comment("page: unknown to onboard; add the NICCS page the archive is published on");
+    doc.comment("guessed: the deepest folder above every instance folder and its KAT file");
+    doc.kv("root", a.root.as_str());
+    doc.line("");
+    render_build(&mut doc, a, &items);
+    render_kat(&mut doc, shape, &items);
+    for item in &items {
+        render_instance(&mut doc, item, &items);
+    }
+    doc.line("");
+    doc.comment("`cargo xtask profile`: the ICCS placeholder hash functions and DRNG (ICCS API names).");
+    doc.0.push_str(ICCS_GROUPS);
+    Ok((doc.0, kat_lines(d, &items)))
+}
+
+const ICCS_GROUPS: &str = "[[profile.groups]]\nname = \"hash\"\nkind = \"iccs-hash\"\nfamily = \"ICCS\"\n\
+     symbols = [\"pseudohash\", \"pseudoXOF\", \"sm3hash\"]\n\n[[profile.groups]]\nname = \"drng\"\n\
+     kind = \"iccs-drng\"\nfamily = \"ICCS\"\nsymbols = [\"get_random_number\"]\n";
+
+/// The patterns every instance has, in the first instance's order.
+fn shared(lists: &[&[String]]) -> Vec<String> {
+    let Some(first) = lists.first() else { return vec![] };
+    let mut out: Vec<String> = Vec::new();
+    for s in first.iter() {
+        if lists.iter().all(|l| l.contains(s)) && !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+fn render_build(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
+    doc.line("[build]");
+    let lists: Vec<&[String]> = items.iter().map(|i| i.sources.as_slice()).collect();
+    let common = shared(&lists);
+    let whys: BTreeSet<&str> = items.iter().map(|i| i.f.sources_why.as_str()).collect();
+    let whys: Vec<&str> = whys.into_iter().collect();
+    doc.comment(&format!("guessed: {}", whys.join("\n  and elsewhere: ")));
+    if common.len() < items.iter().map(|i| i.sources.len()).max().unwrap_or(0) {
+        doc.comment("the instances differ in their sources: each [[instance]] lists its own beside these");
+    }
+    doc.strings("sources", &common);
+    let mut include: Vec<String> = Vec::new();
+    let mut dropped = Vec::new();
+    for i in items {
+        for d in &i.includes {
+            if include.contains(d) || dropped.contains(d) {
+                continue;
+            }
+            // Every include folder is walked for each instance: it must exist for all.
+            let everywhere = items.iter().all(|j| a.folders.contains(&join(&a.root, &j.inst.expand(d))));
+            if everywhere { &mut include } else { &mut dropped }.push(d.clone());
+        }
+    }
+    doc.comment("guessed: the instance folder first, as the harness puts it, then every folder holding a header the sources include");
+    if !dropped.is_empty() {
+        let list: Vec<String> = dropped.iter().map(|d| q(d)).collect();
+        doc.comment(&format!(
+            "left out (some instances only; no per-instance include in the format): {}",
+            list.join(", ")
+        ));
+    }
+    doc.strings("include", &include);
+    let unresolved: BTreeSet<&String> = items.iter().flat_map(|i| &i.f.unresolved).collect();
+    if !unresolved.is_empty() {
+        let list: Vec<String> = unresolved.iter().map(|u| q(u)).collect();
+        doc.comment(&format!(
+            "included but found nowhere in the archive (system headers, or behind an #if): {}",
+            list.join(", ")
+        ));
+    }
+    render_iccs(doc, a, items);
+    doc.comment(
+        "no defines guessed: a MISMATCH may mean one selects the ICCS DRNG or the KAT's hash backend (catalog need 2)",
+    );
+    doc.line("");
+}
+
+/// Official ICCS `drng.c`/`auxfunc.c` for a tree whose sources lack them.
+fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
+    let mut iccs = Vec::new();
+    for name in ICCS_NAMES {
+        let lacking: Vec<&str> = items
+            .iter()
+            .filter(|i| !i.f.sources.iter().any(|s| base(s) == *name))
+            .map(|i| i.f.label.as_str())
+            .collect();
+        let shipped: Vec<String> = a.iccs_elsewhere[name].iter().take(3).map(|p| q(p)).collect();
+        let shipped = match shipped.is_empty() {
+            true => "the archive has none".to_owned(),
+            false => format!("the archive has {} (not taken by the rule)", shipped.join(", ")),
+        };
+        if lacking.len() == items.len() {
+            iccs.push((*name).to_owned());
+            doc.comment(&format!(
+                "guessed: no instance's sources hold {name} and {shipped}: the official ICCS copy is taken"
+            ));
+        } else if !lacking.is_empty() {
+            doc.comment(&format!(
+                "guessed: {name} is missing from the sources of {} only and {shipped}: those instances take the \
+                 official copy",
+                lacking.join(", ")
+            ));
+        }
+    }
+    if !iccs.is_empty() {
+        doc.comment("as the harness adds api/drng.c and api/auxfunc.c; verify needs the ICCS API package API_PKC.zip");
+        doc.strings("iccs", &iccs);
+    }
+}
+
+fn render_kat(doc: &mut Doc, shape: &Shape, items: &[Drafted]) {
+    doc.line("[kat]");
+    doc.comment(&format!("the harness's own KAT driver of the {} family, never the shipped KAT program", shape.family));
+    doc.strings("program", &[shape.kat_driver.to_owned()]);
+    let headers: BTreeSet<&String> = items.iter().map(|i| &i.header).collect();
+    let header = if headers.len() == 1 { items[0].header.clone() } else { "{api_header}".to_owned() };
+    doc.comment(&format!("guessed: the header that declares {} in the instance folder", shape.markers.join(", ")));
+    doc.kv("api_header", header.as_str());
+    doc.kv("file", format!("{}{{label}}.txt", shape.kat_prefix));
+    let refs: BTreeSet<&String> = items.iter().filter_map(|i| i.reference.as_ref()).collect();
+    match refs.iter().next() {
+        Some(r) if refs.len() == 1 => {
+            doc.comment("guessed: the shipped KAT file (used to show the first differing record of a MISMATCH)");
+            doc.kv("reference", r.as_str());
+        }
+        Some(_) => doc.comment("no reference: the shipped KAT files follow no one pattern"),
+        None => {}
+    }
+    doc.line("");
+    doc.line("[bench]");
+    doc.comment("guessed: the ICCS API (kem_*/sig_* and the ICCS DRNG) through the same header");
+    doc.kv("api", "iccs");
+    doc.kv("header", header.as_str());
+}
+
+/// The ICCS files only some instances lack: theirs to take (the ones all lack are
+/// `[build] iccs`).
+fn own_iccs(item: &Drafted, items: &[Drafted]) -> Vec<String> {
+    let lacks = |i: &Drafted, name: &str| !i.f.sources.iter().any(|s| base(s) == name);
+    let all = |name: &str| items.iter().all(|i| lacks(i, name));
+    ICCS_NAMES.iter().filter(|n| lacks(item, n) && !all(n)).map(|n| (*n).to_owned()).collect()
+}
+
+fn render_instance(doc: &mut Doc, item: &Drafted, items: &[Drafted]) {
+    let f = item.f;
+    doc.line("");
+    doc.line("[[instance]]");
+    doc.comment(&format!("guessed label: {}", f.label_why));
+    doc.kv("label", f.label.as_str());
+    doc.comment(&format!("guessed: the folder holding {} and its sources", q(base(&f.header))));
+    doc.kv("dir", item.inst.dir.as_str());
+    let headers: BTreeSet<&String> = items.iter().map(|i| &i.header).collect();
+    if headers.len() > 1 {
+        let mut vars = toml::Table::new();
+        vars.insert("api_header".into(), item.header.clone().into());
+        doc.kv("vars", toml::Value::Table(vars));
+    }
+    let lists: Vec<&[String]> = items.iter().map(|i| i.sources.as_slice()).collect();
+    let common = shared(&lists);
+    let own: Vec<String> = item.sources.iter().filter(|s| !common.contains(s)).cloned().collect();
+    if !own.is_empty() {
+        doc.strings("sources", &own);
+    }
+    let iccs = own_iccs(item, items);
+    if !iccs.is_empty() {
+        doc.comment("guessed: its sources lack these, so it takes the official ICCS copies");
+        doc.strings("iccs", &iccs);
+    }
+    match &f.kat {
+        Some(k) => {
+            doc.comment(&format!("KAT: {}; {} record(s); {}", f.kat_why, k.records, k.why));
+            if k.records != 10 {
+                doc.comment("guessed: the driver replays as many records as the shipped file has");
+                doc.kv("kat_records", i64::try_from(k.records).unwrap_or(i64::MAX));
+            }
+        }
+        None => doc.comment(&format!("KAT: {}; verify will say NOKAT", f.kat_why)),
+    }
+}
+
+fn kat_lines(d: &Draft, items: &[Drafted]) -> String {
+    let mut out = format!(
+        "# DRAFT by `cargo xtask onboard`: digests of the KAT files shipped in {}\n",
+        q(d.archive.file_name().unwrap_or(""))
+    );
+    for i in items {
+        let Some(k) = &i.f.kat else { continue };
+        let mode = match k.records {
+            10 => format!("{:?}", k.mode).to_lowercase(),
+            n => format!("{}:{n}", format!("{:?}", k.mode).to_lowercase()),
+        };
+        out.push_str(&format!("# {} from {}\n", i.f.label, q(&k.path)));
+        out.push_str(&format!("{} {mode} {}/{}{}.txt\n", k.sha256, i.f.label, i.f.shape.kat_prefix, i.f.label));
+    }
+    out
+}
+
+/// A word a POSIX shell reads back as itself.
+fn sh_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._+-=:".contains(c)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// A submission id from an archive's file name.
+fn id_from(archive: &Utf8Path) -> String {
+    let stem = archive.file_stem().unwrap_or("");
+    let stem = stem.strip_suffix(".tar").unwrap_or(stem);
+    plain_from(stem).to_ascii_lowercase()
+}
+
+impl Onboard {
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let started = Instant::now();
+        if !self.archive.is_file() {
+            return crate::ui::usage(format!("onboard: no archive at {}", self.archive));
+        }
+        let id = self.id.clone().unwrap_or_else(|| id_from(&self.archive));
+        if let Err(why) = project::plain_name(&id) {
+            return crate::ui::usage(format!("onboard: id {} {why}; name it with --id", q(&id)));
+        }
+        let manifest = self.dir.join(format!("{id}.toml"));
+        // Into the checkout's submissions/, the digests go where shipped manifests keep them.
+        let shipped = project::resolved(&self.dir) == project::resolved(&Submission::dir());
+        let kat_path =
+            if shipped { crate::kat::Manifest::default_path(&id) } else { self.dir.join(&id).join("kat.sha256") };
+        for p in [&manifest, &kat_path] {
+            if p.symlink_metadata().is_ok() && !self.force {
+                return crate::ui::usage(format!("onboard: {p} exists; --force overwrites it"));
+            }
+        }
+        let sha256 = project::sha256_file(&self.archive)?;
+        let bytes = std::fs::metadata(&self.archive)?.len();
+        crate::note!("onboard: extracting {} ({bytes} bytes, SHA-256 {sha256})", self.archive);
+        let tree = sources::extract(&self.archive, &sha256, ExtractLimits::default())?;
+        let analysis = analyse(&Tree::scan(&tree)?)?;
+        let draft = Draft { id: &id, archive: &self.archive, sha256: &sha256, bytes };
+        let (text, kats) = render(&draft, &analysis)?;
+        // The draft must at least be TOML before it is written.
+        toml::from_str::<toml::Table>(&text).context("onboard wrote a draft that is not TOML (a bug)")?;
+        project::write_atomic(&manifest, text.as_bytes())?;
+        project::write_atomic(&kat_path, kats.as_bytes())?;
+        self.tell(&analysis, &manifest, &kat_path);
+        let loaded = Submission::load(manifest.as_str());
+        // The package named explicitly: the plain --archive would be taken for it too.
+        let iccs = loaded
+            .as_ref()
+            .ok()
+            .filter(|s| s.takes_iccs())
+            .map(|_| self.iccs_api.clone().unwrap_or_else(|| project::root().join("archives").join("API_PKC.zip")));
+        let (m, out) = (sh_quote(manifest.as_str()), sh_quote(self.out.as_str()));
+        let with_iccs =
+            iccs.as_ref().map_or(String::new(), |p| format!(" --archive iccs-api={}", sh_quote(p.as_str())));
+        let verify_cmd =
+            format!("cargo xtask verify {m} --archive {}{with_iccs} --out {out}", sh_quote(self.archive.as_str()));
+        if self.no_verify {
+            crate::say!("next: {verify_cmd}");
+            return Ok(());
+        }
+        loaded.with_context(|| format!("the draft {manifest} does not load: edit it, then run `{verify_cmd}`"))?;
+        let result = self.verify(sh, &manifest, iccs);
+        crate::say!("onboard + verify: {:.1} s", started.elapsed().as_secs_f64());
+        match &result {
+            Ok(()) if shipped => crate::say!("next: cargo xtask report {id} --out {out} (the page)"),
+            Ok(()) => {
+                crate::say!("next: cargo xtask report {m} --out {out} (the page), then adopt the draft:");
+                crate::say!(
+                    "      cp {m} submissions/{id}.toml && mkdir -p kat/{id} && cp {} kat/{id}/kat.sha256",
+                    sh_quote(kat_path.as_str())
+                );
+            }
+            Err(_) => crate::say!("next: read the comments of {m}, fix what was guessed wrong, then: {verify_cmd}"),
+        }
+        result
+    }
+
+    fn tell(&self, a: &Analysis, manifest: &Utf8Path, kat_path: &Utf8Path) {
+        crate::say!("onboard: {} instance(s), family {}", a.found.len(), a.found[0].shape.family);
+        for f in &a.found {
+            let kat = f.kat.as_ref().map_or("no KAT file".to_owned(), |k| {
+                format!(
+                    "{}{} {}",
+                    format!("{:?}", k.mode).to_lowercase(),
+                    if k.records == 10 { String::new() } else { format!(":{}", k.records) },
+                    &k.sha256[..12]
+                )
+            });
+            crate::say!("  {:<24} {} ({} sources) {kat}", f.label, q(&f.dir), f.sources.len());
+        }
+        for n in &a.notes {
+            crate::say!("  note: {n}");
+        }
+        crate::say!("draft: {manifest} and {kat_path} (every guess is commented)");
+    }
+
+    fn verify(&self, sh: &Shell, manifest: &Utf8Path, iccs: Option<Utf8PathBuf>) -> Result<()> {
+        let mut inputs =
+            Inputs::for_ids(vec![manifest.to_string()], self.target.clone(), self.out.clone(), "local".into());
+        let package = iccs.map(|path| Given { id: Some(crate::build::iccs::ID.into()), path });
+        inputs.archive = std::iter::once(Given { id: None, path: self.archive.clone() }).chain(package).collect();
+        Verify { inputs, kat_manifest: None, timeout: None, resume: false }.run(sh)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_harness_exclusion_rule_is_kept_exactly() {
+        for gone in
+            ["main.c", "KAT_KEM.c", "kem_test.c", "test.c", "speed.c", "kat.c", "PQCgenKAT_kem.c", "x_kat.c", "demo1.c"]
+        {
+            assert!(excluded(gone), "{gone}");
+        }
+        // Case-sensitive as the harness's grep; a token must stand right before a dot.
+        for kept in ["Main.c", "kem.c", "attest.c", "contest_x.c", "KEM_AlgorithmInstance.c", "katx.c"] {
+            assert!(!excluded(kept), "{kept}");
+        }
+        assert!(is_source("ntt.S") && is_source("a.c") && !is_source("a.cpp") && !is_source("a.s"));
+    }
+
+    #[test]
+    fn instance_names_are_literals_only() {
+        let h = "#define ALGORITHM_INSTANCE \"BRQC-128\"\n";
+        assert_eq!(instance_names(h), [Some("BRQC-128".to_owned())]);
+        assert_eq!(instance_names("# define ALGORITHM_INSTANCE \"Aigis\" STR(PARAMS)\n"), [None]);
+        assert_eq!(instance_names("#define ALGORITHM_INSTANCE_X 1\n#define OTHER \"x\"\n").len(), 0);
+        assert!(declares("int kem_keygen (unsigned char *pk);", "kem_keygen"));
+        assert!(!declares("int my_kem_keygen(void);", "kem_keygen"));
+    }
+
+    #[test]
+    fn patterns_expand_back_to_their_paths() {
+        let inst = instance("X-128", "Impl/Cand X-128").unwrap();
+        assert_eq!(template(&inst, "Impl/Cand X-128/KEM_X-128.c"), "{dir}/KEM_{label}.c");
+        assert_eq!(template(&inst, "Impl/Cand X-128"), "{dir}");
+        assert_eq!(template(&inst, "Test_Vectors/KAT_KEM_X-128.txt"), "Test_Vectors/KAT_KEM_{label}.txt");
+        assert_eq!(template(&inst, "Test_Vectors/{x}.txt"), "Test_Vectors/{x}.txt", "no expansion, no pattern");
+        assert_eq!(plain_from("Cand $(id) X-128"), "Cand-id-X-128");
+        assert_eq!(sh_quote("a b'c"), "'a b'\\''c'");
+        assert_eq!(id_from(Utf8Path::new("/x/Fixture KEM v1.zip")), "fixture-kem-v1");
+    }
+}

@@ -1,0 +1,408 @@
+//! `cargo xtask onboard` on fixture archives written here, shaped like the catalog's
+//! awkward KEM archives: spaces in folder names, a nested `Implementations/Implementations`
+//! root, a shipped demo `main.c` and `KAT_KEM.c`, the official API package's blank
+//! template beside the instances, placeholder instance names, template-mode vectors,
+//! sources in subfolders, no ICCS files, hostile names. Expected digests come from the
+//! fixture's Rust model (`common/fixture.rs`), never from the code under test. Every
+//! test but the last reads the draft only (no container).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::fixture::{header, model_digest, model_lines, FIXTURE};
+use common::xtask;
+use xtask::build::submission::Submission;
+
+const WRAP: &str = "Cand X v1";
+const REF: &str = "Implementations/Implementations/Reference_Implementation";
+
+/// One instance folder of a fixture archive.
+struct Spec {
+    folder: &'static str,
+    /// `ALGORITHM_INSTANCE` of its header.
+    name: &'static str,
+    n: usize,
+    /// Where its KAT file goes, below the wrapping folder.
+    kat: String,
+    records: usize,
+    /// `_Len` values left blank (template mode).
+    template: bool,
+    /// Sources in `src/`, headers in `include/`, nothing beside the API header.
+    nested: bool,
+    /// No drng.c or auxfunc.c anywhere.
+    no_iccs: bool,
+    /// One more source of its own.
+    extra: bool,
+}
+
+fn spec(folder: &'static str, name: &'static str, n: usize) -> Spec {
+    let kat = format!("Test_Vectors/KAT_KEM_{name}.txt");
+    Spec { folder, name, n, kat, records: 10, template: false, nested: false, no_iccs: false, extra: false }
+}
+
+fn kat_text(s: &Spec) -> String {
+    let mut t = String::new();
+    for rec in model_lines(s.n).into_iter().take(s.records) {
+        for line in rec {
+            let line = match line.split_once(" = ") {
+                Some((k, _)) if s.template && k.ends_with("_Len") => format!("{k} ="),
+                _ => line,
+            };
+            t.push_str(&line);
+            t.push_str("\r\n");
+        }
+        t.push_str("\r\n");
+    }
+    t
+}
+
+fn put(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn copy(from: &str, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(Path::new(FIXTURE).join(from), to).unwrap();
+}
+
+/// The fixture KEM of `s` in its folder, with the files a draft must leave out.
+fn write_instance(top: &Path, s: &Spec, header_name: &str) {
+    let d = top.join(WRAP).join(REF).join(s.folder);
+    let (src, inc) = if s.nested { (d.join("src"), d.join("include")) } else { (d.clone(), d.clone()) };
+    put(&d.join(header_name), &header(s.name, s.n, ""));
+    let body = std::fs::read_to_string(Path::new(FIXTURE).join("kem_body.c")).unwrap();
+    put(&src.join("KEM_AlgorithmInstance.c"), &format!("#include \"{header_name}\"\n{body}"));
+    for h in ["drng.h", "auxfunc.h", "mix.h", "keccak.h"] {
+        copy(h, &inc.join(h));
+    }
+    copy("keccak.c", &src.join("keccak.c"));
+    if !s.no_iccs {
+        copy("drng.c", &src.join("drng.c"));
+        copy("auxfunc.c", &src.join("auxfunc.c"));
+    }
+    if s.extra {
+        put(&src.join("extra.c"), "int cand_extra_source = 1;\n");
+    }
+    // The shipped KAT generator, a demo and a test: the harness's rule drops them.
+    for f in ["KAT_KEM.c", "main.c", "kem_test.c"] {
+        put(&src.join(f), "#error never compiled\nint main(void) { return 0; }\n");
+    }
+    put(&top.join(WRAP).join(&s.kat), &kat_text(s));
+}
+
+/// The official API package's blank template, as several archives ship a copy of it.
+fn write_template(top: &Path) {
+    let d = top.join(WRAP).join("API_PKC/Implementations/Reference_Implementation/AlgorithmInstance");
+    put(&d.join("KEM_AlgorithmInstance.h"), &header("AlgorithmInstance", 16, ""));
+    put(&d.join("KEM_AlgorithmInstance.c"), "#include \"KEM_AlgorithmInstance.h\"\n");
+}
+
+fn zip_dir(tree: &Path, zip: &Path, links: &[(&str, &str)]) {
+    common::fixture::zip_tree(tree, zip);
+    if links.is_empty() {
+        return;
+    }
+    let mut w =
+        zip::ZipWriter::new_append(std::fs::OpenOptions::new().read(true).write(true).open(zip).unwrap()).unwrap();
+    for (name, target) in links {
+        w.add_symlink(*name, *target, zip::write::SimpleFileOptions::default()).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// A fixture archive of `specs` in a fresh temporary folder.
+struct Case {
+    tmp: tempfile::TempDir,
+    zip: PathBuf,
+}
+
+impl Case {
+    fn new(specs: &[Spec], header_name: &str, links: &[(&str, &str)]) -> Case {
+        let tmp = tempfile::tempdir().unwrap();
+        let tree = tmp.path().join("tree");
+        for s in specs {
+            write_instance(&tree, s, header_name);
+        }
+        write_template(&tree);
+        let zip = tmp.path().join("Cand X v1.zip");
+        zip_dir(&tree, &zip, links);
+        Case { tmp, zip }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.tmp.path().join("drafts")
+    }
+
+    /// `onboard --no-verify` with a cache of its own (no container, no shared cache).
+    fn draft(&self, extra: &[&str]) -> std::process::Output {
+        let (zip, dir) = (self.zip.to_str().unwrap(), self.dir());
+        let args = [&["onboard", zip, "--dir", dir.to_str().unwrap(), "--no-verify"][..], extra].concat();
+        xtask(&args, Some(&self.tmp.path().join("cache")))
+    }
+
+    fn text(&self, id: &str) -> (String, String) {
+        let m = std::fs::read_to_string(self.dir().join(format!("{id}.toml"))).unwrap();
+        let k = std::fs::read_to_string(self.dir().join(id).join("kat.sha256")).unwrap();
+        (m, k)
+    }
+}
+
+fn awkward() -> Vec<Spec> {
+    vec![spec("Cand X-128", "CandX-128", 16), spec("Cand X-256", "CandX-256", 32)]
+}
+
+/// What the tests read of a draft that this checkout's loader may not know yet.
+#[derive(serde::Deserialize)]
+struct Draft {
+    build: DraftBuild,
+    #[serde(rename = "instance")]
+    instances: Vec<DraftInstance>,
+}
+
+#[derive(serde::Deserialize)]
+struct DraftBuild {
+    sources: Vec<String>,
+    include: Vec<String>,
+    #[serde(default)]
+    iccs: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct DraftInstance {
+    label: String,
+    kat_records: Option<u64>,
+}
+
+fn kat_line(sha: &str, mode: &str, label: &str) -> String {
+    format!("{sha} {mode} {label}/KAT_KEM_{label}.txt")
+}
+
+#[test]
+fn an_awkward_archive_gets_a_draft_that_loads() {
+    let c = Case::new(&awkward(), "KEM_AlgorithmInstance.h", &[]);
+    let run = c.draft(&[]);
+    assert!(run.status.success());
+    let out = common::stdout(&run);
+    assert!(out.contains("next: cargo xtask verify"), "{out}");
+    let (m, k) = c.text("cand-x-v1");
+    let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
+    let labels: Vec<&str> = sub.instances.iter().map(|i| i.label.as_str()).collect();
+    assert_eq!(labels, ["CandX-128", "CandX-256"], "labels from ALGORITHM_INSTANCE; the blank template is left out");
+    assert!(m.contains("API_PKC") && m.contains("blank template"), "the left-out template is named:\n{m}");
+    let xtask::build::submission::SourceSpec::Archive { root, sha256, .. } = &sub.source else { panic!() };
+    assert_eq!(root, WRAP, "above the nested root and Test_Vectors");
+    assert_eq!(sha256.as_str(), common::sha256(&std::fs::read(&c.zip).unwrap()));
+    assert_eq!(sub.instances[0].dir, format!("{REF}/Cand X-128"));
+    assert_eq!(
+        sub.build.sources,
+        ["{dir}/KEM_AlgorithmInstance.c", "{dir}/auxfunc.c", "{dir}/drng.c", "{dir}/keccak.c"]
+    );
+    assert_eq!(sub.build.include, ["{dir}"]);
+    assert_eq!(sub.kat.api_header.as_deref(), Some("{dir}/KEM_AlgorithmInstance.h"));
+    assert_eq!(sub.kat.reference.as_deref(), Some("Test_Vectors/KAT_KEM_{label}.txt"));
+    for left_out in ["\"main.c\"", "\"KAT_KEM.c\"", "\"kem_test.c\""] {
+        assert!(m.contains(left_out), "{left_out} is named as left out:\n{m}");
+    }
+    assert!(m.contains("guessed label: ALGORITHM_INSTANCE"), "{m}");
+    assert!(!m.contains("iccs ="), "the tree has drng.c and auxfunc.c:\n{m}");
+    for (label, n) in [("CandX-128", 16), ("CandX-256", 32)] {
+        assert!(k.contains(&kat_line(&model_digest(n, false, 10), "strict", label)), "{label}:\n{k}");
+    }
+    // A second run keeps the draft; --force replaces it.
+    let again = c.draft(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    assert!(c.draft(&["--force"]).status.success());
+}
+
+#[test]
+fn placeholder_names_and_template_vectors() {
+    let mut a = spec("Cand X-128", "AlgorithmInstance", 16);
+    a.kat = "Test_Vectors/Cand X-128/KAT_KEM_AlgorithmInstance.txt".into();
+    a.template = true;
+    let mut b = spec("Cand X-256", "AlgorithmInstance", 32);
+    b.kat = "Test_Vectors/Cand X-256/KAT_KEM_AlgorithmInstance.txt".into();
+    b.records = 3;
+    let c = Case::new(&[a, b], "KEM_AlgorithmInstance.h", &[]);
+    assert!(c.draft(&["--id", "cand-x"]).status.success());
+    let (m, k) = c.text("cand-x");
+    let doc: Draft = toml::from_str(&m).unwrap();
+    let labels: Vec<&str> = doc.instances.iter().map(|i| i.label.as_str()).collect();
+    assert_eq!(labels, ["Cand-X-128", "Cand-X-256"], "folder names, made plain");
+    assert!(m.contains("ALGORITHM_INSTANCE is the placeholder \"AlgorithmInstance\""), "{m}");
+    // One KAT file name in per-instance folders, matched by the folder.
+    assert!(k.contains(&kat_line(&model_digest(16, true, 10), "nolen", "Cand-X-128")), "template mode → nolen:\n{k}");
+    assert!(k.contains(&kat_line(&model_digest(32, false, 3), "strict:3", "Cand-X-256")), "3 records:\n{k}");
+    assert_eq!((doc.instances[0].kat_records, doc.instances[1].kat_records), (None, Some(3)));
+    assert!(m.contains("template mode"), "{m}");
+    let sub = Submission::load(c.dir().join("cand-x.toml").to_str().unwrap()).unwrap();
+    assert_eq!(sub.instances[1].kat_records, 3, "the loader reads what the draft says");
+}
+
+#[test]
+fn sources_in_subfolders_and_no_iccs_files() {
+    let mut a = spec("Cand X-128", "CandX-128", 16);
+    a.nested = true;
+    a.no_iccs = true;
+    let c = Case::new(&[a], "KEM_AlgorithmInstance.h", &[]);
+    assert!(c.draft(&[]).status.success());
+    let (m, _) = c.text("cand-x-v1");
+    let doc: Draft = toml::from_str(&m).unwrap();
+    assert_eq!(doc.build.sources, ["{dir}/src/KEM_AlgorithmInstance.c", "{dir}/src/keccak.c"]);
+    assert_eq!(doc.build.include, ["{dir}", "{dir}/include"]);
+    assert_eq!(doc.build.iccs, ["drng.c", "auxfunc.c"]);
+    assert!(m.contains("the instance folder holds none"), "{m}");
+    assert!(m.contains("no instance's sources hold drng.c and the archive has none"), "{m}");
+    let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
+    assert_eq!(sub.build.iccs, ["drng.c", "auxfunc.c"]);
+    // Its verify needs the ICCS API package, and says so before anything is built.
+    let missing = c.tmp.path().join("nowhere/API_PKC.zip");
+    let (zip, dir) = (c.zip.to_str().unwrap(), c.dir());
+    let args = ["onboard", zip, "--dir", dir.to_str().unwrap(), "--force", "--engine", "host"];
+    let run =
+        xtask(&[&args[..], &["--iccs-api", missing.to_str().unwrap()]].concat(), Some(&c.tmp.path().join("cache")));
+    assert_eq!(run.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("API_PKC.zip (31009 bytes"), "{err}");
+}
+
+#[test]
+fn instances_with_other_sources_list_their_own() {
+    let mut specs = awkward();
+    specs[1].extra = true;
+    let c = Case::new(&specs, "KEM_AlgorithmInstance.h", &[]);
+    // Relative paths are the caller's.
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["onboard", "Cand X v1.zip", "--dir", "drafts", "--no-verify"])
+        .current_dir(c.tmp.path())
+        .env("NGCC_CACHE", c.tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let (m, _) = c.text("cand-x-v1");
+    assert!(m.contains("the instances differ in their sources"), "{m}");
+    let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
+    assert_eq!(sub.build.sources.len(), 4);
+    assert!(sub.instances[0].sources.is_empty());
+    assert_eq!(sub.instances[1].sources, ["{dir}/extra.c"]);
+    assert!(sub.build.iccs.is_empty() && sub.instances.iter().all(|i| i.iccs.is_empty()));
+}
+
+#[test]
+fn an_instance_without_iccs_files_takes_its_own() {
+    let mut specs = awkward();
+    specs[1].no_iccs = true;
+    let c = Case::new(&specs, "KEM_AlgorithmInstance.h", &[]);
+    assert!(c.draft(&[]).status.success());
+    let sub = Submission::load(c.dir().join("cand-x-v1.toml").to_str().unwrap()).unwrap();
+    assert!(sub.build.iccs.is_empty());
+    assert!(sub.instances[0].iccs.is_empty());
+    assert_eq!(sub.instances[1].iccs, ["drng.c", "auxfunc.c"]);
+    assert_eq!(sub.instances[1].sources, Vec::<String>::new(), "drng.c and auxfunc.c of the other are its own");
+}
+
+#[test]
+fn key_exchanges_are_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("tree/K/Implementations/Reference_Implementation/KX-1");
+    put(&d.join("KEX_AlgorithmInstance.h"), "#define ALGORITHM_INSTANCE \"KX-1\"\nint kex_init_a(unsigned char *p);\n");
+    put(&d.join("kex.c"), "int kex_init_a(unsigned char *p) { return p == 0; }\n");
+    let zip = tmp.path().join("K.zip");
+    common::fixture::zip_tree(&tmp.path().join("tree"), &zip);
+    let dir = tmp.path().join("drafts");
+    let args = ["onboard", zip.to_str().unwrap(), "--dir", dir.to_str().unwrap(), "--no-verify"];
+    let run = xtask(&args, Some(&tmp.path().join("cache")));
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("family kex not supported yet"));
+    assert!(!dir.exists());
+}
+
+#[test]
+fn hostile_names_stay_values_and_links_stay_out() {
+    let hostile = "Cand $(touch pwned) \"q\" 'x'";
+    let mut a = spec(hostile, "../../evil; rm -rf ~", 16);
+    a.kat = "Test_Vectors/KAT_KEM_x.txt".into();
+    let mut b = spec("Cand\n[source]\nkind = \"crate\"", "CandZ", 24);
+    b.kat = "Test_Vectors/KAT_KEM_CandZ.txt".into();
+    let s = vec![a, spec("Cand X-256", "CandX-256", 32), b];
+    let inst = format!("{WRAP}/{REF}/Cand X-256");
+    let links = [(format!("{inst}/evil.c"), "/etc/passwd"), (format!("{inst}/up"), "../../..")];
+    let links: Vec<(&str, &str)> = links.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+    let c = Case::new(&s, "KEM_$(touch pwned2).h", &links);
+    // A folder whose name holds `{label}` cannot be a manifest dir.
+    let braces = c.tmp.path().join("tree2");
+    std::fs::rename(c.tmp.path().join("tree"), &braces).unwrap();
+    write_instance(&braces, &spec("Cand {label}", "CandY", 16), "KEM_Y.h");
+    let zip = c.tmp.path().join("Cand X v1.zip");
+    std::fs::remove_file(&zip).unwrap();
+    zip_dir(&braces, &zip, &links);
+
+    assert!(c.draft(&["--id", "hostile"]).status.success());
+    let (m, k) = c.text("hostile");
+    let sub = Submission::load(c.dir().join("hostile.toml").to_str().unwrap()).unwrap();
+    let dirs: Vec<&str> = sub.instances.iter().map(|i| i.dir.as_str()).collect();
+    let want =
+        [format!("{REF}/Cand\n[source]\nkind = \"crate\""), format!("{REF}/{hostile}"), format!("{REF}/Cand X-256")];
+    assert_eq!(dirs, want, "the folder names, exactly, as values");
+    assert_eq!(sub.instances[0].label, "CandZ");
+    let injected = !matches!(sub.source, xtask::build::submission::SourceSpec::Archive { .. });
+    assert!(!injected, "a folder name wrote a [source] of its own");
+    assert_eq!(sub.instances[1].label, "Cand-touch-pwned-q-x", "not the header's `../../evil; rm -rf ~`");
+    assert_eq!(sub.kat.api_header.as_deref(), Some("{dir}/KEM_$(touch pwned2).h"));
+    assert!(m.contains("Cand {label}") && m.contains("cannot be named by a manifest pattern"), "{m}");
+    assert_eq!(sub.instances.len(), 3);
+    assert!(!m.contains("evil.c") && !m.contains("\"up\""), "links are not in the tree:\n{m}");
+    assert!(!k.contains(".."), "{k}");
+    assert!(k.lines().filter(|l| !l.starts_with('#')).all(|l| l.split_whitespace().count() == 3), "{k}");
+    for entry in std::fs::read_dir(c.dir()).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(name == "hostile.toml" || name == "hostile", "{name}");
+    }
+    let cache = c.tmp.path().join("cache/sources");
+    for e in walkdir::WalkDir::new(&cache) {
+        let e = e.unwrap();
+        assert!(!e.path_is_symlink(), "a link was extracted: {}", e.path().display());
+        assert!(!e.file_name().to_string_lossy().starts_with("pwned"));
+    }
+}
+
+#[test]
+fn an_entry_leaving_the_archive_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zip = tmp.path().join("Escape.zip");
+    let mut w = zip::ZipWriter::new(std::fs::File::create(&zip).unwrap());
+    w.start_file("../KEM_escape.h", zip::write::SimpleFileOptions::default()).unwrap();
+    w.write_all(b"int kem_keygen(void);\n").unwrap();
+    w.finish().unwrap();
+    let dir = tmp.path().join("drafts");
+    let run = xtask(&["onboard", zip.to_str().unwrap(), "--dir", dir.to_str().unwrap()], Some(&tmp.path().join("c")));
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("escapes the extraction folder"));
+    assert!(!dir.exists() && !tmp.path().join("KEM_escape.h").exists());
+}
+
+/// The one container test: the awkward archive from nothing to PASS, timed.
+#[test]
+fn onboard_drafts_and_verifies_in_the_container() {
+    let c = Case::new(&awkward(), "KEM_AlgorithmInstance.h", &[]);
+    let (dir, out) = (c.dir(), c.tmp.path().join("out"));
+    let started = std::time::Instant::now();
+    let args = ["onboard", c.zip.to_str().unwrap(), "--dir", dir.to_str().unwrap(), "--engine", "podman"];
+    let run = xtask(&[&args[..], &["--out", out.to_str().unwrap()]].concat(), None);
+    eprintln!("onboard + verify wall time: {:.1} s", started.elapsed().as_secs_f64());
+    assert!(run.status.success());
+    let s = common::summary(&out, "cand-x-v1");
+    for label in ["CandX-128", "CandX-256"] {
+        assert_eq!(common::entry(&s, label).status.name(), "PASS", "{label}");
+    }
+    let text = common::stdout(&run);
+    assert!(text.contains("next: cargo xtask report"), "{text}");
+    // The next command gives the page.
+    let m = dir.join("cand-x-v1.toml");
+    assert!(xtask(&["report", m.to_str().unwrap(), "--out", out.to_str().unwrap()], None).status.success());
+    let page = std::fs::read_to_string(common::layout(&out).report("cand-x-v1")).unwrap();
+    assert!(page.contains("CandX-128") && page.contains("PASS"), "{page}");
+}
