@@ -200,7 +200,7 @@ impl Campaign {
 
     /// `--archives DIR`: the candidates found there become the selection and their
     /// archives the `--archive` list; the missing ones are said, with what to fetch.
-    fn from_folder(&mut self) -> Result<Vec<String>> {
+    fn select_from_folder(&mut self) -> Result<Vec<String>> {
         let Some(dir) = self.archive_dir.clone() else { return Ok(vec![]) };
         let ids = if self.ids.is_empty() { Submission::ids()? } else { self.ids.clone() };
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
@@ -224,7 +224,7 @@ impl Campaign {
 
     pub fn run(mut self, sh: &Shell) -> Result<()> {
         let profile = SystemProfile::load(&self.system)?;
-        let missing = self.from_folder()?;
+        let missing = self.select_from_folder()?;
         let subs = self.check(&profile)?;
         let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
         let steps = self.steps(&subs, &profile.ids(&self.ids));

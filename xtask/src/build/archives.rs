@@ -36,7 +36,7 @@ impl Folder {
             if !e.file_type()?.is_file() {
                 continue;
             }
-            crate::ui::doing(&format!("digesting {}", e.file_name()));
+            crate::ui::doing(format!("digesting {}", e.file_name()));
             by_sha.insert(project::sha256_regular(e.path())?, e.path().to_owned());
         }
         Ok(Folder { dir: dir.to_owned(), by_sha })
