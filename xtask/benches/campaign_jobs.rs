@@ -10,7 +10,6 @@ use std::process::Command;
 use std::time::Instant;
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use common::field::Case;
