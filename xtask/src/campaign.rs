@@ -310,6 +310,7 @@ impl Campaign {
                     kat_manifest: None,
                     timeout: self.timeout,
                     resume: self.resume,
+                    jobs: self.jobs,
                 };
                 let work = verify.inputs.obtain(sh, &ctx.profile, |s| verify.check(s))?;
                 let failed = verify.verify_all(sh, ctx, &work)?;

@@ -277,6 +277,16 @@ pub struct Verify {
     /// KAT manifest, same toolchain and source) and run only the others.
     #[arg(long)]
     pub resume: bool,
+    /// Instances built and KAT-checked at a time (default: the cores not kept for
+    /// timing, at least 1). Timing never runs in parallel.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..256))]
+    pub jobs: Option<u32>,
+}
+
+/// Instances verified at a time by default: every core but the one timing pins, at least
+/// one.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
 }
 
 /// Wall-clock limit of one KAT program run, unless `--timeout` says otherwise.
@@ -377,6 +387,10 @@ pub struct Campaign {
     /// Verify and time the instances their manifests mark `slow` after every other one.
     #[arg(long)]
     pub defer: bool,
+    /// Instances verified at a time in each verify step (default: the cores not kept for
+    /// timing); timing stays one process at a time on its pinned core.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..256))]
+    pub jobs: Option<u32>,
 }
 
 /// A system name (it names a folder): the rule of [`crate::project::plain_name`].

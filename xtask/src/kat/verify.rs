@@ -7,6 +7,8 @@
 //! recorded for the instance at hand; results of other instances are kept.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -92,6 +94,39 @@ impl Summary {
 }
 
 /// What one submission's verify works with.
+/// What the instances of one submission share while they are verified.
+struct Shared {
+    summary: Summary,
+    /// How long each instance took, for the next one's estimate.
+    took: Vec<Duration>,
+}
+
+/// A `Ctx` without its shell (a shell is not shared between threads).
+struct Parts<'a> {
+    env: &'a crate::build::builder::BuildEnv,
+    tc: &'a ToolchainRecord,
+    sb: &'a crate::container::sandbox::Sandbox,
+    sub: &'a Submission,
+    src: &'a Source,
+    inputs: &'a Inputs,
+    layout: &'a Layout,
+    manifest: &'a Manifest,
+    harness_commit: &'a str,
+}
+
+impl Parts<'_> {
+    fn ctx<'b>(&'b self, sh: &'b Shell) -> Ctx<'b> {
+        let (env, tc, sb, sub, src, inputs) = (self.env, self.tc, self.sb, self.sub, self.src, self.inputs);
+        Ctx {
+            build: BuildCtx { sh, env, tc, sb, sub, src, inputs },
+            layout: self.layout,
+            manifest: self.manifest,
+            harness_commit: self.harness_commit.to_owned(),
+            timeout: Duration::ZERO,
+        }
+    }
+}
+
 #[derive(Clone)]
 struct Ctx<'a> {
     build: BuildCtx<'a>,
@@ -189,7 +224,6 @@ impl Verify {
             instances: Vec::new(),
         };
         self.keep_earlier(layout, sub, &mut summary);
-        let family = sub.family()?;
         let ctx = Ctx {
             build: BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs },
             layout,
@@ -197,30 +231,86 @@ impl Verify {
             harness_commit: summary.harness_commit.clone(),
             timeout: Duration::ZERO,
         };
-        let mut took = Vec::new();
-        for inst in instances {
-            if self.resume {
-                if let Some(kept) = ctx.current(&summary, inst)? {
-                    print_row(&sub.id, &kept, (&tc, family), " (kept, --resume)");
-                    continue;
-                }
+        let shared = Mutex::new(Shared { summary, took: Vec::new() });
+        let jobs = self.jobs.map_or_else(crate::flags::default_jobs, |j| j as usize).clamp(1, instances.len());
+        if jobs == 1 {
+            for inst in &instances {
+                self.one(&ctx, inst, &shared)?;
             }
-            let estimate = (!took.is_empty()).then(|| took.iter().sum::<Duration>() / took.len() as u32);
-            let live = crate::ui::progress(format!("{} {}", sub.id, inst.label), estimate);
-            // An instance's own limits (manifest) apply unless the command line sets them.
-            let sb = env.sandbox(self.inputs.limits_for(inst));
-            let timeout = Duration::from_secs(Inputs::kat_timeout(self.timeout, inst));
-            let ctx = Ctx { build: BuildCtx { sb: &sb, ..ctx.build }, timeout, ..ctx.clone() };
-            let r = ctx.verify_instance(inst)?.known(inst);
-            took.push(live.elapsed());
-            drop(live);
-            print_row(&sub.id, &r, (&tc, family), if r.build_reused { " (build reused)" } else { "" });
-            summary.put(r, sub);
-            summary.finished = project::now_utc();
-            schema::write(&layout.kat_summary(&sub.id), &summary)?;
-            evidence::write_index(&self.inputs.out)?;
+        } else {
+            crate::note!("{}: {} instances, {jobs} at a time (--jobs)", sub.id, instances.len());
+            self.in_parallel(jobs, &ctx, &instances, &shared)?;
         }
+        let summary = shared.into_inner().map_err(|_| anyhow::anyhow!("a verify worker panicked"))?.summary;
         Ok(summary)
+    }
+
+    /// Verify one instance with its own limits and add its result to the summary on disk.
+    fn one(&self, ctx: &Ctx, inst: &Instance, shared: &Mutex<Shared>) -> Result<()> {
+        let (sub, tc) = (ctx.build.sub, ctx.build.tc);
+        let family = sub.family()?;
+        let lock = || shared.lock().map_err(|_| anyhow::anyhow!("a verify worker panicked"));
+        if self.resume {
+            if let Some(kept) = ctx.current(&lock()?.summary, inst)? {
+                print_row(&sub.id, &kept, (tc, family), " (kept, --resume)");
+                return Ok(());
+            }
+        }
+        let estimate = {
+            let took = &lock()?.took;
+            (!took.is_empty()).then(|| took.iter().sum::<Duration>() / took.len() as u32)
+        };
+        let live = crate::ui::progress(format!("{} {}", sub.id, inst.label), estimate);
+        // An instance's own limits (manifest) apply unless the command line sets them.
+        let sb = ctx.build.env.sandbox(self.inputs.limits_for(inst));
+        let timeout = Duration::from_secs(Inputs::kat_timeout(self.timeout, inst));
+        let ictx = Ctx { build: BuildCtx { sb: &sb, ..ctx.build }, timeout, ..ctx.clone() };
+        let r = ictx.verify_instance(inst)?.known(inst);
+        let elapsed = live.elapsed();
+        drop(live);
+        let mut g = lock()?;
+        g.took.push(elapsed);
+        print_row(&sub.id, &r, (tc, family), if r.build_reused { " (build reused)" } else { "" });
+        g.summary.put(r, sub);
+        g.summary.finished = project::now_utc();
+        schema::write(&ctx.layout.kat_summary(&sub.id), &g.summary)?;
+        evidence::write_index(&self.inputs.out).map(drop)
+    }
+
+    /// `jobs` workers take the instances in order, each with a shell of its own; the first
+    /// failure stops the others at their next instance (an interruption wins).
+    fn in_parallel(&self, jobs: usize, ctx: &Ctx, instances: &[&Instance], shared: &Mutex<Shared>) -> Result<()> {
+        let (next, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let parts = ctx.parts();
+        let errors: Vec<anyhow::Error> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..jobs)
+                .map(|_| {
+                    s.spawn(|| -> Result<()> {
+                        let sh = Shell::new()?;
+                        let ctx = parts.ctx(&sh);
+                        while !stop.load(Ordering::Relaxed) {
+                            let Some(inst) = instances.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
+                            if let Err(e) = self.one(&ctx, inst, shared) {
+                                stop.store(true, Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .filter_map(|w| w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panicked"))).err())
+                .collect()
+        });
+        let mut errors = errors.into_iter();
+        let first = errors.next();
+        match first {
+            None => Ok(()),
+            Some(e) if e.is::<crate::container::interrupt::Interrupted>() => Err(e),
+            Some(e) => Err(errors.find(|e| e.is::<crate::container::interrupt::Interrupted>()).unwrap_or(e)),
+        }
     }
 
     /// Keep the entries of an earlier summary made with the same toolchain, source and
@@ -296,6 +386,22 @@ fn known(status: Status, inst: &Instance) -> Option<String> {
 }
 
 impl Ctx<'_> {
+    /// Everything but the shell, for workers that bring their own.
+    fn parts(&self) -> Parts<'_> {
+        let b = &self.build;
+        Parts {
+            env: b.env,
+            tc: b.tc,
+            sb: b.sb,
+            sub: b.sub,
+            src: b.src,
+            inputs: b.inputs,
+            layout: self.layout,
+            manifest: self.manifest,
+            harness_commit: &self.harness_commit,
+        }
+    }
+
     /// The earlier entry of `inst` when it is current: same build key (so the same
     /// compilers, source, patches, drivers and flags) and made by a completed run.
     fn current(&self, summary: &Summary, inst: &Instance) -> Result<Option<InstanceResult>> {

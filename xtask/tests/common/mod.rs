@@ -7,6 +7,7 @@ use camino::Utf8Path;
 use xtask::evidence::schema::{self, InstanceResult, Record, Summary};
 use xtask::evidence::Layout;
 
+pub mod field;
 pub mod fixture;
 pub mod golden_set;
 pub mod sig_fixture;
