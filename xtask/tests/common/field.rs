@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::fixture::{header, model_records, zip_tree, ICCS_GROUPS};
+use super::fixture::{header, model_records, zip_tree, ICCS_GROUPS, KAT_AND_BENCH};
 use super::sha256;
 
 const WRAP: &str = "Field Fixture";
@@ -128,16 +128,7 @@ defines = ["FIX_ARCH_X86=1"]
 [build.arch.aarch64]
 defines = ["FIX_ARCH_ARM=1"]
 
-[kat]
-program = ["driver:iccs_kem_kat.c"]
-api_header = "{{dir}}/KEM_{{label}}.h"
-file = "KAT_KEM_{{label}}.txt"
-reference = "{{dir}}/KAT/KAT_KEM_{{label}}.txt"
-
-[bench]
-api = "iccs"
-header = "{{dir}}/KEM_{{label}}.h"
-
+{KAT_AND_BENCH}
 {ICCS_GROUPS}"#
     );
     let extra = |label: &str| match label {

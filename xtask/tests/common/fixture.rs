@@ -23,6 +23,19 @@ family = "ICCS"
 symbols = ["get_random_number"]
 "#;
 
+/// The `[kat]` and `[bench]` tables of every ICCS-shaped fixture KEM (`KEM_<label>.h`,
+/// the submitted text under `KAT/`).
+pub const KAT_AND_BENCH: &str = r#"[kat]
+program = ["driver:iccs_kem_kat.c"]
+api_header = "{dir}/KEM_{label}.h"
+file = "KAT_KEM_{label}.txt"
+reference = "{dir}/KAT/KAT_KEM_{label}.txt"
+
+[bench]
+api = "iccs"
+header = "{dir}/KEM_{label}.h"
+"#;
+
 pub const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixture");
 pub const WRAP: &str = "Fixture KEM v1";
 pub const ROOT: &str = "Implementations/Reference_Implementation";
@@ -263,16 +276,7 @@ sources = ["{{dir}}/*.c"]
 include = ["{{dir}}"]
 never_compile = ["{{dir}}/KAT_KEM.c", "{{dir}}/main_demo.c"]
 
-[kat]
-program = ["driver:iccs_kem_kat.c"]
-api_header = "{{dir}}/KEM_{{label}}.h"
-file = "KAT_KEM_{{label}}.txt"
-reference = "{{dir}}/KAT/KAT_KEM_{{label}}.txt"
-
-[bench]
-api = "iccs"
-header = "{{dir}}/KEM_{{label}}.h"
-
+{KAT_AND_BENCH}
 {ICCS_GROUPS}
 [[profile.groups]]
 name = "keccak"
