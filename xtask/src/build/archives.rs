@@ -72,3 +72,27 @@ impl Folder {
         Ok(m)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only regular files are read: a link (to a secret, say) or a FIFO (which would block
+    /// a reader forever) in the folder is passed over, never followed or opened.
+    #[test]
+    fn links_and_fifos_in_the_folder_are_passed_over() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(t.path()).unwrap();
+        std::fs::write(dir.join("any name.bin"), b"archive bytes").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("link.zip")).unwrap();
+        let fifo = dir.join("fifo.zip");
+        assert!(std::process::Command::new("mkfifo").arg(fifo.as_str()).status().unwrap().success());
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/inner.zip"), b"inner").unwrap();
+        let folder = Folder::scan(dir).unwrap();
+        assert_eq!(folder.by_sha.len(), 1, "{:?}", folder.by_sha);
+        let sha = project::sha256_hex(b"archive bytes");
+        assert_eq!(folder.find(&sha), Some(&dir.join("any name.bin")));
+        assert!(folder.find(&project::sha256_hex(b"inner")).is_none());
+    }
+}
