@@ -123,10 +123,12 @@ impl Campaign {
             cpu: self.cpu,
             allow_unfixed_host: self.allow_unfixed_host,
             quick: self.quick,
+            no_baselines: false,
             // Per record: an interrupted bench step keeps the records it finished.
             resume: self.resume,
         }
-        .with_profile(&ctx.profile)
+        .with_profile(&ctx.profile)?
+        .with_baselines(&ctx.profile)
     }
 
     /// The inputs of one submission's step over `part` of its instances.
@@ -311,6 +313,7 @@ impl Campaign {
                     timeout: self.timeout,
                     resume: self.resume,
                     jobs: self.jobs,
+                    kat_files: Vec::new(),
                 };
                 let work = verify.inputs.obtain(sh, &ctx.profile, |s| verify.check(s))?;
                 let failed = verify.verify_all(sh, ctx, &work)?;

@@ -281,6 +281,11 @@ pub struct Verify {
     /// timing, at least 1). Timing never runs in parallel.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..256))]
     pub jobs: Option<u32>,
+    /// Check only these KAT files of a family that writes several (hash: 2_12, 2_23,
+    /// 2_33, Loop; comma-separated or repeated). Default: every file. Files left out are
+    /// recorded as not checked, and their earlier results of the same build are kept.
+    #[arg(long, value_delimiter = ',', value_name = "PART")]
+    pub kat_files: Vec<String>,
 }
 
 /// Instances verified at a time by default: every core but the one timing pins, at least
@@ -319,6 +324,11 @@ pub struct Bench {
     /// CI mode: 3 short trials; same record format, marked quick.
     #[arg(long)]
     pub quick: bool,
+    /// Do not time the family's same-run baselines (hash: SHA-256, SHA-512, SHA3-256 and
+    /// SHA3-512 of the pinned PQClean tree, `submissions/baseline-hash.toml`), which a
+    /// hash page compares with.
+    #[arg(long)]
+    pub no_baselines: bool,
     /// Keep the records on disk that are current (same build, drivers, toolchain,
     /// harness commit, plan and host, and as the evidence index has them) and time only
     /// the missing (instance, operation) pairs.

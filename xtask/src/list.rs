@@ -11,7 +11,10 @@ use crate::flags::List;
 fn digests(s: &Submission) -> String {
     match crate::kat::Manifest::load(&s.kat_manifest_path()) {
         Ok(m) => {
-            let known = s.instances.iter().filter(|i| m.entry(&i.label).is_some()).count();
+            let all_files = |i: &crate::build::submission::Instance| {
+                s.kat_files(i).is_ok_and(|f| f.iter().all(|(_, f)| m.entry(&i.label, f).is_some()))
+            };
+            let known = s.instances.iter().filter(|i| all_files(i)).count();
             format!("{known} of {} instances", s.instances.len())
         }
         Err(e) => format!("none ({e:#})"),

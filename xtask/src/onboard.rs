@@ -1113,7 +1113,7 @@ impl Onboard {
             Inputs::for_ids(vec![manifest.to_string()], self.target.clone(), self.out.clone(), "local".into());
         let package = iccs.map(|path| Given { id: Some(crate::build::iccs::ID.into()), path });
         inputs.archive = std::iter::once(Given { id: None, path: self.archive.clone() }).chain(package).collect();
-        Verify { inputs, kat_manifest: None, timeout: None, resume: false, jobs: None }.run(sh)
+        Verify { inputs, kat_manifest: None, timeout: None, resume: false, jobs: None, kat_files: Vec::new() }.run(sh)
     }
 }
 

@@ -59,6 +59,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// `n` bytes from the kernel's random source, never from anything a sandbox saw.
+pub fn random_bytes(n: usize) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| anyhow::anyhow!("cannot read /dev/urandom: {e}"))?;
+    Ok(bytes)
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

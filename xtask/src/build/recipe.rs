@@ -121,6 +121,11 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     let never = never_compile(sub, inst, src)?;
     let mut lib_sources = Vec::new();
     for pattern in &parts.sources {
+        // Harness code a manifest builds in (the hash baselines' CryptHash adapter).
+        if let Some(d) = inst.expand(pattern).strip_prefix("driver:") {
+            lib_sources.push(places.driver(d));
+            continue;
+        }
         for rel in resolve(&src.root, &inst.expand(pattern))? {
             let path = src_path(&rel);
             if !never.contains(&rel) && !lib_sources.contains(&path) {
@@ -132,7 +137,8 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
         bail!("instance {}: the source patterns match no file", inst.label);
     }
     lib_sources.extend(iccs_sources(sub, inst, src)?.iter().map(|rel| src_path(rel)));
-    let mut includes: Vec<String> = parts.include.iter().map(|i| format!("-I{}", src_path(&inst.expand(i)))).collect();
+    let mut includes: Vec<String> =
+        parts.include.iter().map(|i| format!("-I{}", program_path(places, &inst.expand(i)))).collect();
     if !sub.iccs_files(inst).is_empty() {
         // Last, as the harness's `-Iapi`: the tree's own headers come first.
         includes.push(format!("-I{}", src_path(ICCS_DIR)));
@@ -160,6 +166,7 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
     if inst.kat_records != KAT_RECORDS {
         prog.push(format!("-DNGCC_KAT_RECORDS={}", inst.kat_records));
     }
+    prog.extend(digest_width(inst));
     if let Some(h) = &sub.kat.api_header {
         prog.extend(force_include(inst, src, places, h)?);
     }
@@ -245,13 +252,23 @@ fn never_compile(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<
     Ok(never)
 }
 
+/// The manifest's digest width for the drivers (the header's `DIGEST_BIT_LENGTH` is
+/// often one value for every instance).
+fn digest_width(inst: &Instance) -> Option<String> {
+    inst.digest_bits.map(|b| format!("-DNGCC_DIGEST_BITS={b}"))
+}
+
 /// `-include <header>` for a header of the source tree, which must exist.
 fn force_include(inst: &Instance, src: &Source, places: &Places, header: &str) -> Result<[String; 2]> {
     let h = inst.expand(header);
-    if !src.root.join(&h).is_file() {
+    let found = match h.strip_prefix("driver:") {
+        Some(d) => project::drivers_dir().join(d).is_file(),
+        None => src.root.join(&h).is_file(),
+    };
+    if !found {
         bail!("instance {}: API header {h} not found in {}", inst.label, src.root);
     }
-    Ok(["-include".into(), places.src(&h)])
+    Ok(["-include".into(), program_path(places, &h)])
 }
 
 /// Output `<program>` in the build folder, linked to the instance library next to it.
@@ -292,8 +309,9 @@ fn adapter_step(
     // Force-included headers come before the driver's own #define.
     argv.push("-D_GNU_SOURCE".into());
     let parts = Parts::of(sub, inst, places.arch);
-    argv.extend(parts.include.iter().map(|i| format!("-I{}", places.src(&inst.expand(i)))));
+    argv.extend(parts.include.iter().map(|i| format!("-I{}", program_path(places, &inst.expand(i)))));
     argv.extend(parts.defines.into_iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
+    argv.extend(digest_width(inst));
     argv.extend(force_include(inst, src, places, &spec.header)?);
     // Every driver of a family reaches the API through the family's adapter.
     let prefix = sub.family()?.adapter_prefix;
@@ -403,7 +421,8 @@ pub fn inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Re
         let regular = std::fs::symlink_metadata(src.root.join(&rel)).is_ok_and(|m| m.is_file());
         if regular { &mut files } else { &mut left_out }.insert(rel);
     }
-    folders.extend(Parts::of(sub, inst, arch).include.into_iter().chain(&sub.kat.include).map(|i| inst.expand(i)));
+    let included = Parts::of(sub, inst, arch).include.into_iter().chain(&sub.kat.include).map(|i| inst.expand(i));
+    folders.extend(included.filter(|i| !i.starts_with("driver:")));
     if sub.build.cmake.is_some() {
         folders.push(String::new());
     }
@@ -435,18 +454,23 @@ pub struct Inputs {
 fn named_inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<Vec<String>> {
     let mut named = Vec::new();
     if sub.build.cmake.is_none() {
-        for pattern in Parts::of(sub, inst, arch).sources {
-            named.extend(resolve(&src.root, &inst.expand(pattern))?);
+        for pattern in Parts::of(sub, inst, arch).sources.into_iter().map(|p| inst.expand(p)) {
+            if !pattern.starts_with("driver:") {
+                named.extend(resolve(&src.root, &pattern)?);
+            }
         }
     }
-    named.extend(sub.kat.program.iter().map(|p| inst.expand(p)).filter(|p| !p.starts_with("driver:")));
+    named.extend(sub.kat.program.iter().map(|p| inst.expand(p)));
     named.extend(sub.kat.api_header.iter().chain(sub.bench.as_ref().map(|b| &b.header)).map(|h| inst.expand(h)));
+    // The harness's own files are no part of the tree.
+    named.retain(|p| !p.starts_with("driver:"));
     Ok(named)
 }
 
 /// The instance's KAT file name and shipped reference KAT text, as the manifest names them.
 fn kat_files(sub: &Submission, inst: &Instance) -> Vec<String> {
     let mut names = vec![inst.expand(&sub.kat.file)];
+    names.extend(sub.kat_files(inst).unwrap_or_default().into_iter().map(|(_, f)| f));
     names.extend(sub.kat.reference.iter().map(|r| inst.expand(r)));
     names
 }

@@ -336,7 +336,14 @@ pub struct Instance {
     /// observed, and not counted as a finding of the run.
     #[serde(default)]
     pub known_issue: Option<String>,
+    /// Hash functions: the digest width in bits the drivers ask for (headers often give
+    /// one `DIGEST_BIT_LENGTH` for every instance, so the manifest says it).
+    #[serde(default)]
+    pub digest_bits: Option<u32>,
 }
+
+/// The widest digest the KAT Loop can chain (it rotates an 8192-bit message by it).
+pub const MAX_DIGEST_BITS: u32 = 8192;
 
 /// The official KAT schedule's record count.
 pub const KAT_RECORDS: u32 = 10;
@@ -495,8 +502,37 @@ impl Submission {
                     inst.label
                 );
             }
+            self.validate_width(inst)?;
         }
         Ok(())
+    }
+
+    /// A digest width where the family has one: whole bytes (the KAT text prints
+    /// `dbits/8` bytes, so other widths would be cut silently), at most the Loop's.
+    fn validate_width(&self, inst: &Instance) -> Result<()> {
+        let wants = self.family().is_ok_and(|f| f.digest_width);
+        let at = || format!("{}: instance {}", self.path, inst.label);
+        match inst.digest_bits {
+            None if wants => bail!("{}: a {} instance needs `digest_bits` (its digest width)", at(), self.family),
+            Some(_) if !wants => bail!("{}: `digest_bits` applies to hash functions only", at()),
+            Some(b) if b == 0 || b % 8 != 0 => bail!(
+                "{}: digest_bits = {b} is not a whole number of bytes; the ICCS KAT text prints digest_bits/8 \
+                 bytes, so {} bits would be dropped without a word. Widths that are not multiples of 8 are refused",
+                at(),
+                b % 8
+            ),
+            Some(b) if b > MAX_DIGEST_BITS => {
+                bail!("{}: digest_bits = {b} is above {MAX_DIGEST_BITS}, the width the KAT Loop can chain", at())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The KAT files of `inst`, one per part of its family, with their names
+    /// (`KAT_2_12_<file>`).
+    pub fn kat_files(&self, inst: &Instance) -> Result<Vec<(crate::family::KatPart, String)>> {
+        let file = inst.expand(&self.kat.file);
+        Ok(self.family()?.kat_parts.iter().map(|p| (*p, format!("{}{file}", p.prefix))).collect())
     }
 
     /// Profile symbols become linker options and C macro arguments: C identifiers
@@ -621,9 +657,12 @@ pub fn check_rel_path(p: &str) -> std::result::Result<(), String> {
 }
 
 /// `driver:<file>`: one of the harness's own drivers.
+/// `driver:<path>`: a file or folder of drivers/ (never above it).
 fn check_driver(file: &str) -> std::result::Result<(), String> {
-    if file.contains('/') || !project::drivers_dir().join(file).is_file() {
-        return Err(format!("names no file of drivers/ (driver:{file})"));
+    let inside = !file.is_empty()
+        && camino::Utf8Path::new(file).components().all(|c| matches!(c, camino::Utf8Component::Normal(_)));
+    if !inside || !project::drivers_dir().join(file).exists() {
+        return Err(format!("names no file or folder of drivers/ (driver:{file})"));
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use sha2::Sha256;
 use xshell::Shell;
 
-use crate::evidence::schema::{self, InstanceResult, Summary};
+use crate::evidence::schema::{self, FileView, InstanceResult, Summary};
 use crate::flags::Merge;
 use crate::kat::verify::Status;
 use crate::kat::{self, Canonical, Manifest};
@@ -91,15 +91,22 @@ fn rederive(shard: &Utf8Path, manifest_of: &dyn Fn(&str) -> Result<Manifest>) ->
         if summary.id != id {
             bail!("shard {shard}: {path} is the summary of {}, not of {id}", summary.id);
         }
-        let passes: Vec<&InstanceResult> = summary.instances.iter().filter(|i| i.status == Status::Pass).collect();
+        // Every file recorded PASS, whichever way its family records files.
+        let passes: Vec<(&InstanceResult, FileView)> = summary
+            .instances
+            .iter()
+            .flat_map(|i| i.file_views().into_iter().map(move |v| (i, v)))
+            .filter(|(_, v)| v.status == Some(Status::Pass))
+            .collect();
         if passes.is_empty() {
             continue;
         }
         let manifest = manifest_of(id).with_context(|| format!("shard {shard}: {path} records PASS"))?;
-        for r in passes {
-            let log = format!("{system}/kat/{id}/{}.log", r.label);
-            check_pass(shard, &log, &manifest, r)
-                .with_context(|| format!("shard {shard}: {path} records PASS for {}; refused", r.label))?;
+        for (r, v) in passes {
+            let log = format!("{system}/kat/{id}/{}", super::kat_log_name(&r.label, v.part));
+            let what = v.file.filter(|_| !v.part.is_empty()).map_or(String::new(), |f| format!(" ({f})"));
+            check_pass(shard, &log, &manifest, (r, &v))
+                .with_context(|| format!("shard {shard}: {path} records PASS for {}{what}; refused", r.label))?;
             if !index.contains_key(&log) {
                 bail!("shard {shard}: the KAT log {log} of {id} {} is not in its index", r.label);
             }
@@ -108,21 +115,24 @@ fn rederive(shard: &Utf8Path, manifest_of: &dyn Fn(&str) -> Result<Manifest>) ->
     Ok(())
 }
 
-fn check_pass(shard: &Utf8Path, log: &str, manifest: &Manifest, r: &InstanceResult) -> Result<()> {
-    let entry = manifest.entry(&r.label).with_context(|| format!("{} has no line for it", manifest.path))?;
-    let recorded = |d: &Option<crate::sha::Sha256Hex>| d.as_ref().map_or("none".to_owned(), ToString::to_string);
-    if r.expected_sha256.as_ref() != Some(&entry.sha256) || r.actual_sha256.as_ref() != Some(&entry.sha256) {
+fn check_pass(shard: &Utf8Path, log: &str, manifest: &Manifest, (r, v): (&InstanceResult, &FileView)) -> Result<()> {
+    let entry = v
+        .file
+        .and_then(|f| manifest.entry(&r.label, f))
+        .with_context(|| format!("{} has no line for it", manifest.path))?;
+    let recorded = |d: Option<&crate::sha::Sha256Hex>| d.map_or("none".to_owned(), ToString::to_string);
+    if v.expected_sha256 != Some(&entry.sha256) || v.actual_sha256 != Some(&entry.sha256) {
         bail!(
             "it records expected {} and actual {}, but {} line {} says {}",
-            recorded(&r.expected_sha256),
-            recorded(&r.actual_sha256),
+            recorded(v.expected_sha256),
+            recorded(v.actual_sha256),
             manifest.path,
             entry.line,
             entry.sha256
         );
     }
-    if r.log.as_deref() != Some(log) {
-        bail!("its log is {:?}, not the instance's own {log}", r.log);
+    if v.log != Some(log) {
+        bail!("its log is {:?}, not the instance's own {log}", v.log);
     }
     let path = shard.join(log);
     let file = project::open_regular(&path).with_context(|| format!("no KAT log {log}"))?;
@@ -160,6 +170,7 @@ mod tests {
         s.instances.truncate(1);
         let r = &mut s.instances[0];
         r.label = "fix-a".into();
+        r.kat_file = Some("kat.rsp".into());
         r.expected_sha256 = Some(digest.parse().unwrap());
         r.actual_sha256 = r.expected_sha256.clone();
         r.log = Some(LOG.into());

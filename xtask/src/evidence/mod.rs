@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! <out>/<system>/kat/<id>/<label>.log        KAT text exactly as generated
+//! <out>/<system>/kat/<id>/<label>.<part>.log one KAT file of several (hash: 2_12 … Loop)
 //! <out>/<system>/kat/<id>/<label>.build.log  compiler output
 //! <out>/<system>/kat/<id>/summary.json       one verify run of one submission
 //! <out>/<system>/records/<id>/<label>__<op>.json  one timed operation
@@ -19,6 +20,14 @@
 
 pub mod merge;
 pub mod schema;
+
+/// The file name of an instance's KAT log, or of one part's (`<label>.<part>.log`).
+pub fn kat_log_name(label: &str, part: &str) -> String {
+    match part {
+        "" => format!("{label}.log"),
+        p => format!("{label}.{p}.log"),
+    }
+}
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,7 +61,13 @@ impl Layout {
     }
 
     pub fn kat_log(&self, id: &str, label: &str) -> Utf8PathBuf {
-        self.kat_dir(id).join(format!("{label}.log"))
+        self.kat_part_log(id, label, "")
+    }
+
+    /// The log of one KAT file of a family that writes several (`<label>.2_12.log`);
+    /// `kat_log` for a family's only file.
+    pub fn kat_part_log(&self, id: &str, label: &str, part: &str) -> Utf8PathBuf {
+        self.kat_dir(id).join(kat_log_name(label, part))
     }
 
     pub fn build_log(&self, id: &str, label: &str) -> Utf8PathBuf {

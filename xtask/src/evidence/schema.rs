@@ -280,8 +280,80 @@ pub struct InstanceResult {
     /// documents (MISMATCH or NOKAT); never set on another status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_issue: Option<String>,
+    /// Families whose KAT program writes several files (a hash function's four): one
+    /// entry per file in the family's order, and `status` is the first that is not
+    /// PASS. Empty for families with one file, whose fields above describe it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<KatFileResult>,
     pub finished: String,
     pub harness_commit: String,
+}
+
+/// One KAT file's recorded verdict, whichever way its family records it.
+#[derive(Debug, Clone, Copy)]
+pub struct FileView<'a> {
+    /// The family's part; empty for a family's only file.
+    pub part: &'a str,
+    pub file: Option<&'a str>,
+    pub status: Option<Status>,
+    pub expected_sha256: Option<&'a Sha256Hex>,
+    pub actual_sha256: Option<&'a Sha256Hex>,
+    pub log: Option<&'a str>,
+    pub run_seconds: Option<f64>,
+    pub kept: bool,
+}
+
+impl InstanceResult {
+    /// Its KAT files: the one the fields above describe, or each of `files`.
+    pub fn file_views(&self) -> Vec<FileView<'_>> {
+        if self.files.is_empty() {
+            return vec![FileView {
+                part: "",
+                file: self.kat_file.as_deref(),
+                status: Some(self.status),
+                expected_sha256: self.expected_sha256.as_ref(),
+                actual_sha256: self.actual_sha256.as_ref(),
+                log: self.log.as_deref(),
+                run_seconds: self.run_seconds,
+                kept: false,
+            }];
+        }
+        self.files
+            .iter()
+            .map(|f| FileView {
+                part: &f.part,
+                file: Some(&f.file),
+                status: f.status,
+                expected_sha256: f.expected_sha256.as_ref(),
+                actual_sha256: f.actual_sha256.as_ref(),
+                log: f.log.as_deref(),
+                run_seconds: f.run_seconds,
+                kept: f.kept,
+            })
+            .collect()
+    }
+}
+
+/// One KAT file of an instance whose family writes several.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KatFileResult {
+    /// The family's name for it (`2_12`, `Loop`).
+    pub part: String,
+    pub file: String,
+    /// None: not checked in this run (`--kat-files`) and no result of this build kept.
+    pub status: Option<Status>,
+    /// Where the result comes from: this run, or an earlier run of the same build.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    pub mode: Option<kat::Mode>,
+    pub expected_sha256: Option<Sha256Hex>,
+    pub actual_sha256: Option<Sha256Hex>,
+    pub log: Option<String>,
+    pub run_command: Vec<String>,
+    pub run_outcome: Option<Outcome>,
+    pub run_seconds: Option<f64>,
+    pub output_bytes: Option<u64>,
+    pub message: Option<String>,
 }
 
 /// The check after a matching digest, on inputs drawn at run time (`family::Corroboration`):
@@ -353,6 +425,14 @@ pub struct Record {
     pub out_len: Option<LenStats>,
     /// Calls that failed and were retried (signing attempts), over every timed trial.
     pub failed_attempts: u64,
+    /// One `bench` invocation: records that share it were timed in the same run (a hash
+    /// page compares only with baselines of its own run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Hash functions: the same size on content drawn at run time against the fixed
+    /// reference content, over every timed trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentControl>,
     pub memory: Memory,
     pub environment: Environment,
     pub toolchain: ToolchainRecord,
@@ -370,6 +450,23 @@ pub struct Record {
     pub started: String,
     pub finished: String,
 }
+
+/// Calls on content drawn at run time beside the timed calls on the reference content: a
+/// speed that depends on the content shows as a ratio away from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ContentControl {
+    pub iterations: u64,
+    pub ns: u64,
+    /// Time per call on drawn content over time per call on the reference content: the
+    /// median over the runs.
+    pub ratio: f64,
+    /// Outside [1/`CONTENT_RATIO_LIMIT`, `CONTENT_RATIO_LIMIT`].
+    pub flagged: bool,
+}
+
+/// How far the drawn-content calls may be from the reference ones before a page says
+/// the speed depends on the content.
+pub const CONTENT_RATIO_LIMIT: f64 = 2.0;
 
 /// Lengths one operation returned: as the driver counts them, summed over trials.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,13 +30,7 @@ const OUTPUT_CAP: u64 = 64 << 20;
 
 /// Seeds from the kernel's random source, never from anything the candidate saw.
 pub fn draw_seeds() -> Result<Vec<Vec<u8>>> {
-    use std::io::Read;
-    let mut random = std::fs::File::open("/dev/urandom")?;
-    let mut seeds = vec![vec![0u8; SEED_BYTES]; RECORDS];
-    for seed in &mut seeds {
-        random.read_exact(seed)?;
-    }
-    Ok(seeds)
+    (0..RECORDS).map(|_| crate::project::random_bytes(SEED_BYTES)).collect()
 }
 
 /// Replay on fresh seeds; a failure of the program is a failed replay, an engine failure

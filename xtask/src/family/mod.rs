@@ -54,7 +54,25 @@ pub struct Operation {
     pub id: &'static str,
     /// Timed by default (others only on `--op`).
     pub default: bool,
+    /// The message it processes, for per-byte figures (`hash_4096`: 4096).
+    pub bytes: Option<u64>,
 }
+
+/// One KAT file an instance's KAT program writes. A family whose program writes one file
+/// has one part with no argument; hash programs write four, one per process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KatPart {
+    /// Its name for `--kat-files`, the program's argument and the log name (`2_12`);
+    /// empty for a family's only file.
+    pub id: &'static str,
+    /// Put before the manifest's `[kat] file` (`KAT_2_12_`).
+    pub prefix: &'static str,
+    /// What it holds, for pages and `--help`.
+    pub what: &'static str,
+}
+
+/// The one KAT file of KEM and signature programs.
+const ONE_FILE: &[KatPart] = &[KatPart { id: "", prefix: "", what: "the KAT file" }];
 
 /// The check that runs after a matching digest, on inputs drawn at run time.
 #[derive(Clone, Copy)]
@@ -119,8 +137,14 @@ pub struct Family {
     pub id: FamilyId,
     /// What one candidate is called in messages (`signature`).
     pub noun: &'static str,
-    /// Page §1: "function: ...".
+    /// Page §1: "Category: ...; function: ...".
+    pub category: &'static str,
     pub function: &'static str,
+    /// The KAT files of one instance, in page order.
+    pub kat_parts: &'static [KatPart],
+    /// Each instance names its digest width (`digest_bits`), which the drivers get as
+    /// `NGCC_DIGEST_BITS`.
+    pub digest_width: bool,
     pub ops: &'static [Operation],
     pub sizes: &'static [SizeName],
     /// The timing driver and the prefix of its API adapters (`<prefix><api>.h`).
@@ -138,11 +162,21 @@ pub struct Family {
     /// Page §6 and "Symmetric primitives" exist for this family.
     pub sizes_section: bool,
     pub symmetric_section: bool,
+    /// The submission timed beside every one of this family, in the same run, that its
+    /// pages compare with (`submissions/<id>.toml`).
+    pub baseline: Option<&'static str>,
 }
 
 const fn op(id: &'static str) -> Operation {
-    Operation { id, default: true }
+    Operation { id, default: true, bytes: None }
 }
+
+const fn hash_op(id: &'static str, bytes: u64) -> Operation {
+    Operation { id, default: true, bytes: Some(bytes) }
+}
+
+const NOP: Operation = Operation { id: "nop", default: false, bytes: None };
+const PUBLIC_KEY: &str = "public-key algorithm";
 
 const PK: SizeName = SizeName { id: "pk", field: "public_key", heading: "public key", external: true };
 const SK: SizeName = SizeName { id: "sk", field: "secret_key", heading: "secret key", external: false };
@@ -150,8 +184,11 @@ const SK: SizeName = SizeName { id: "sk", field: "secret_key", heading: "secret 
 pub static KEM: Family = Family {
     id: FamilyId::Kem,
     noun: "KEM",
+    category: PUBLIC_KEY,
     function: "key encapsulation",
-    ops: &[op("keygen"), op("enc"), op("dec"), Operation { id: "nop", default: false }],
+    kat_parts: ONE_FILE,
+    digest_width: false,
+    ops: &[op("keygen"), op("enc"), op("dec"), NOP],
     sizes: &[
         PK,
         SK,
@@ -167,13 +204,17 @@ pub static KEM: Family = Family {
     catalog: "external_sizes.csv",
     sizes_section: true,
     symmetric_section: true,
+    baseline: None,
 };
 
 pub static SIG: Family = Family {
     id: FamilyId::Sig,
     noun: "signature",
+    category: PUBLIC_KEY,
     function: "digital signature",
-    ops: &[op("keygen"), op("sign"), op("verify"), op("sign_msgs"), Operation { id: "nop", default: false }],
+    kat_parts: ONE_FILE,
+    digest_width: false,
+    ops: &[op("keygen"), op("sign"), op("verify"), op("sign_msgs"), NOP],
     sizes: &[PK, SK, SizeName { id: "sig", field: "signature", heading: "signature", external: true }],
     bench: Driver { source: "sig_bench.c", program: "sig_bench" },
     adapter_prefix: "sig_bench_",
@@ -184,16 +225,57 @@ pub static SIG: Family = Family {
     catalog: "external_sizes_sig.csv",
     sizes_section: true,
     symmetric_section: true,
+    baseline: None,
+};
+
+/// The guide's hash message sizes S1–S8 in bytes, one operation each.
+pub const HASH_SIZES: [u64; 8] = [32, 128, 512, 1024, 4096, 8192, 16384, 65536];
+
+pub static HASH: Family = Family {
+    id: FamilyId::Hash,
+    noun: "hash function",
+    category: "cryptographic hash algorithm",
+    function: "hash",
+    kat_parts: &[
+        KatPart { id: "2_12", prefix: "KAT_2_12_", what: "messages of 0 to 4096 bits (4097 records)" },
+        KatPart { id: "2_23", prefix: "KAT_2_23_", what: "three messages of 2^23 bits (1 MiB)" },
+        KatPart { id: "2_33", prefix: "KAT_2_33_", what: "three messages of 2^33 bits (1 GiB)" },
+        KatPart { id: "Loop", prefix: "KAT_Loop_", what: "10^6 chained hashes of an 8192-bit message" },
+    ],
+    digest_width: true,
+    ops: &[
+        hash_op("hash_32", 32),
+        hash_op("hash_128", 128),
+        hash_op("hash_512", 512),
+        hash_op("hash_1024", 1024),
+        hash_op("hash_4096", 4096),
+        hash_op("hash_8192", 8192),
+        hash_op("hash_16384", 16384),
+        hash_op("hash_65536", 65536),
+        NOP,
+    ],
+    sizes: &[SizeName { id: "digest", field: "digest", heading: "digest", external: false }],
+    bench: Driver { source: "hash_bench.c", program: "hash_bench" },
+    adapter_prefix: "hash_bench_",
+    corroboration: None,
+    kat_lengths: false,
+    variable_output: None,
+    retried: "failed calls retried",
+    catalog: "external_sizes_hash.csv",
+    sizes_section: false,
+    symmetric_section: false,
+    baseline: Some("baseline-hash"),
 };
 
 impl FamilyId {
-    /// The family's definition. Hash and key exchange are named so that their manifests
-    /// are refused with a clear message until their drivers exist.
+    /// The family's definition. Key exchange is named so that its manifests are refused
+    /// with a clear message until its drivers exist.
     pub fn get(self) -> anyhow::Result<&'static Family> {
         match self {
             FamilyId::Kem => Ok(&KEM),
             FamilyId::Sig => Ok(&SIG),
-            FamilyId::Hash | FamilyId::Kex => {
+            FamilyId::Hash => Ok(&HASH),
+            FamilyId::Kex => {
                 anyhow::bail!("family {self}: this harness has no drivers for it yet")
             }
         }
@@ -258,8 +340,14 @@ impl Family {
 }
 
 /// Every family with drivers, for readers that meet evidence of any family.
-pub fn all() -> [&'static Family; 2] {
-    [&KEM, &SIG]
+pub fn all() -> [&'static Family; 3] {
+    [&KEM, &SIG, &HASH]
+}
+
+/// Whether `id` is a family's same-run baseline (timed whole, beside the family's
+/// submissions).
+pub fn is_baseline(id: &str) -> bool {
+    all().iter().any(|f| f.baseline == Some(id))
 }
 
 /// The size name of a catalog column, in whichever family has it.
@@ -277,7 +365,9 @@ mod tests {
         assert_eq!(SIG.select_ops(&["verify".into()]).unwrap(), [OpId::new("verify")]);
         let e = KEM.select_ops(&["sign".into()]).unwrap_err().to_string();
         assert!(e.contains("keygen, enc, dec, nop"), "{e}");
-        assert!(FamilyId::Hash.get().is_err());
+        assert!(FamilyId::Kex.get().is_err());
+        assert_eq!(HASH.default_ops().len(), HASH_SIZES.len());
+        assert!(HASH.ops.iter().filter_map(|o| o.bytes).eq(HASH_SIZES));
     }
 
     #[test]

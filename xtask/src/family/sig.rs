@@ -56,10 +56,7 @@ fn run(ctx: &Ctx) -> Result<Check> {
 }
 
 fn random(n: usize) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes)
+    project::random_bytes(n)
 }
 
 fn upper(b: &[u8]) -> String {

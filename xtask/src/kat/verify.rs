@@ -23,9 +23,9 @@ use crate::build::sources::{self, Source};
 use crate::build::submission::{Instance, Submission};
 use crate::container::sandbox::Outcome;
 pub use crate::evidence::schema::Status;
-use crate::evidence::schema::{self, Check, InstanceResult, ResultRow, Summary, ToolchainRecord};
+use crate::evidence::schema::{self, Check, InstanceResult, KatFileResult, ResultRow, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
-use crate::family::{CheckCtx, Family};
+use crate::family::{CheckCtx, Family, KatPart};
 use crate::flags::{Inputs, Verify};
 use crate::kat::{self, Canonical, Manifest};
 use crate::project;
@@ -48,12 +48,15 @@ impl Status {
     }
 
     /// Exit-code contract of KAT programs (see drivers/README.md): 3 = guard bytes
-    /// overwritten, 127 = the dynamic loader failed, other non-zero = a KEM call failed.
+    /// overwritten, 4 = the driver could not map its input, 127 = the dynamic loader
+    /// failed, other non-zero = a call of the API failed.
     /// Time and output limits are the tool's own observations, not exit codes.
     fn from_run(outcome: Outcome) -> Option<Status> {
         match outcome {
             Outcome::Exited(0) => None,
             Outcome::Exited(3) => Some(Status::Overflow),
+            // The driver could not map its message (the hash KAT's 1 GiB).
+            Outcome::Exited(4) => Some(Status::Crash),
             Outcome::Exited(127) => Some(Status::Loadfail),
             Outcome::Exited(_) => Some(Status::Cryptofail),
             Outcome::TimedOut => Some(Status::Timeout),
@@ -112,6 +115,7 @@ struct Parts<'a> {
     layout: &'a Layout,
     manifest: &'a Manifest,
     harness_commit: &'a str,
+    kat_files: &'a [String],
 }
 
 impl Parts<'_> {
@@ -123,6 +127,7 @@ impl Parts<'_> {
             manifest: self.manifest,
             harness_commit: self.harness_commit.to_owned(),
             timeout: Duration::ZERO,
+            kat_files: self.kat_files,
         }
     }
 }
@@ -135,6 +140,8 @@ struct Ctx<'a> {
     harness_commit: String,
     /// The KAT time limit of the instance at hand.
     timeout: Duration,
+    /// `--kat-files`: the parts to run (empty: all).
+    kat_files: &'a [String],
 }
 
 impl Verify {
@@ -157,8 +164,24 @@ impl Verify {
         self.kat_manifest.clone().unwrap_or_else(|| sub.kat_manifest_path())
     }
 
-    /// The submission's KAT manifest loads and agrees with its manifest.
+    /// The submission's KAT manifest loads and agrees with its manifest, and
+    /// `--kat-files` names files its family writes.
     pub fn check(&self, sub: &Submission) -> Result<()> {
+        let parts = sub.family()?.kat_parts;
+        let known: Vec<&str> = parts.iter().map(|p| p.id).filter(|p| !p.is_empty()).collect();
+        for asked in &self.kat_files {
+            if !known.contains(&asked.as_str()) {
+                return crate::ui::usage(match known.is_empty() {
+                    true => format!("--kat-files {asked}: a {} writes one KAT file", sub.family()?.noun),
+                    false => format!(
+                        "--kat-files {asked}: a {} writes the KAT files {}{}",
+                        sub.family()?.noun,
+                        known.join(", "),
+                        project::suggest(asked, known.iter().copied())
+                    ),
+                });
+            }
+        }
         Manifest::load(&self.kat_path(sub))?.check_against(sub)
     }
 
@@ -230,6 +253,7 @@ impl Verify {
             manifest,
             harness_commit: summary.harness_commit.clone(),
             timeout: Duration::ZERO,
+            kat_files: &self.kat_files,
         };
         let shared = Mutex::new(Shared { summary, took: Vec::new() });
         let jobs = self.jobs.map_or_else(crate::flags::default_jobs, |j| j as usize).clamp(1, instances.len());
@@ -265,10 +289,14 @@ impl Verify {
         let sb = ctx.build.env.sandbox(self.inputs.limits_for(inst));
         let timeout = Duration::from_secs(Inputs::kat_timeout(self.timeout, inst));
         let ictx = Ctx { build: BuildCtx { sb: &sb, ..ctx.build }, timeout, ..ctx.clone() };
-        let r = ictx.verify_instance(inst)?.known(inst);
+        let mut r = ictx.verify_instance(inst)?;
         let elapsed = live.elapsed();
         drop(live);
         let mut g = lock()?;
+        if let Some(prev) = g.summary.entry(&inst.label) {
+            r.keep_files_of(prev);
+        }
+        let r = r.known(inst);
         g.took.push(elapsed);
         print_row(&sub.id, &r, (tc, family), if r.build_reused { " (build reused)" } else { "" });
         g.summary.put(r, sub);
@@ -361,6 +389,13 @@ fn print_row(id: &str, r: &InstanceResult, (tc, family): (&ToolchainRecord, &Fam
     if let Some(why) = &r.known_issue {
         crate::say!("      known issue (documented in the manifest, not counted as a finding): {why}");
     }
+    for f in &r.files {
+        let status = f.status.map_or("not checked".to_owned(), |s| s.to_string());
+        let kept = if f.kept { " (kept)" } else { "" };
+        let sha = f.actual_sha256.as_ref().map_or("-", Sha256Hex::short);
+        let time = f.run_seconds.map_or(String::new(), |t| format!("  {t:.1} s"));
+        crate::say!("      {:<32} {status:<11} {sha}{time}{kept}", f.file);
+    }
     let lines = r.message.iter().chain(failed_check.map(|c| &c.detail));
     for line in lines.flat_map(|m| m.lines()) {
         crate::say!("      {line}");
@@ -399,6 +434,7 @@ impl Ctx<'_> {
             layout: self.layout,
             manifest: self.manifest,
             harness_commit: &self.harness_commit,
+            kat_files: self.kat_files,
         }
     }
 
@@ -413,7 +449,8 @@ impl Ctx<'_> {
     fn verify_instance(&self, inst: &Instance) -> Result<InstanceResult> {
         let (sub, layout) = (self.build.sub, self.layout);
         let family = sub.family()?;
-        let entry = self.manifest.entry(&inst.label);
+        let files = sub.kat_files(inst)?;
+        let entry = (files.len() == 1).then(|| self.manifest.entry(&inst.label, &files[0].1)).flatten();
         crate::ui::doing("build");
         let built = self.build.ensure(inst)?;
         let (plan, key) = match &built {
@@ -444,6 +481,7 @@ impl Ctx<'_> {
             lengths: family.kat_lengths.then_some(sub.kat.lengths),
             message: None,
             known_issue: None,
+            files: Vec::new(),
             finished: String::new(),
             harness_commit: self.harness_commit.clone(),
         };
@@ -468,28 +506,65 @@ impl Ctx<'_> {
         if let Some(why) = &build.rebuilt_because {
             crate::say!("  {}: rebuilt: {why}", inst.label);
         }
+        if files.len() > 1 {
+            return self.run_files(inst, &build, &files, r);
+        }
         let Some(entry) = entry else {
             r.status = Status::Nokat;
             r.message = Some(format!("no line for {} in {}", inst.label, self.manifest.path));
             return Ok(r.finish());
         };
         crate::ui::doing("KAT run");
-        self.run_kat(inst, &build, entry, r)
+        self.run_kat(inst, &build, (entry, ""), r)
     }
 
-    /// Run the KAT program of a finished build, streaming its text into the log and
-    /// the canonical digest, and judge it.
+    /// A family's several KAT files, each from its own run of the program with its own
+    /// verdict; the instance's status is the first that is not PASS.
+    fn run_files(
+        &self,
+        inst: &Instance,
+        build: &Build,
+        files: &[(KatPart, String)],
+        mut r: InstanceResult,
+    ) -> Result<InstanceResult> {
+        for (part, file) in files {
+            let mut f = KatFileResult::new(part, file);
+            if !self.kat_files.is_empty() && !self.kat_files.iter().any(|p| p == part.id) {
+                r.files.push(f);
+                continue;
+            }
+            match self.manifest.entry(&inst.label, file) {
+                None => {
+                    f.status = Some(Status::Nokat);
+                    f.message = Some(format!("no line for {}/{file} in {}", inst.label, self.manifest.path));
+                }
+                Some(entry) => {
+                    crate::ui::doing(format!("KAT file {}", part.id));
+                    let one = InstanceResult { files: Vec::new(), ..r.clone() };
+                    f = KatFileResult::of(part, file, entry, self.run_kat(inst, build, (entry, part.id), one)?);
+                }
+            }
+            r.files.push(f);
+        }
+        r.fold_files();
+        Ok(r.finish())
+    }
+
+    /// Run the KAT program of a finished build (with its part's argument, if any),
+    /// streaming its text into the log and the canonical digest, and judge it.
     fn run_kat(
         &self,
         inst: &Instance,
         build: &Build,
-        entry: &kat::Entry,
+        (entry, part): (&kat::Entry, &str),
         mut r: InstanceResult,
     ) -> Result<InstanceResult> {
         let (sub, layout, plan) = (self.build.sub, self.layout, &build.record.plan);
         let timeout = self.timeout;
-        let job = build.run_job(self.build.env.backend, &plan.run, timeout);
-        let log_path = layout.kat_log(&sub.id, &inst.label);
+        let mut argv = plan.run.clone();
+        argv.extend((!part.is_empty()).then(|| part.to_owned()));
+        let job = build.run_job(self.build.env.backend, &argv, timeout);
+        let log_path = layout.kat_part_log(&sub.id, &inst.label, part);
         let mut tee = Tee {
             file: std::io::BufWriter::new(tempfile::NamedTempFile::new_in(layout.kat_dir(&sub.id))?),
             canonical: Canonical::new(entry.mode, entry.records, Sha256::default()),
@@ -498,6 +573,7 @@ impl Ctx<'_> {
         let tmp =
             tee.file.into_inner().map_err(std::io::IntoInnerError::into_error).context("cannot write the KAT log")?;
         r.log = Some(layout.relative(&log_path));
+        r.run_command = argv;
         r.run_outcome = Some(f.outcome);
         r.run_seconds = Some(f.wall.as_secs_f64());
         r.output_bytes = Some(f.stdout_bytes);
@@ -586,6 +662,9 @@ impl Ctx<'_> {
             Outcome::Signalled(9) => {
                 format!("{outcome}; the engine reported no out-of-memory kill (limit {})", limits.memory)
             }
+            Outcome::Exited(4) => {
+                format!("{outcome}: the driver could not map its message buffer (memory limit {})", limits.memory)
+            }
             Outcome::OutputLimit => format!(
                 "printed more than the output cap ({} MiB) and was stopped; the log keeps the first {} MiB \
                  (raise --output-cap-mib)",
@@ -598,7 +677,87 @@ impl Ctx<'_> {
     }
 }
 
+impl KatFileResult {
+    /// A file not run (yet).
+    fn new(part: &KatPart, file: &str) -> KatFileResult {
+        KatFileResult {
+            part: part.id.to_owned(),
+            file: file.to_owned(),
+            status: None,
+            kept: false,
+            mode: None,
+            expected_sha256: None,
+            actual_sha256: None,
+            log: None,
+            run_command: Vec::new(),
+            run_outcome: None,
+            run_seconds: None,
+            output_bytes: None,
+            message: None,
+        }
+    }
+
+    /// The file's verdict, from the run of its part.
+    fn of(part: &KatPart, file: &str, entry: &kat::Entry, run: InstanceResult) -> KatFileResult {
+        KatFileResult {
+            status: Some(run.status),
+            mode: Some(entry.mode),
+            expected_sha256: Some(entry.sha256.clone()),
+            actual_sha256: run.actual_sha256,
+            log: run.log,
+            run_command: run.run_command,
+            run_outcome: run.run_outcome,
+            run_seconds: run.run_seconds,
+            output_bytes: run.output_bytes,
+            message: run.message,
+            ..KatFileResult::new(part, file)
+        }
+    }
+}
+
 impl InstanceResult {
+    /// The instance's status from its files: the first that is not PASS, else PASS; a
+    /// message names every file that did not pass and every file not checked.
+    fn fold_files(&mut self) {
+        let ran = self.files.iter().filter_map(|f| f.status.map(|s| (f, s)));
+        self.status = ran.clone().map(|(_, s)| s).find(|s| *s != Status::Pass).unwrap_or(Status::Pass);
+        let mut lines: Vec<String> = Vec::new();
+        for (f, s) in ran.filter(|(_, s)| *s != Status::Pass) {
+            lines.push(format!("{}: {s}", f.file));
+            lines.extend(f.message.iter().flat_map(|m| m.lines().take(14)).map(|l| format!("  {l}")));
+        }
+        let unchecked: Vec<&str> = self.files.iter().filter(|f| f.status.is_none()).map(|f| f.part.as_str()).collect();
+        if !unchecked.is_empty() {
+            lines.push(format!(
+                "{} of {} KAT files checked; not checked: {} (--kat-files)",
+                self.files.len() - unchecked.len(),
+                self.files.len(),
+                unchecked.join(", ")
+            ));
+        }
+        self.run_seconds = Some(self.files.iter().filter_map(|f| f.run_seconds).sum());
+        self.message = (!lines.is_empty()).then(|| lines.join("\n"));
+    }
+
+    /// Files this run did not check keep the result an earlier run of the same build
+    /// gave them (marked as kept); the status is folded again.
+    fn keep_files_of(&mut self, prev: &InstanceResult) {
+        if prev.build_key != self.build_key || self.files.iter().all(|f| f.status.is_some()) {
+            return;
+        }
+        for f in self.files.iter_mut().filter(|f| f.status.is_none()) {
+            if let Some(old) = prev.files.iter().find(|o| o.file == f.file && o.status.is_some()) {
+                *f = KatFileResult { kept: true, ..old.clone() };
+            }
+        }
+        self.fold_files();
+    }
+
+    /// Files of a multi-file family that no run has checked.
+    pub fn unchecked_files(&self) -> usize {
+        self.files.iter().filter(|f| f.status.is_none()).count()
+    }
+
     fn finish(mut self) -> InstanceResult {
         self.finished = project::now_utc();
         self
@@ -696,6 +855,7 @@ mod tests {
         assert_eq!(Status::from_run(Outcome::OutOfMemory), Some(Status::Crash));
         assert_eq!(Status::from_run(Outcome::TimedOut), Some(Status::Timeout));
         assert_eq!(Status::from_run(Outcome::Exited(124)), Some(Status::Cryptofail));
+        assert_eq!(Status::from_run(Outcome::Exited(4)), Some(Status::Crash));
         assert_eq!(Status::from_run(Outcome::OutputLimit), Some(Status::Outputlimit));
         assert_eq!(serde_json::to_string(&Status::Outputlimit).unwrap(), "\"OUTPUTLIMIT\"");
         assert_eq!(Status::Buildfail.to_string(), "BUILDFAIL");

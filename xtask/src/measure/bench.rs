@@ -17,8 +17,8 @@ use crate::container::engine::Backend;
 use crate::container::sandbox::{Limits, Sandbox};
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
-    self, Calibration, Commands, Counter, Credibility, Disagreement, Environment, HostCheck, LenStats, Memory,
-    PlanRecord, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
+    self, Calibration, Commands, ContentControl, Counter, Credibility, Disagreement, Environment, HostCheck, LenStats,
+    Memory, PlanRecord, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord, CONTENT_RATIO_LIMIT,
 };
 use crate::evidence::Layout;
 use crate::family::{Family, OpId};
@@ -54,6 +54,11 @@ pub struct DriverReport {
     /// Calls that failed and were retried (signing attempts).
     #[serde(default)]
     pub failed_attempts: u64,
+    /// Hash functions: the control loop on content drawn at run time.
+    #[serde(default)]
+    pub control_ns: u64,
+    #[serde(default)]
+    pub control_iterations: u64,
     /// Wrapped-call counts of the profiling variant (`-DNGCC_PROFILE`), in symbol order.
     #[serde(default)]
     pub profile: Vec<WrappedCount>,
@@ -199,6 +204,7 @@ impl Bench {
         let bench = self.with_profile(&profile)?;
         // Every value is checked (sources, labels, operations) before the host gate and
         // before any container starts.
+        let bench = bench.with_baselines(&profile)?;
         let work = bench.inputs.obtain(sh, &profile, |sub| bench.check(sub))?;
         let gate = bench.gate(&profile)?;
         let ctx = bench.inputs.context(sh, profile)?;
@@ -213,6 +219,23 @@ impl Bench {
             .into());
         }
         Ok(())
+    }
+
+    /// These flags with the same-run baselines of the selected submissions' families
+    /// added (unless `--no-baselines`), after the submissions themselves.
+    pub fn with_baselines(mut self, profile: &SystemProfile) -> Result<Bench> {
+        if self.no_baselines {
+            return Ok(self);
+        }
+        let mut ids = profile.ids(&self.inputs.ids);
+        for id in ids.clone() {
+            let sub = Submission::load(&id)?;
+            if let Some(b) = sub.family()?.baseline.filter(|b| !ids.iter().any(|i| i == b)) {
+                ids.push(b.to_owned());
+            }
+        }
+        self.inputs.ids = ids;
+        Ok(self)
     }
 
     /// These flags with the profile's defaults where none was given (CPU, trial target);
@@ -289,10 +312,11 @@ impl Bench {
         gate: &Gate,
     ) -> Result<Vec<String>> {
         let catalog = sizes::load()?;
+        let run_id = project::hex(&project::random_bytes(8)?);
         let start = std::time::Instant::now();
         let (mut failures, mut trials_ns) = (Vec::new(), 0);
         for (sub, src) in work {
-            let (f, ns) = self.bench_submission(sh, ctx, (sub, src), gate, &catalog)?;
+            let (f, ns) = self.bench_submission(sh, ctx, (sub, src), gate, (&catalog, &run_id))?;
             failures.extend(f);
             trials_ns += ns;
         }
@@ -306,7 +330,7 @@ impl Bench {
         run: &RunCtx,
         (sub, src): (&Submission, &Source),
         gate: &Gate,
-        catalog: &[CatalogRow],
+        (catalog, run_id): (&[CatalogRow], &str),
     ) -> Result<(Vec<String>, u64)> {
         let env = &run.env;
         let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
@@ -332,6 +356,7 @@ impl Bench {
             gate,
             catalog,
             harness_commit: project::harness_commit(sh),
+            run_id: run_id.to_owned(),
             trials_ns: std::cell::Cell::new(0),
             kept: self.resume.then(|| Kept::of(self, &run.layout)),
         };
@@ -340,7 +365,9 @@ impl Bench {
         // Committed before the first record and after each instance, so that an
         // interrupted run leaves a set whose manifest and audit match its records.
         commit_run(&run.layout, sub, &environment, &audit)?;
-        for inst in sub.instances.iter().filter(|i| self.inputs.selects(i)) {
+        // A baseline is timed whole: `--instance` names the candidate's instances.
+        let baseline = crate::family::is_baseline(&sub.id);
+        for inst in sub.instances.iter().filter(|i| baseline || self.inputs.selects(i)) {
             let build = match bctx.ensure(inst)? {
                 Built::Ok(b) => b,
                 Built::Failed { log, .. } => {
@@ -351,7 +378,11 @@ impl Bench {
             let family = sub.family()?;
             let ctx = Ctx { family, sh, sb: &sb, build: &build, cpu: self.cpu, timeout: Duration::from_hours(1) };
             match self.bench_instance(&ctx, &facts, inst, &run.layout, &mut failures)? {
-                Some(api) => audit.extend(sizes::audit(catalog, &sub.id, &inst.label, &api)),
+                // A family whose sizes are all the API's own has no catalog to audit.
+                Some(api) if family.sizes.iter().any(|s| s.external) => {
+                    audit.extend(sizes::audit(catalog, &sub.id, &inst.label, &api))
+                }
+                Some(_) => {}
                 None => continue,
             }
             commit_run(&run.layout, sub, &environment, &audit)?;
@@ -559,6 +590,8 @@ impl Bench {
             },
             out_len: (ctx.family.variable_output.is_some() && out_len.count > 0).then_some(out_len),
             failed_attempts: reports().map(|r| r.failed_attempts).sum(),
+            run_id: Some(facts.run_id.clone()),
+            content: content_control(reports()),
             memory,
             environment: facts.environment.clone(),
             toolchain: tc.clone(),
@@ -626,6 +659,26 @@ impl HostRun {
     }
 }
 
+/// The drawn-content control calls against the timed calls: the median over runs of
+/// each run's ratio of time per call (one noisy run moves it little); None when the
+/// driver made none (families other than hash).
+fn content_control<'a>(reports: impl Iterator<Item = &'a DriverReport>) -> Option<ContentControl> {
+    let (mut iterations, mut ns, mut ratios) = (0u64, 0u64, Vec::new());
+    for r in reports.filter(|r| r.control_iterations > 0 && r.ns > 0) {
+        (iterations, ns) = (iterations + r.control_iterations, ns + r.control_ns);
+        let per_call = |n: u64, i: u64| n as f64 / i as f64;
+        ratios.push(per_call(r.control_ns, r.control_iterations) / per_call(r.ns, r.iterations));
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let mid = ratios.len() / 2;
+    let ratio = if ratios.len() % 2 == 1 { ratios[mid] } else { (ratios[mid - 1] + ratios[mid]) / 2.0 };
+    let flagged = !(1.0 / CONTENT_RATIO_LIMIT..=CONTENT_RATIO_LIMIT).contains(&ratio);
+    Some(ContentControl { iterations, ns, ratio, flagged })
+}
+
 /// Whether the host's reading is within the bound of the driver's accounted time.
 pub fn credible(accounted_ns: u64, host_cpu_ns: u64) -> bool {
     host_cpu_ns as f64 <= CPU_FACTOR * accounted_ns as f64 + LOAD_SLACK_NS as f64
@@ -689,6 +742,7 @@ struct RunFacts<'a> {
     gate: &'a Gate,
     catalog: &'a [CatalogRow],
     harness_commit: String,
+    run_id: String,
     /// What the timing runs of the records so far took (`Timed::run_ns`).
     trials_ns: std::cell::Cell<u64>,
     /// Under `--resume`: the records on disk that may be kept.
@@ -916,6 +970,19 @@ mod tests {
         }
     }
 
+    #[test]
+    fn content_dependent_speed_is_flagged() {
+        let with =
+            |control_ns, control_iterations| DriverReport { control_ns, control_iterations, ..report(800, 800_000, 1) };
+        assert_eq!(content_control([report(800, 800_000, 1)].iter()), None, "no control loop, no figure");
+        let even = content_control([with(100_000, 100), with(110_000, 100), with(900_000, 100)].iter()).unwrap();
+        assert!(!even.flagged && (even.ratio - 1.1).abs() < 1e-9, "one noisy run moves the median little: {even:?}");
+        let slow = content_control([with(800_000, 100)].iter()).unwrap();
+        assert!(slow.flagged && (slow.ratio - 8.0).abs() < 1e-9, "{slow:?}");
+        assert!(content_control([with(10_000, 100)].iter()).unwrap().flagged, "faster on drawn content is flagged too");
+        assert!(!content_control([with(180_000, 100)].iter()).unwrap().flagged, "within the limit");
+    }
+
     fn report(iterations: u64, ns: u64, ticks: u64) -> DriverReport {
         DriverReport {
             iterations,
@@ -930,6 +997,8 @@ mod tests {
             api_sizes: Sizes::default(),
             returned_sizes: Sizes::default(),
             out_len: LenStats::default(),
+            control_ns: 0,
+            control_iterations: 0,
             failed_attempts: 0,
             profile: Vec::new(),
             host_cpu: None,

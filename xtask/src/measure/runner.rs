@@ -195,12 +195,7 @@ impl Runner {
 
 /// A per-runner random prefix of every nonce, from the host's random source.
 fn salt() -> Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 12];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("cannot read /dev/urandom")?;
-    Ok(project::hex(&bytes))
+    Ok(project::hex(&project::random_bytes(12)?))
 }
 
 #[derive(Debug, PartialEq)]

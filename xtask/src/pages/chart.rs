@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use crate::measure::stats;
 use crate::pages::site::esc;
 
-const COLORS: [&str; 4] = ["#4477aa", "#ee6677", "#228833", "#aa7700"];
+const COLORS: [&str; 8] = ["#4477aa", "#ee6677", "#228833", "#aa7700", "#66ccee", "#aa3377", "#777777", "#ccbb44"];
 /// Estimated width of one character at the charts' 11 px font.
 const CHAR_W: f64 = 6.6;
 /// Longest label shown in full; longer ones are cut with an ellipsis.
@@ -41,11 +41,13 @@ pub struct Row {
     pub points: Vec<Vec<Point>>,
 }
 
-/// What the axis measures: times in ns, or ratios around 1.
+/// What the axis measures: times in ns, ratios around 1, or a plain count (cycles or
+/// ticks per byte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
     Time,
     Ratio,
+    Count,
 }
 
 pub struct Chart<'a> {
@@ -84,6 +86,7 @@ pub fn draw(c: &Chart) -> String {
     let axis = match c.scale {
         Scale::Time => time_axis(&values),
         Scale::Ratio => ratio_axis(&values),
+        Scale::Count => count_axis(&values),
     };
     let widest = c.rows.iter().map(|r| shown(&r.label).chars().count()).max().unwrap_or(0);
     let left = (12.0 + CHAR_W * widest as f64).max(60.0);
@@ -113,7 +116,7 @@ pub fn draw(c: &Chart) -> String {
     let title = match c.scale {
         Scale::Time if one_unit(&axis) => format!("{} ({}, log scale)", c.axis, axis.unit.0),
         Scale::Time => format!("{} (log scale, unit on each tick)", c.axis),
-        Scale::Ratio => format!("{} (log scale)", c.axis),
+        Scale::Ratio | Scale::Count => format!("{} (log scale)", c.axis),
     };
     let _ = writeln!(
         s,
@@ -173,6 +176,7 @@ fn value_text(p: &Point, scale: Scale) -> String {
     let one = |v: f64| match scale {
         Scale::Time => stats::human_time(v),
         Scale::Ratio => format!("{v:.3}"),
+        Scale::Count => format!("{v:.1}"),
     };
     match p.range {
         Some((a, b)) => format!("{} ({} – {})", one(p.value), one(a), one(b)),
@@ -213,6 +217,13 @@ fn time_axis(values: &[f64]) -> Axis {
         }
     }
     Axis { lo, hi, unit, ticks }
+}
+
+/// Decades as the time axis draws them, without a unit (ticks at 0.1, 1, 10 …).
+fn count_axis(values: &[f64]) -> Axis {
+    let scaled: Vec<f64> = values.iter().map(|v| v * 1e3).collect();
+    let t = time_axis(&scaled);
+    Axis { lo: t.lo / 1e3, hi: t.hi / 1e3, unit: ("", 1.0), ticks: t.ticks.iter().map(|v| v / 1e3).collect() }
 }
 
 /// Symmetric around 1 on the log scale, at least ±2 %; ticks at round ratios
@@ -289,6 +300,10 @@ mod tests {
         // Hostile figures: no endless tick loop, no NaN on the page.
         let huge = time_axis(&[1.0, 1e300]);
         assert!(huge.ticks.len() <= 12, "{}", huge.ticks.len());
+        let c = count_axis(&[3.2, 410.0]);
+        assert_eq!((c.lo, c.hi, c.unit.0), (1.0, 1000.0, ""));
+        let labels: Vec<String> = c.ticks.iter().map(|v| tick_label(*v, &c)).collect();
+        assert_eq!(labels, ["1", "10", "100", "1000"]);
         let rows = [Row { label: "<x>".into(), points: vec![vec![Point::dot(f64::NAN), Point::dot(-1.0)]] }];
         let svg = draw(&Chart { rows: &rows, series: &["a"], axis: "time", scale: Scale::Time });
         assert!(!svg.contains("NaN") && !svg.contains("<x>") && svg.contains("&lt;x&gt;"), "{svg}");

@@ -37,6 +37,8 @@ pub(crate) struct Evidence {
     pub kat: Option<Summary>,
     pub env: Option<Environment>,
     pub records: Vec<Record>,
+    /// The family's baseline records timed in the same run as `records`.
+    pub baselines: Vec<Record>,
     audit: Vec<Disagreement>,
     survey: Option<Survey>,
     profiles: Vec<ProfileRecord>,
@@ -53,7 +55,9 @@ impl Evidence {
         }
         let audit_path = layout.size_audit(&sub.id);
         let audit = schema::read::<SizeAudit>(&audit_path)?.map(|a| a.disagreements).unwrap_or_default();
+        let baselines = same_run_baselines(layout, sub, &records)?;
         Ok(Evidence {
+            baselines,
             family: sub.family()?,
             kat: schema::read(&layout.kat_summary(&sub.id))?,
             env: schema::read(&layout.environment(&sub.id))?,
@@ -63,6 +67,15 @@ impl Evidence {
             profiles,
         })
     }
+}
+
+/// Records of the family's baseline that share a run with `records` (none for the
+/// baseline itself).
+fn same_run_baselines(layout: &Layout, sub: &Submission, records: &[Record]) -> Result<Vec<Record>> {
+    let Some(id) = sub.family()?.baseline.filter(|b| *b != sub.id) else { return Ok(Vec::new()) };
+    let runs: Vec<&str> = records.iter().filter_map(|r| r.run_id.as_deref()).collect();
+    let all = self::records(layout, &Submission::load(id)?)?;
+    Ok(all.into_iter().filter(|b| b.run_id.as_deref().is_some_and(|r| runs.contains(&r))).collect())
 }
 
 /// Evidence text as a page shows it, literally: Markdown markup escaped with a
@@ -164,7 +177,7 @@ fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Res
     writeln!(w, "# {} {} — performance on {} (system {system})\n", sub.id, sub.name, arch(e))?;
     writeln!(w, "Independent measurement by ngcc-repro. Not a submitter self-assessment.\n")?;
     writeln!(w, "## 1. Basic information\n")?;
-    writeln!(w, "- Category: public-key algorithm; function: {}", e.family.function)?;
+    writeln!(w, "- Category: {}; function: {}", e.family.category, e.family.function)?;
     writeln!(w, "- Algorithm: {}", sub.name)?;
     // Measured: what this evidence set has a result for; the rest were only declared.
     let measured: Vec<&str> = sub
@@ -220,6 +233,9 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
         return Ok(());
     };
     writeln!(w, "KAT digests checked against {}.\n", shown_manifest(&k.kat_manifest, &k.kat_manifest_sha256))?;
+    if e.family.kat_parts.len() > 1 {
+        return kat_files(w, e, k);
+    }
     writeln!(w, "| instance | build flags | KAT |\n|---|---|---|")?;
     let mut others = Vec::new();
     let mut notes = Vec::new();
@@ -244,6 +260,53 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     corroborated(w, e.family, k)
+}
+
+/// Families whose program writes several KAT files: one row per file, each with its own
+/// status, and a file not checked in the run said so.
+fn kat_files(w: &mut String, e: &Evidence, k: &Summary) -> Result<()> {
+    writeln!(w, "| instance | KAT file | build flags | KAT | time |\n|---|---|---|---|---|")?;
+    let mut notes = Vec::new();
+    for i in &k.instances {
+        if another_library(i, &e.records) {
+            writeln!(
+                w,
+                "| {} | all | {} | not shown: another library than the one timed | |",
+                md(&i.label),
+                md(&i.flag_set)
+            )?;
+            continue;
+        }
+        let note = verdict_note(i, &mut notes);
+        if i.files.is_empty() {
+            // Not run as far as its files (a build failure, say).
+            writeln!(w, "| {} | all | {} | {}{note} | |", md(&i.label), md(&i.flag_set), i.status)?;
+            continue;
+        }
+        for f in &i.files {
+            let status = match (f.status, f.kept) {
+                (None, _) => "not checked in this run (--kat-files)".to_owned(),
+                (Some(s), true) => format!("{s} (kept from an earlier run of the same build)"),
+                (Some(s), false) => s.to_string(),
+            };
+            let time = f.run_seconds.map_or(String::new(), |t| format!("{t:.1} s"));
+            writeln!(w, "| {} | {} | {} | {status}{note} | {time} |", md(&i.label), md(&f.file), md(&i.flag_set))?;
+        }
+    }
+    for (n, (label, detail)) in notes.iter().enumerate() {
+        writeln!(w, "{}[{}] {}: {}", if n == 0 { "\n" } else { "" }, n + 1, md(label), md(detail))?;
+    }
+    let parts: Vec<String> = e.family.kat_parts.iter().map(|p| format!("{}: {}", p.prefix, p.what)).collect();
+    writeln!(w, "\nKAT files: {}.", parts.join("; "))?;
+    let partial: Vec<&str> = k.instances.iter().filter(|i| i.unchecked_files() > 0).map(|i| i.label.as_str()).collect();
+    if !partial.is_empty() {
+        writeln!(
+            w,
+            "\nNot every KAT file was checked for {}: their status covers the checked files only.",
+            partial.join(", ")
+        )?;
+    }
+    flag_sets(w, k)
 }
 
 /// What each named flag set was, as the records give it (a set other than the guide's
@@ -324,24 +387,10 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     } else {
         format!("mean ticks ({} @ {:.3} GHz)", first.counter.name, first.counter.measured_hz / 1e9)
     };
-    writeln!(w, "| instance | operation | {head} | mean time | ops/s | median trial | n (trials × iters) |")?;
-    writeln!(w, "|---|---|---|---|---|---|---|")?;
-    for r in &e.records {
-        let a = &r.aggregate;
-        writeln!(
-            w,
-            "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} |",
-            md(&r.label),
-            op_cell(r),
-            stats::human_count(a.mean_ticks),
-            stats::human_time(a.mean_ns),
-            stats::three_digits(a.ops_per_s),
-            stats::human_time(a.median_trial_ns),
-            a.n,
-            a.trials,
-            a.iterations,
-            retried(e.family, r)
-        )?;
+    if e.family.ops.iter().any(|o| o.bytes.is_some()) {
+        per_message(w, e, &head)?;
+    } else {
+        per_operation(w, e, &head)?;
     }
     spreads(w, e)?;
     lengths(w, e)?;
@@ -361,15 +410,141 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     Ok(())
 }
 
+/// The message size an operation of the family hashes (`hash_4096`: 4096).
+pub(crate) fn message_bytes(family: &Family, r: &Record) -> Option<u64> {
+    family.ops.iter().find(|o| o.id == r.op.name()).and_then(|o| o.bytes)
+}
+
+/// Hash functions: one row per message size, with per-byte figures, and the calls on
+/// content drawn at run time where they differ from the reference content.
+fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
+    let per_byte = head.replace("mean ", "").replace(" (", "/byte (");
+    let per_byte = if per_byte == "cycles" { "cycles/byte".to_owned() } else { per_byte };
+    writeln!(w, "| instance | message | {head} | {per_byte} | mean time | MB/s | n |\n|---|---|---|---|---|---|---|")?;
+    let mut flagged = Vec::new();
+    for r in &e.records {
+        let a = &r.aggregate;
+        let Some(bytes) = message_bytes(e.family, r) else {
+            writeln!(
+                w,
+                "| {} | {} | {} | | {} | | {} ({} × {}) |",
+                md(&r.label),
+                op_cell(r),
+                stats::human_count(a.mean_ticks),
+                stats::human_time(a.mean_ns),
+                a.n,
+                a.trials,
+                a.iterations
+            )?;
+            continue;
+        };
+        let mbps = bytes as f64 / a.mean_ns * 1e3;
+        writeln!(
+            w,
+            "| {} | {bytes} B{} | {} | {:.1} | {} | {} | {} ({} × {}) |",
+            md(&r.label),
+            op_mark(r),
+            stats::human_count(a.mean_ticks),
+            a.mean_ticks / bytes as f64,
+            stats::human_time(a.mean_ns),
+            stats::three_digits(mbps),
+            a.n,
+            a.trials,
+            a.iterations
+        )?;
+        if let Some(c) = r.content.filter(|c| c.flagged) {
+            flagged.push(format!("{} {bytes} B: {:.2} × the reference content's time per call", r.label, c.ratio));
+        }
+    }
+    writeln!(
+        w,
+        "\nMessages as the reference method gives them (`msg[i] = (i·131 + N) mod 256`); every call XORs the \
+         previous digest into the message's first bytes, so no call repeats an input. Beside them, calls on \
+         content drawn at run time (an eighth as many per trial) check that the speed does not depend on \
+         the content (limit ×{}).",
+        schema::CONTENT_RATIO_LIMIT
+    )?;
+    if !flagged.is_empty() {
+        writeln!(w, "\nSpeed depends on the message content: {}.", md(&flagged.join("; ")))?;
+    }
+    baselines(w, e)
+}
+
+/// The same-run baselines' own figures, and each instance's time per message over
+/// theirs at the same size.
+fn baselines(w: &mut String, e: &Evidence) -> Result<()> {
+    if e.baselines.is_empty() {
+        writeln!(w, "\nNo same-run baselines in this evidence set (`bench` times them unless `--no-baselines`).")?;
+        return Ok(());
+    }
+    let mut names: Vec<&str> = e.baselines.iter().map(|b| b.label.as_str()).collect();
+    names.dedup();
+    writeln!(
+        w,
+        "\nSame-run baselines: {} of the pinned PQClean tree, timed in the same container and run at the same \
+         sizes (`submissions/baseline-hash.toml`).\n",
+        names.join(", ")
+    )?;
+    writeln!(w, "| baseline | message | cycles or ticks/byte | mean time | MB/s |\n|---|---|---|---|---|")?;
+    for b in &e.baselines {
+        let Some(bytes) = message_bytes(e.family, b) else { continue };
+        let a = &b.aggregate;
+        let mbps = stats::three_digits(bytes as f64 / a.mean_ns * 1e3);
+        let per_byte = a.mean_ticks / bytes as f64;
+        writeln!(w, "| {} | {bytes} B | {per_byte:.1} | {} | {mbps} |", md(&b.label), stats::human_time(a.mean_ns))?;
+    }
+    let heads: String = names.iter().map(|n| format!(" × {} |", md(n))).collect();
+    writeln!(w, "\nTime per message over each baseline's at the same size (2.0 × = twice the baseline's time):\n")?;
+    writeln!(w, "| instance | message |{heads}\n|---|---|{}", "---|".repeat(names.len()))?;
+    for r in &e.records {
+        let Some(bytes) = message_bytes(e.family, r) else { continue };
+        let cells: String = names
+            .iter()
+            .map(|n| {
+                let base = e.baselines.iter().find(|b| b.label == *n && b.op == r.op);
+                base.map_or(" – |".to_owned(), |b| format!(" {:.2} × |", r.aggregate.mean_ns / b.aggregate.mean_ns))
+            })
+            .collect();
+        writeln!(w, "| {} | {bytes} B |{cells}", md(&r.label))?;
+    }
+    Ok(())
+}
+
+fn per_operation(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
+    writeln!(w, "| instance | operation | {head} | mean time | ops/s | median trial | n (trials × iters) |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|")?;
+    for r in &e.records {
+        let a = &r.aggregate;
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} |",
+            md(&r.label),
+            op_cell(r),
+            stats::human_count(a.mean_ticks),
+            stats::human_time(a.mean_ns),
+            stats::three_digits(a.ops_per_s),
+            stats::human_time(a.median_trial_ns),
+            a.n,
+            a.trials,
+            a.iterations,
+            retried(e.family, r)
+        )?;
+    }
+    Ok(())
+}
+
 /// The operation as a table names it, marked when the host refuted or could not check
 /// its figures.
 fn op_cell(r: &Record) -> String {
-    let mark = match r.host_check.credibility {
+    format!("{}{}", r.op.name(), op_mark(r))
+}
+
+fn op_mark(r: &Record) -> &'static str {
+    match r.host_check.credibility {
         Credibility::NotCredible => " (NOT CREDIBLE)",
         Credibility::SelfReported => " (unchecked)",
         Credibility::Checked => "",
-    };
-    format!("{}{mark}", r.op.name())
+    }
 }
 
 /// The spread over trials as the field reports it (`stats::spread`), beside the
@@ -668,6 +843,7 @@ mod tests {
             kat: Some(kat),
             env: None,
             records: vec![record],
+            baselines: vec![],
             audit: vec![],
             survey: None,
             profiles: vec![],
@@ -693,6 +869,7 @@ mod tests {
             kat: None,
             env: None,
             records: vec![record],
+            baselines: vec![],
             audit: vec![],
             survey: None,
             profiles: vec![],

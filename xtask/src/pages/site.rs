@@ -344,7 +344,7 @@ fn page(c: &PageOf, md: &str, raw: &[(String, String)]) -> String {
     }
     h.push_str("</nav>\n");
     h.push_str(&banners(&c.e.records));
-    h.push_str(&linked_index(markdown_to_html(md, &charts(&c.e.records)), raw));
+    h.push_str(&linked_index(markdown_to_html(md, &charts(c.e)), raw));
     h.push_str("</body>\n</html>\n");
     h
 }
@@ -479,10 +479,10 @@ fn inline(s: &str) -> String {
 }
 
 /// The charts of one page, from the timing records (none for emulated runs).
-fn charts(records: &[Record]) -> String {
+fn charts(e: &Evidence) -> String {
     // Figures the host's CPU check refuted are no dots (the table marks them).
     let credible = |r: &&Record| r.host_check.credibility != Credibility::NotCredible;
-    let records: Vec<&Record> = records.iter().filter(credible).collect();
+    let records: Vec<&Record> = e.records.iter().filter(credible).collect();
     if records.is_empty() || records.iter().any(|r| r.emulated) {
         return String::new();
     }
@@ -509,7 +509,45 @@ fn charts(records: &[Record]) -> String {
             writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&r.label), esc(r.op.name()), v.join(", "));
     }
     h.push_str("</table>\n");
+    if records.iter().any(|r| crate::pages::report::message_bytes(e.family, r).is_some()) {
+        let baselines: Vec<&Record> = e.baselines.iter().filter(credible).collect();
+        let _ = write!(
+            h,
+            "<figure>\n{}<figcaption>Figure 3. Cycles (or counter ticks) per byte against the message size, \
+             each parameter set and the same-run baselines (log scale; section 4 gives the \
+             figures).</figcaption>\n</figure>\n",
+            per_byte_chart(e.family, &records, &baselines)
+        );
+    }
     h
+}
+
+/// One row per message size, one series per instance and baseline: ticks per byte.
+fn per_byte_chart(family: &crate::family::Family, records: &[&Record], baselines: &[&Record]) -> String {
+    let all: Vec<&Record> = records.iter().chain(baselines).copied().collect();
+    let mut series: Vec<&str> = Vec::new();
+    for r in &all {
+        if !series.contains(&r.label.as_str()) {
+            series.push(&r.label);
+        }
+    }
+    let sizes: Vec<u64> = family.ops.iter().filter_map(|o| o.bytes).collect();
+    let per_byte = |r: &Record, bytes: u64| Point::dot(r.aggregate.mean_ticks / bytes as f64);
+    let rows: Vec<Row> = sizes
+        .iter()
+        .map(|&bytes| Row {
+            label: format!("{bytes} B"),
+            points: series
+                .iter()
+                .map(|l| {
+                    let at =
+                        |r: &&&Record| r.label == *l && crate::pages::report::message_bytes(family, r) == Some(bytes);
+                    all.iter().filter(at).map(|r| per_byte(r, bytes)).collect()
+                })
+                .collect(),
+        })
+        .collect();
+    chart::draw(&Chart { rows: &rows, series: &series, axis: "cycles or ticks per byte", scale: Scale::Count })
 }
 
 /// One row per instance (in the records' order, the manifest's), one dot per operation
