@@ -9,7 +9,7 @@
 mod common;
 
 use camino::Utf8Path;
-use common::golden_set::{self, KEM, SIG};
+use common::golden_set::{self, HASH, KEM, SIG};
 use xtask::evidence::Layout;
 
 fn expected(id: &str) -> std::path::PathBuf {
@@ -47,4 +47,9 @@ fn the_kem_page_equals_the_committed_page() {
 #[test]
 fn the_signature_page_equals_the_committed_page() {
     check(SIG);
+}
+
+#[test]
+fn the_hash_page_equals_the_committed_page() {
+    check(HASH);
 }

@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::golden_set::{self, checkout, xtask_in, IDS, KEM, SIG, SYSTEMS};
+use common::golden_set::{self, checkout, xtask_in, BASELINE, HASH, IDS, KEM, SIG, SYSTEMS};
 use common::{stdout, xtask};
 
 /// Every file below `root` with its bytes.
@@ -35,13 +35,17 @@ fn shards_of_one_family_or_one_system_merge_into_the_whole_and_tampering_is_name
     golden_set::write(&t("whole"));
     golden_set::write_part(&t("kem"), &SYSTEMS, &[KEM]);
     golden_set::write_part(&t("sig"), &SYSTEMS, &[SIG]);
+    golden_set::write_part(&t("hash"), &SYSTEMS, &[HASH, BASELINE]);
     golden_set::write_part(&t("x86"), &["x86_1"], &IDS);
     golden_set::write_part(&t("arm"), &["arm_1"], &IDS);
     let whole = files(&t("whole"));
     assert!(whole.keys().any(|f| f.ends_with("ML-DSA-44__sign_msgs.json")) && whole.len() > 60, "{:?}", whole.keys());
 
-    for (a, b, merged) in [("kem", "sig", "by-family"), ("x86", "arm", "by-system")] {
-        let m = xtask_in(&root, &["merge", s(&t(a)), s(&t(b)), "--out", s(&t(merged))]);
+    for (shards, merged) in [(&["kem", "sig", "hash"][..], "by-family"), (&["x86", "arm"][..], "by-system")] {
+        let mut args = vec!["merge".to_owned()];
+        args.extend(shards.iter().map(|a| s(&t(a)).to_owned()));
+        args.extend(["--out".to_owned(), s(&t(merged)).to_owned()]);
+        let m = xtask_in(&root, &args.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(m.status.success(), "{merged}");
         let got = files(&t(merged));
         assert_eq!(got.keys().collect::<Vec<_>>(), whole.keys().collect::<Vec<_>>(), "{merged}");
@@ -51,12 +55,18 @@ fn shards_of_one_family_or_one_system_merge_into_the_whole_and_tampering_is_name
     }
     let merged = t("by-family");
     assert!(xtask(&["evidence", "check", s(&merged)], None).status.success());
-    // In the real checkout the same set is refused: its KAT logs are not PQClean's
-    // output, and merge derives every PASS from its log against kat/<id>/kat.sha256.
-    let real = xtask(&["merge", s(&merged), "--out", s(&t("real"))], None);
+    // In the real checkout the same sets are refused: their KAT logs are not PQClean's
+    // output (nor AFS-TrEDM's), and merge derives every PASS, of every KAT file, from its
+    // log against kat/<id>/kat.sha256.
+    let real = xtask(&["merge", s(&t("sig")), "--out", s(&t("real"))], None);
     let err = String::from_utf8_lossy(&real.stderr);
     assert!(!real.status.success() && err.contains("records PASS for ML-DSA-44; refused"), "{err}");
     assert!(err.contains("kat/pqclean-ml-dsa/kat.sha256 line 3 says 9a196e7fb32fbc93"), "{err}");
+    assert!(!t("real").exists() || files(&t("real")).is_empty());
+    let real = xtask(&["merge", s(&t("hash")), "--out", s(&t("real"))], None);
+    let err = String::from_utf8_lossy(&real.stderr);
+    assert!(err.contains("records PASS for AFS-TrEDM-512 (KAT_2_12_AFS-TrEDM-512.txt); refused"), "{err}");
+    assert!(err.contains("kat/hash-01/kat.sha256 line 9 says 752b1b15dcbf9e6d"), "{err}");
     assert!(!t("real").exists() || files(&t("real")).is_empty());
 
     // One changed byte in one summary: named, non-zero exit.

@@ -13,7 +13,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::golden_set::{self, KEM, SIG, SYSTEMS};
+use common::golden_set::{self, IDS, KEM, SIG, SYSTEMS};
 use common::xtask;
 use xtask::evidence::schema::{self, Record};
 
@@ -55,12 +55,13 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     let (s1, s2) = (tmp.path().join("site1"), tmp.path().join("site2"));
     for s in [&s1, &s2] {
         let o = xtask(&["site", out_s, "--out", s.to_str().unwrap()], None);
-        assert!(o.status.success() && common::stdout(&o).starts_with("site: 4 pages in "));
+        assert!(o.status.success() && common::stdout(&o).starts_with("site: 8 pages in "));
     }
-    // Every page of both systems and both families, and nothing else.
+    // Every page of both systems and every family (the hash baselines have their own),
+    // and nothing else.
     let mut want = vec!["index.html".to_owned()];
     for system in SYSTEMS {
-        for id in [KEM, SIG] {
+        for id in IDS {
             want.extend([format!("{system}/{id}.html"), format!("{system}/{id}.md")]);
         }
     }
@@ -178,14 +179,28 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     let probe = "<script>window.onload=()=>{const r=[...document.querySelectorAll('svg, svg circle')]\
                  .map(e=>{const b=e.getBoundingClientRect();return e.tagName+' '+Math.round(b.width)+'x'+Math.round(b.height)});\
                  const p=document.createElement('pre');p.id='probe';p.textContent=r.join('\\n');document.body.appendChild(p);}</script>";
-    for (name, html) in [("kem", &page), ("sig", &sig_html)] {
+    // The hash page: its files, message sizes, baselines and the per-byte chart.
+    let hash = std::fs::read_to_string(s1.join("x86_1/hash-01.md")).unwrap();
+    assert!(hash.contains("- Category: cryptographic hash algorithm; function: hash"), "{hash}");
+    let kat = section(&hash, "## 3.", "## 4.");
+    assert_eq!(kat.matches("| AFS-TrEDM-768 | KAT_").count(), 4, "one row per KAT file: {kat}");
+    let perf = section(&hash, "## 4.", "## 5.");
+    assert!(perf.contains("| instance | message | mean cycles | cycles/byte | mean time | MB/s | n |"), "{perf}");
+    assert!(perf.contains("| AFS-TrEDM-512 | 65536 B | 855.0 k | 13.0 | 407 µs | 161 | 12305 (5 × 2461) |"), "{perf}");
+    assert!(perf.contains("| AFS-TrEDM-1024 | 4096 B | 1.99 × | 3.12 × | 2.58 × | 1.40 × |"), "{perf}");
+    assert!(!hash.contains("## 6.") && !hash.contains("## Symmetric"), "{hash}");
+    let hash_html = std::fs::read_to_string(s1.join("x86_1/hash-01.html")).unwrap();
+    assert!(hash_html.contains("<figcaption>Figure 3. Cycles (or counter ticks) per byte"), "{hash_html}");
+    assert!(hash_html.contains(">cycles or ticks per byte (log scale)</text>"), "{hash_html}");
+    assert!(hash_html.contains("<title>65536 B SHA3-512: 15.6</title>"), "baselines are series: {hash_html}");
+    for (name, html, charts) in [("kem", &page, 2), ("sig", &sig_html, 2), ("hash", &hash_html, 3)] {
         let probed = tmp.path().join(format!("probed-{name}.html"));
         std::fs::write(&probed, html.replace("</body>", &format!("{probe}</body>"))).unwrap();
         let o = chromium(&["--dump-dom", &format!("file://{}", probed.display())], &profile);
         let dom = String::from_utf8_lossy(&o.stdout);
         let sizes: Vec<&str> =
             dom.split("<pre id=\"probe\">").nth(1).unwrap().split("</pre>").next().unwrap().lines().collect();
-        assert_eq!(sizes.iter().filter(|s| s.starts_with("svg ")).count(), 2, "{name}: {sizes:?}");
+        assert_eq!(sizes.iter().filter(|s| s.starts_with("svg ")).count(), charts, "{name}: {sizes:?}");
         assert!(sizes.iter().filter(|s| s.starts_with("circle ")).count() >= 9 * 5, "{name}: {sizes:?}");
         for s in &sizes {
             let (w, h) = s.split_once(' ').unwrap().1.split_once('x').unwrap();

@@ -485,13 +485,18 @@ fn baselines(w: &mut String, e: &Evidence) -> Result<()> {
          sizes (`submissions/baseline-hash.toml`).\n",
         names.join(", ")
     )?;
-    writeln!(w, "| baseline | message | cycles or ticks/byte | mean time | MB/s |\n|---|---|---|---|---|")?;
-    for b in &e.baselines {
-        let Some(bytes) = message_bytes(e.family, b) else { continue };
-        let a = &b.aggregate;
-        let mbps = stats::three_digits(bytes as f64 / a.mean_ns * 1e3);
-        let per_byte = a.mean_ticks / bytes as f64;
-        writeln!(w, "| {} | {bytes} B | {per_byte:.1} | {} | {mbps} |", md(&b.label), stats::human_time(a.mean_ns))?;
+    let sizes: Vec<u64> = e.family.ops.iter().filter_map(|o| o.bytes).collect();
+    let cols: String = sizes.iter().map(|b| format!(" {b} B |")).collect();
+    writeln!(w, "Cycles (or counter ticks) per byte:\n\n| baseline |{cols}\n|---|{}", "---|".repeat(sizes.len()))?;
+    for name in &names {
+        let cells: String = sizes
+            .iter()
+            .map(|&bytes| {
+                let at = e.baselines.iter().find(|b| b.label == *name && message_bytes(e.family, b) == Some(bytes));
+                at.map_or(" – |".to_owned(), |b| format!(" {:.1} |", b.aggregate.mean_ticks / bytes as f64))
+            })
+            .collect();
+        writeln!(w, "| {} |{cells}", md(name))?;
     }
     let heads: String = names.iter().map(|n| format!(" × {} |", md(n))).collect();
     writeln!(w, "\nTime per message over each baseline's at the same size (2.0 × = twice the baseline's time):\n")?;

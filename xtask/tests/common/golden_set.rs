@@ -1,5 +1,7 @@
 //! The golden evidence set: two systems (`x86_1`, `arm_1`), a KEM submission
-//! (`pqclean-ml-kem`) and a signature submission (`pqclean-ml-dsa`), written at test time
+//! (`pqclean-ml-kem`), a signature submission (`pqclean-ml-dsa`), a hash function
+//! (`hash-01`, four KAT files per instance) and the hash baselines timed in its run
+//! (`baseline-hash`, timing only), written at test time
 //! from the golden files of `tests/golden/` through the schema types and [`Layout`], so
 //! that it follows every schema change by compiling. It stands for a campaign's evidence
 //! in the tests of file transforms (site, merge, compare, the golden pages): no container.
@@ -30,7 +32,9 @@ use xtask::measure::systems::SystemProfile;
 
 pub const KEM: &str = "pqclean-ml-kem";
 pub const SIG: &str = "pqclean-ml-dsa";
-pub const IDS: [&str; 2] = [KEM, SIG];
+pub const HASH: &str = "hash-01";
+pub const BASELINE: &str = "baseline-hash";
+pub const IDS: [&str; 4] = [KEM, SIG, HASH, BASELINE];
 pub const SYSTEMS: [&str; 2] = ["x86_1", "arm_1"];
 /// The instance whose verify contract accepted a modified message.
 pub const ACCEPTS_INVALID: &str = "ML-DSA-65";
@@ -56,6 +60,10 @@ fn sizes(label: &str) -> Sizes {
         "ML-DSA-44" => Sizes::of([("pk", 1312), ("sk", 2560), ("sig", 2420)]),
         "ML-DSA-65" => Sizes::of([("pk", 1952), ("sk", 4032), ("sig", 3309)]),
         "ML-DSA-87" => Sizes::of([("pk", 2592), ("sk", 4896), ("sig", 4627)]),
+        "AFS-TrEDM-512" | "SHA-512" | "SHA3-512" => Sizes::of([("digest", 64)]),
+        "AFS-TrEDM-768" => Sizes::of([("digest", 96)]),
+        "AFS-TrEDM-1024" => Sizes::of([("digest", 128)]),
+        "SHA-256" | "SHA3-256" => Sizes::of([("digest", 32)]),
         other => panic!("no sizes for {other}"),
     }
 }
@@ -79,10 +87,30 @@ fn arch(system: &str) -> Arch {
     }
 }
 
-/// The KAT text of one instance: the same on every system (KAT output is reproducible).
+/// The KAT files of an instance as its family names them: `("", None)` for a family's
+/// only file, else `(part, file)`.
+pub fn kat_parts(id: &str, label: &str) -> Vec<(String, Option<String>)> {
+    let sub = submission(id);
+    let inst = sub.instances.iter().find(|i| i.label == label).unwrap();
+    let files = sub.kat_files(inst).unwrap();
+    match files.as_slice() {
+        [(p, _)] if p.id.is_empty() => vec![(String::new(), None)],
+        _ => files.into_iter().map(|(p, f)| (p.id.to_owned(), Some(f))).collect(),
+    }
+}
+
+/// The KAT text of one instance (of one part of it): the same on every system (KAT
+/// output is reproducible).
 pub fn kat_text(id: &str, label: &str) -> String {
+    kat_part_text(id, label, "")
+}
+
+pub fn kat_part_text(id: &str, label: &str, part: &str) -> String {
     let mut text = String::new();
-    let mut state = sha(&format!("golden KAT {id} {label}"));
+    let mut state = match part {
+        "" => sha(&format!("golden KAT {id} {label}")),
+        p => sha(&format!("golden KAT {id} {label} {p}")),
+    };
     for count in 0..3 {
         let next = sha(&state);
         text.push_str(&format!("count = {count}\nseed = {}\npk = {}\n", state.to_uppercase(), next.to_uppercase()));
@@ -94,15 +122,22 @@ pub fn kat_text(id: &str, label: &str) -> String {
 
 /// The digest of the golden KAT text under the manifest's rule (`raw`).
 pub fn kat_digest(id: &str, label: &str) -> String {
-    let canonical = xtask::kat::canonical(kat_text(id, label).as_bytes(), xtask::kat::Mode::Raw, None);
+    kat_part_digest(id, label, "")
+}
+
+pub fn kat_part_digest(id: &str, label: &str, part: &str) -> String {
+    let canonical = xtask::kat::canonical(kat_part_text(id, label, part).as_bytes(), xtask::kat::Mode::Raw, None);
     xtask::project::sha256_hex(&canonical)
 }
 
 /// `kat/<id>/kat.sha256` as the golden set's checkout has it: the golden logs' digests.
 pub fn kat_manifest(id: &str) -> String {
     let mut text = "# The golden evidence set's KAT texts (tests/common/golden_set.rs), not PQClean's.\n".to_owned();
-    for label in labels(id) {
-        text.push_str(&format!("{} raw {label}/nistkat.rsp\n", kat_digest(id, &label)));
+    for label in labels(id).iter().filter(|_| id != BASELINE) {
+        for (part, file) in kat_parts(id, label) {
+            let file = file.unwrap_or_else(|| "nistkat.rsp".into());
+            text.push_str(&format!("{} raw {label}/{file}\n", kat_part_digest(id, label, &part)));
+        }
     }
     text
 }
@@ -176,10 +211,39 @@ pub fn summary(system: &str, id: &str) -> Summary {
                 i.lengths = Some(Lengths::Carry);
                 i.check = Some(contract(label));
             }
+            if family == FamilyId::Hash {
+                hash_files(system, id, &mut i);
+            }
             i
         })
         .collect();
     s
+}
+
+/// A hash instance's four files, each PASS with its own log and digest.
+fn hash_files(system: &str, id: &str, i: &mut InstanceResult) {
+    let mut files = Vec::new();
+    for (part, file) in kat_parts(id, &i.label) {
+        let digest: xtask::sha::Sha256Hex = kat_part_digest(id, &i.label, &part).parse().unwrap();
+        files.push(schema::KatFileResult {
+            part: part.clone(),
+            file: file.unwrap(),
+            status: Some(Status::Pass),
+            kept: false,
+            mode: Some(xtask::kat::Mode::Raw),
+            expected_sha256: Some(digest.clone()),
+            actual_sha256: Some(digest),
+            log: Some(format!("{system}/kat/{id}/{}", xtask::evidence::kat_log_name(&i.label, &part))),
+            run_command: vec!["kat".into(), part.clone()],
+            run_outcome: i.run_outcome,
+            run_seconds: Some(if part == "2_33" { 41.5 } else { 1.5 }),
+            output_bytes: Some(kat_part_text(id, &i.label, &part).len() as u64),
+            message: None,
+        });
+    }
+    i.files = files;
+    (i.kat_file, i.mode, i.expected_sha256, i.actual_sha256, i.log, i.check) = (None, None, None, None, None, None);
+    i.run_seconds = Some(i.files.iter().filter_map(|f| f.run_seconds).sum());
 }
 
 fn contract(label: &str) -> Check {
@@ -210,10 +274,28 @@ pub fn mean_ns(system: &str, label: &str, op: &str) -> f64 {
         "sign" => 298_000.0,
         "verify" => 79_100.0,
         "sign_msgs" => 4_770_000.0,
+        op if op.starts_with("hash_") => return hash_ns(system, label, op),
         other => panic!("no figures for {other}"),
     };
     let machine = if system == "arm_1" { 1.5 } else { 1.0 };
     base * level * machine
+}
+
+/// A hash call: a fixed cost and a per-byte cost by width (the baselines' as this
+/// machine measured them, roughly).
+fn hash_ns(system: &str, label: &str, op: &str) -> f64 {
+    let bytes: f64 = op.trim_start_matches("hash_").parse().unwrap();
+    let per_byte = match label {
+        "AFS-TrEDM-512" => 6.2,
+        "AFS-TrEDM-768" => 8.1,
+        "AFS-TrEDM-1024" => 10.4,
+        "SHA-256" => 5.2,
+        "SHA-512" => 3.3,
+        "SHA3-256" => 4.0,
+        _ => 7.4,
+    };
+    let machine = if system == "arm_1" { 1.5 } else { 1.0 };
+    (180.0 + per_byte * bytes) * machine
 }
 
 /// One timing record: five trials around [`mean_ns`], aggregated by the tool's own rule.
@@ -253,10 +335,11 @@ pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
     let trials: Vec<Trial> = r.trials.iter().map(|t| t.trial.clone()).collect();
     r.aggregate = stats::aggregate(&trials);
     let sizes = sizes(label);
+    let catalogued = family.sizes.iter().any(|s| s.external);
     r.sizes = schema::SizeRecord {
         api: sizes.clone(),
         returned: sizes.clone(),
-        external: Some(CatalogRow {
+        external: catalogued.then(|| CatalogRow {
             id: id.into(),
             instance: label.into(),
             sizes: sizes.clone(),
@@ -282,6 +365,14 @@ pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
         baseline_rss_kib: 1804,
         peak_rss_kib: 1916 + sizes.get("sk") as i64 / 256,
     };
+    // One bench run per system: the hash function and its baselines share it.
+    r.run_id = Some(format!("golden run {system}"));
+    r.content = op.name().starts_with("hash_").then(|| schema::ContentControl {
+        iterations: 5 * iterations.div_ceil(8),
+        ns: (5.0 * ns_per_op * 1.01 * iterations.div_ceil(8) as f64) as u64,
+        ratio: 1.01,
+        flagged: false,
+    });
     r.environment = environment(system);
     r.toolchain = toolchain(system);
     r.library_sha256 = library_sha256(system, id, label);
@@ -327,12 +418,17 @@ pub fn write_part(out: &Path, systems: &[&str], ids: &[&str]) {
             std::fs::create_dir_all(layout.kat_dir(id)).unwrap();
             std::fs::create_dir_all(layout.records_dir(id)).unwrap();
             for label in labels(id) {
-                std::fs::write(layout.kat_log(id, &label), kat_text(id, &label)).unwrap();
+                for (part, _) in kat_parts(id, &label).iter().filter(|_| *id != BASELINE) {
+                    std::fs::write(layout.kat_part_log(id, &label, part), kat_part_text(id, &label, part)).unwrap();
+                }
                 for op in ops(id) {
                     schema::write(&layout.record(id, &label, op.name()), &record(system, id, &label, &op)).unwrap();
                 }
             }
-            schema::write(&layout.kat_summary(id), &summary(system, id)).unwrap();
+            // The baselines are timing references: no KAT run.
+            if *id != BASELINE {
+                schema::write(&layout.kat_summary(id), &summary(system, id)).unwrap();
+            }
             schema::write(&layout.environment(id), &environment(system)).unwrap();
             let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: (*id).into(), disagreements: vec![] };
             schema::write(&layout.size_audit(id), &audit).unwrap();
@@ -359,7 +455,7 @@ pub fn checkout(dir: &Path) -> PathBuf {
         let path = entry.unwrap().path();
         std::fs::copy(&path, dir.join("submissions").join(path.file_name().unwrap())).unwrap();
     }
-    for id in IDS {
+    for id in IDS.into_iter().filter(|id| *id != BASELINE) {
         std::fs::create_dir_all(dir.join("kat").join(id)).unwrap();
         std::fs::write(dir.join("kat").join(id).join("kat.sha256"), kat_manifest(id)).unwrap();
     }
