@@ -10,6 +10,7 @@ use xtask::evidence::Layout;
 pub mod field;
 pub mod fixture;
 pub mod golden_set;
+pub mod hash_fixture;
 pub mod sig_fixture;
 use std::process::{Command, Output};
 
