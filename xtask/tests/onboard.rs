@@ -305,19 +305,29 @@ fn an_instance_without_iccs_files_takes_its_own() {
 }
 
 #[test]
-fn key_exchanges_are_refused_before_anything_is_written() {
-    let tmp = tempfile::tempdir().unwrap();
-    let d = tmp.path().join("tree/K/Implementations/Reference_Implementation/KX-1");
-    put(&d.join("KEX_AlgorithmInstance.h"), "#define ALGORITHM_INSTANCE \"KX-1\"\nint kex_init_a(unsigned char *p);\n");
-    put(&d.join("kex.c"), "int kex_init_a(unsigned char *p) { return p == 0; }\n");
-    let zip = tmp.path().join("K.zip");
-    common::fixture::zip_tree(&tmp.path().join("tree"), &zip);
-    let dir = tmp.path().join("drafts");
-    let args = ["onboard", zip.to_str().unwrap(), "--dir", dir.to_str().unwrap(), "--no-verify"];
-    let run = xtask(&args, Some(&tmp.path().join("cache")));
-    assert_eq!(run.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&run.stderr).contains("family kex not supported yet"));
-    assert!(!dir.exists());
+fn key_exchanges_and_hashes_are_refused_before_anything_is_written() {
+    for (family, header, decl) in [
+        ("kex", "KEX_AlgorithmInstance.h", "int kex_init_a(unsigned char *p);"),
+        (
+            "hash",
+            "CryptHash_AlgorithmInstance.h",
+            "int CryptHash(int d, const unsigned char *m, unsigned long long b, unsigned char *o);",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("tree/K/Implementations/Reference_Implementation/KX-1");
+        put(&d.join(header), &format!("#define ALGORITHM_INSTANCE \"KX-1\"\n{decl}\n"));
+        put(&d.join("x.c"), "int x(unsigned char *p) { return p == 0; }\n");
+        let zip = tmp.path().join("K.zip");
+        common::fixture::zip_tree(&tmp.path().join("tree"), &zip);
+        let dir = tmp.path().join("drafts");
+        let args = ["onboard", zip.to_str().unwrap(), "--dir", dir.to_str().unwrap(), "--no-verify"];
+        let run = xtask(&args, Some(&tmp.path().join("cache")));
+        assert_eq!(run.status.code(), Some(2), "{family}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains(&format!("family {family} cannot be onboarded yet")), "{family}: {err}");
+        assert!(!dir.exists(), "{family}");
+    }
 }
 
 #[test]

@@ -1,0 +1,171 @@
+//! Hash functions end to end on the hash fixture (tests/common/hash_fixture.rs): the four
+//! KAT files pass against digests the Rust model derives (RustCrypto `sha2` and a padding
+//! model over its compression function), every faulty instance gets the status of what
+//! it does, in the file where it does it, and bench writes its 8 sizes beside the same-run
+//! baselines. A hostile candidate's tricks are each one instance.
+
+use std::process::{Command, Output};
+
+mod common;
+
+use common::entry;
+use common::hash_fixture::{self, Case, ID};
+use xtask::evidence::schema::{InstanceResult, KatFileResult, Record};
+use xtask::kat::verify::Status;
+
+fn file<'a>(r: &'a InstanceResult, part: &str) -> &'a KatFileResult {
+    r.files.iter().find(|f| f.part == part).unwrap_or_else(|| panic!("{}: no file {part}", r.label))
+}
+
+fn status(r: &InstanceResult, part: &str) -> Option<Status> {
+    file(r, part).status
+}
+
+fn message(r: &InstanceResult, part: &str) -> String {
+    file(r, part).message.clone().unwrap_or_default()
+}
+
+fn xtask(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().unwrap();
+    eprintln!("$ xtask {}\n{}{}", args.join(" "), common::stdout(&out), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+fn the_four_files_pass_and_each_fault_is_named_in_its_file() {
+    let c = Case::new();
+    let good = c.verify(&["--instance", "h-good"]);
+    assert_eq!(good.status.code(), Some(0));
+    let s = common::summary(&c.out, ID);
+    let g = entry(&s, "h-good");
+    assert_eq!(g.status, Status::Pass);
+    assert_eq!(g.files.len(), 4);
+    for part in hash_fixture::PARTS {
+        let f = file(g, part);
+        assert_eq!(f.status, Some(Status::Pass), "{part}: {:?}", f.message);
+        assert_eq!(f.actual_sha256.as_ref().unwrap().as_str(), hash_fixture::kat_digest(part, 256), "{part}");
+        assert_eq!(f.file, format!("KAT_{part}_h-good.txt"));
+        let log = common::layout(&c.out).kat_part_log(ID, "h-good", part);
+        assert!(log.is_file(), "{log}");
+    }
+    assert!(g.commands[1].iter().any(|a| a == "-DNGCC_DIGEST_BITS=256"), "{:?}", g.commands[1]);
+    let out = common::stdout(&good);
+    assert!(out.contains("KAT_2_33_h-good.txt") && out.contains("KAT_Loop_h-good.txt"), "{out}");
+
+    // The faulty ones without the 1 GiB file, and the Loop only where the fault is in it:
+    // recorded as not checked, never a PASS of them.
+    let verify = |parts: &str, labels: &[&str]| {
+        let mut args = vec!["--kat-files", parts, "--jobs", "2"];
+        labels.iter().for_each(|l| args.extend(["--instance", l]));
+        let run = c.verify(&args);
+        assert_eq!(run.status.code(), Some(1), "findings");
+    };
+    verify("2_12,2_23", &["h-tweak", "h-fail", "h-overrun", "h-overread", "h-width", "h-content"]);
+    verify("2_12,2_23,Loop", &["h-slowloop", "h-cache"]);
+    let s = common::summary(&c.out, ID);
+    // One bit wrong at one length: 2_12 only.
+    let t = entry(&s, "h-tweak");
+    assert_eq!(
+        (t.status, status(t, "2_12"), status(t, "2_23")),
+        (Status::Mismatch, Some(Status::Mismatch), Some(Status::Pass))
+    );
+    assert_eq!((status(t, "2_33"), status(t, "Loop")), (None, None), "not checked, and said so");
+    assert!(t.message.as_deref().unwrap().contains("2 of 4 KAT files checked; not checked: 2_33, Loop (--kat-files)"));
+    // A non-zero return at one length.
+    let f = entry(&s, "h-fail");
+    assert_eq!((status(f, "2_12"), status(f, "2_23")), (Some(Status::Cryptofail), Some(Status::Pass)));
+    assert!(message(f, "2_12").contains("CRYPTOFAIL: record=2049 call=CryptHash returned=1"), "{}", message(f, "2_12"));
+    // Writing past the digest, and reading past the message (the guard page after it).
+    let o = entry(&s, "h-overrun");
+    assert_eq!(status(o, "2_12"), Some(Status::Overflow));
+    assert!(message(o, "2_12").contains("record=777 call=CryptHash buffer=digest claimed=32 overrun=40"), "{o:?}");
+    let r = entry(&s, "h-overread");
+    assert_eq!((status(r, "2_12"), status(r, "2_23")), (Some(Status::Overflow), Some(Status::Overflow)));
+    assert!(message(r, "2_12").contains("record=64 call=CryptHash buffer=msg claimed=8 overrun=9 guard-page"), "{r:?}");
+    // Slow only in the Loop: the other files pass, the Loop hits the instance's 20 s.
+    let l = entry(&s, "h-slowloop");
+    assert_eq!((status(l, "2_12"), status(l, "Loop")), (Some(Status::Pass), Some(Status::Timeout)));
+    assert!(message(l, "Loop").contains("timed out after 20 s"), "{l:?}");
+    // A result cache keyed on the buffer: caught where the buffer is reused.
+    let k = entry(&s, "h-cache");
+    assert_eq!(
+        (status(k, "2_12"), status(k, "2_23"), status(k, "Loop")),
+        (Some(Status::Pass), Some(Status::Mismatch), Some(Status::Mismatch))
+    );
+    // A header that declares 512 bits for a 256-bit function: half the digest unwritten.
+    let w = entry(&s, "h-width");
+    assert_eq!(status(w, "2_12"), Some(Status::Cryptofail));
+    assert!(message(w, "2_12").contains("unwritten=32 digest_bytes=64 (digest_bits=512"), "{w:?}");
+    // Content-dependent speed is no KAT failure.
+    assert_eq!(entry(&s, "h-content").status, Status::Pass);
+    // The earlier run's h-good is kept beside them.
+    assert_eq!(entry(&s, "h-good").status, Status::Pass);
+
+    // The page: one row per KAT file, and the files not checked say so.
+    let report = xtask(&["report", c.manifest.to_str().unwrap(), "--out", c.out.to_str().unwrap()]);
+    assert!(report.status.success());
+    let page = std::fs::read_to_string(common::layout(&c.out).report(ID)).unwrap();
+    assert!(page.contains("| h-good | KAT_2_33_h-good.txt | guide | PASS |"), "{page}");
+    assert!(page.contains("| h-tweak | KAT_2_12_h-tweak.txt | guide | MISMATCH |"), "{page}");
+    assert!(
+        page.contains("| h-tweak | KAT_2_33_h-tweak.txt | guide | not checked in this run (--kat-files) |"),
+        "{page}"
+    );
+}
+
+#[test]
+fn a_file_that_needs_more_memory_than_the_limit_is_reported_with_the_limit() {
+    let c = Case::with(&hash_fixture::INSTANCES[..1]);
+    let run = c.verify(&["--kat-files", "2_33", "--memory", "512m"]);
+    assert_eq!(run.status.code(), Some(1));
+    let s = common::summary(&c.out, ID);
+    let g = entry(&s, "h-good");
+    assert_eq!(status(g, "2_33"), Some(Status::Crash));
+    let m = message(g, "2_33");
+    assert!(m.contains("limit 512m"), "{m}");
+}
+
+#[test]
+fn bench_writes_every_size_beside_the_same_run_baselines_and_catches_caches_and_content() {
+    let c = Case::with(&[hash_fixture::INSTANCES[0], hash_fixture::INSTANCES[6], hash_fixture::INSTANCES[8]]);
+    let (m, o) = (c.manifest.to_str().unwrap(), c.out.to_str().unwrap());
+    let archive = format!("{ID}={}", c.zip.display());
+    let base = ["--engine", "podman", "--archive", &archive, "--out", o, "--quick", "--allow-unfixed-host"];
+    let mut args = vec!["bench", m, "--instance", "h-good"];
+    args.extend(base);
+    assert!(xtask(&args).status.success());
+    let layout = common::layout(&c.out);
+    let read = |id: &str, label: &str, op: &str| -> Record {
+        xtask::evidence::schema::read(&layout.record(id, label, op)).unwrap().unwrap_or_else(|| panic!("{label} {op}"))
+    };
+    let good: Vec<Record> =
+        xtask::family::HASH_SIZES.iter().map(|n| read(ID, "h-good", &format!("hash_{n}"))).collect();
+    let run = good[0].run_id.clone().unwrap();
+    for label in ["SHA-256", "SHA-512", "SHA3-256", "SHA3-512"] {
+        for n in xtask::family::HASH_SIZES {
+            assert_eq!(read("baseline-hash", label, &format!("hash_{n}")).run_id.as_ref(), Some(&run), "same run");
+        }
+    }
+    assert!(good.iter().all(|r| r.content.is_some_and(|c| !c.flagged)), "{:?}", good[0].content);
+
+    // A cache is no timing; content-dependent speed is flagged.
+    let mut args = vec!["bench", m, "--instance", "h-cache", "--instance", "h-content", "--op", "hash_4096"];
+    args.extend(base);
+    args.push("--no-baselines");
+    let hostile = xtask(&args);
+    assert_eq!(hostile.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&hostile.stderr);
+    assert!(err.contains("h-cache hash_4096") && err.contains("previous call's digest"), "{err}");
+    let content = read(ID, "h-content", "hash_4096").content.unwrap();
+    assert!(content.flagged && content.ratio > 4.0, "{content:?}");
+
+    // The page: per-size rows and the baselines of the same run (the site's chart is
+    // tested on the golden set, tests/site.rs).
+    assert!(xtask(&["report", m, "--out", o]).status.success());
+    let page = std::fs::read_to_string(layout.report(ID)).unwrap();
+    assert!(page.contains("| instance | message | mean ticks"), "{page}");
+    assert!(page.contains("| h-good | 65536 B |"), "{page}");
+    assert!(page.contains("| baseline | 32 B | 128 B |"), "{page}");
+    assert!(page.contains("Speed depends on the message content: h-content 4096 B"), "{page}");
+    assert!(page.contains("| h-good | 4096 B |") && page.contains(" × SHA3-256 |"), "{page}");
+}
