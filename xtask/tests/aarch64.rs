@@ -1,5 +1,6 @@
 //! `AArch64` under qemu-user emulation on an x86-64 host (natively on an `AArch64` host):
-//! the KAT digests match x86-64 byte for byte, and bench records say emulated. That
+//! the KAT digests match x86-64 byte for byte (a KEM's, and a hash function's four files
+//! against the Rust model), and bench records say emulated. That
 //! `compare` refuses records of two architectures, and names them when overridden, is
 //! tested on the golden evidence set (`tests/compare.rs`), without a bench here.
 
@@ -98,5 +99,19 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
         assert!(kat.contains("| ML-KEM-512 | guide | PASS |"), "{kat}");
         let resources = &page[page.find("## 5.").unwrap()..page.find("## 6.").unwrap()];
         assert!(resources.contains("KiB (qemu-user)"), "{resources}");
+    }
+
+    // A hash function's four KAT files, the 1 GiB one included, against the Rust model
+    // (the same image, so in this test).
+    let c = common::hash_fixture::Case::with(&common::hash_fixture::INSTANCES[..1]);
+    let run = c.verify(&["--arch", "aarch64"]);
+    assert_eq!(run.status.code(), Some(0));
+    let s: Summary = schema::read(&arm_layout(&c.out).kat_summary(common::hash_fixture::ID)).unwrap().unwrap();
+    let good = common::entry(&s, "h-good");
+    assert_eq!(s.toolchain.arch, Arch::Aarch64);
+    for part in common::hash_fixture::PARTS {
+        let f = good.files.iter().find(|f| f.part == part).unwrap();
+        assert_eq!(f.status, Some(Status::Pass), "{part}");
+        assert_eq!(f.actual_sha256.as_ref().unwrap().as_str(), common::hash_fixture::kat_digest(part, 256), "{part}");
     }
 }

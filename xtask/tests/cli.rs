@@ -80,3 +80,23 @@ fn campaign_takes_sources_per_submission() {
     let out = xtask_in(tmp.path(), &two);
     assert!(String::from_utf8_lossy(&out.stderr).contains("write ID="), "several submissions: name which");
 }
+
+#[test]
+fn kat_files_are_checked_against_the_family_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kem = xtask_in(tmp.path(), &["verify", "pqclean-ml-kem", "--kat-files", "2_12"]);
+    let err = String::from_utf8_lossy(&kem.stderr);
+    assert_eq!(kem.status.code(), Some(2), "{err}");
+    assert!(err.contains("--kat-files 2_12: a KEM writes one KAT file"), "{err}");
+    // A hash function's parts, with the nearest one suggested; refused before the
+    // archive (not here) is looked for.
+    let hash = xtask_in(tmp.path(), &["verify", "hash-01", "--kat-files", "2_12,2_13"]);
+    let err = String::from_utf8_lossy(&hash.stderr);
+    assert_eq!(hash.status.code(), Some(2), "{err}");
+    assert!(err.contains("--kat-files 2_13: a hash function writes the KAT files 2_12, 2_23, 2_33, Loop"), "{err}");
+    assert!(!err.contains("AFS-TrEDM.zip"), "{err}");
+    // Without the archive, the hash candidate is named with what to give.
+    let missing = xtask_in(tmp.path(), &["verify", "hash-01"]);
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success() && err.contains("AFS-TrEDM.zip"), "{err}");
+}

@@ -132,7 +132,7 @@ fn the_byte_stream_hashes_pieces_as_one_message_and_keeps_the_ends() {
     }
     assert_eq!(at, m.len());
     let (h, head, last) = s.finish();
-    assert_eq!(h, <[u8; 32]>::from(Sha256::digest(&m)));
+    assert_eq!(h, Sha256::digest(&m).to_vec());
     assert_eq!(head, m[..8]);
     assert_eq!(last, m[m.len() - 8..]);
 }
@@ -252,7 +252,7 @@ fn the_archive_has_each_instances_files_and_the_manifest_its_fields() {
     assert_eq!(bits("h-width"), Some(512));
     assert_eq!(bits("h-good"), Some(256));
     let slow = inst.iter().find(|i| i["label"].as_str() == Some("h-slowloop")).unwrap();
-    assert_eq!(slow["timeout"].as_integer(), Some(20));
+    assert_eq!(slow["timeout"].as_integer(), Some(8));
     assert_eq!(inst.iter().filter(|i| i.get("timeout").is_some()).count(), 1);
 }
 

@@ -392,7 +392,9 @@ impl Bench {
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
         commit_run(&run.layout, sub, &environment, &audit)?;
-        print_audit(&audit);
+        if sub.family()?.sizes.iter().any(|s| s.external) {
+            print_audit(&audit);
+        }
         Ok((failures, trials_ns))
     }
 

@@ -12,7 +12,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use sha2::digest::generic_array::GenericArray;
-use sha2::{Digest, Sha256};
+use sha2::digest::DynDigest;
+use sha2::{Digest, Sha256, Sha512};
 
 use super::fixture::{absorb, hex, squeeze, zip_tree};
 use super::sha256;
@@ -133,19 +134,106 @@ pub fn sha256_padded(msg: &[u8], bits: u64) -> [u8; 32] {
     out
 }
 
-/// SHA-256 of a byte-aligned message fed in pieces (the 1 GiB messages of 2_33 are never
-/// held whole). Keeps the first and last 8 bytes for the driver's `Msg_Exp` line.
-#[derive(Default)]
+/// SHA-512 of the first `bits` bits: the same padding with 1024-bit blocks and a 128-bit
+/// length, over `sha2::compress512` (the hash baselines take bit lengths too).
+pub fn sha512_bits(msg: &[u8], bits: u64) -> Vec<u8> {
+    const H0: [u64; 8] = [
+        0x6a09e667f3bcc908,
+        0xbb67ae8584caa73b,
+        0x3c6ef372fe94f82b,
+        0xa54ff53a5f1d36f1,
+        0x510e527fade682d1,
+        0x9b05688c2b3e6c1f,
+        0x1f83d9abfb41bd6b,
+        0x5be0cd19137e2179,
+    ];
+    if bits.is_multiple_of(8) {
+        return Sha512::digest(&msg[..(bits / 8) as usize]).to_vec();
+    }
+    let (full, rem) = ((bits / 8) as usize, (bits % 8) as u32);
+    let mut state = H0;
+    let whole = full / 128 * 128;
+    let blocks: Vec<GenericArray<u8, _>> = msg[..whole].chunks_exact(128).map(GenericArray::clone_from_slice).collect();
+    sha2::compress512(&mut state, &blocks);
+    let mut tail = msg[whole..full].to_vec();
+    tail.push((msg[full] & (0xFFu8 << (8 - rem))) | (0x80u8 >> rem));
+    while tail.len() % 128 != 112 {
+        tail.push(0);
+    }
+    tail.extend_from_slice(&u128::from(bits).to_be_bytes());
+    let blocks: Vec<GenericArray<u8, _>> = tail.chunks_exact(128).map(GenericArray::clone_from_slice).collect();
+    sha2::compress512(&mut state, &blocks);
+    state.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+/// A hash function the model computes: the fixture's (SHA-256) and the baselines'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algo {
+    Sha256,
+    Sha512,
+    Sha3_256,
+    Sha3_512,
+}
+
+impl Algo {
+    pub fn bits(self) -> u32 {
+        match self {
+            Algo::Sha256 | Algo::Sha3_256 => 256,
+            Algo::Sha512 | Algo::Sha3_512 => 512,
+        }
+    }
+
+    fn hasher(self) -> Box<dyn DynDigest + Send> {
+        match self {
+            Algo::Sha256 => Box::new(Sha256::new()),
+            Algo::Sha512 => Box::new(Sha512::new()),
+            Algo::Sha3_256 => Box::new(sha3::Sha3_256::new()),
+            Algo::Sha3_512 => Box::new(sha3::Sha3_512::new()),
+        }
+    }
+
+    /// The digest of the first `bits` bits (SHA-3: whole bytes only).
+    pub fn digest_bits(self, msg: &[u8], bits: u64) -> Vec<u8> {
+        match self {
+            Algo::Sha256 => sha256_bits(msg, bits).to_vec(),
+            Algo::Sha512 => sha512_bits(msg, bits),
+            _ => {
+                assert!(bits.is_multiple_of(8), "{self:?} takes whole bytes");
+                self.digest(&msg[..(bits / 8) as usize])
+            }
+        }
+    }
+
+    pub fn digest(self, msg: &[u8]) -> Vec<u8> {
+        let mut h = self.hasher();
+        h.update(msg);
+        h.finalize().to_vec()
+    }
+}
+
+/// A byte-aligned message fed in pieces to one of the [`Algo`]s (the 1 GiB messages of
+/// 2_33 are never held whole). Keeps the first and last 8 bytes for the driver's
+/// `Msg_Exp` line.
 pub struct ByteStream {
-    hash: Sha256,
+    hash: Box<dyn DynDigest + Send>,
     len: u64,
     head: Vec<u8>,
     last: [u8; 8],
 }
 
+impl Default for ByteStream {
+    fn default() -> Self {
+        ByteStream::of(Algo::Sha256)
+    }
+}
+
 impl ByteStream {
     pub fn new() -> ByteStream {
         ByteStream::default()
+    }
+
+    pub fn of(algo: Algo) -> ByteStream {
+        ByteStream { hash: algo.hasher(), len: 0, head: Vec::new(), last: [0; 8] }
     }
 
     pub fn update(&mut self, bytes: &[u8]) {
@@ -171,9 +259,9 @@ impl ByteStream {
     }
 
     /// (digest, first 8 bytes, last 8 bytes); the message must have 8 bytes or more.
-    pub fn finish(self) -> ([u8; 32], Vec<u8>, Vec<u8>) {
+    pub fn finish(self) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
         assert!(self.len >= 8);
-        (self.hash.finalize().into(), self.head, self.last.to_vec())
+        (self.hash.finalize().to_vec(), self.head, self.last.to_vec())
     }
 }
 
@@ -186,11 +274,11 @@ enum Big {
     Random,
 }
 
-/// SHA-256 and ends of one long message of `bytes` bytes (a multiple of 1 MiB).
-fn big_message(kind: &Big, bytes: u64, drng: Option<&mut BitDrng>) -> ([u8; 32], Vec<u8>, Vec<u8>) {
+/// Digest and ends of one long message of `bytes` bytes (a multiple of 1 MiB).
+fn big_message(algo: Algo, kind: &Big, bytes: u64, drng: Option<&mut BitDrng>) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     const CHUNK: u64 = 1 << 20;
     assert_eq!(bytes % CHUNK, 0);
-    let mut s = ByteStream::new();
+    let mut s = ByteStream::of(algo);
     match (kind, drng) {
         (Big::Zeros | Big::Ones, _) => {
             let chunk = vec![if matches!(kind, Big::Zeros) { 0u8 } else { 0xFF }; CHUNK as usize];
@@ -232,6 +320,12 @@ fn big_message(kind: &Big, bytes: u64, drng: Option<&mut BitDrng>) -> ([u8; 32],
 /// algorithm has no other width.
 pub fn kat_records(part: &str, dbits: u32, out: &mut dyn FnMut(&str)) {
     assert_eq!(dbits, 256, "the fixture's CryptHash only computes 256-bit digests");
+    kat_records_of(part, Algo::Sha256, out);
+}
+
+/// [`kat_records`] of any [`Algo`] at its own width.
+pub fn kat_records_of(part: &str, algo: Algo, out: &mut dyn FnMut(&str)) {
+    let dbits = algo.bits();
     let d = (dbits / 8) as usize;
     let seed = seed(part);
     let mut drng = BitDrng::new(&seed);
@@ -242,7 +336,7 @@ pub fn kat_records(part: &str, dbits: u32, out: &mut dyn FnMut(&str)) {
                 let m = drng.get_bits(bits);
                 buf[..m.len()].copy_from_slice(&m);
                 let msg = &buf[..m.len()];
-                let h = sha256_bits(msg, bits);
+                let h = algo.digest_bits(msg, bits);
                 out(&format!("Msg_Len = {bits}\nMsg = {}\nDst_Len = {dbits}\nDst = {}\n\n", hex(msg), hex(&h[..d])));
             }
         }
@@ -253,9 +347,10 @@ pub fn kat_records(part: &str, dbits: u32, out: &mut dyn FnMut(&str)) {
             // The three digests at once (2 cores: the zeros and ones share one thread,
             // the random message has the DRNG in a thread of its own).
             let (plain, random) = std::thread::scope(|sc| {
-                let plain =
-                    sc.spawn(move || [big_message(&Big::Zeros, bytes, None), big_message(&Big::Ones, bytes, None)]);
-                let random = big_message(&Big::Random, bytes, Some(&mut drng));
+                let plain = sc.spawn(move || {
+                    [big_message(algo, &Big::Zeros, bytes, None), big_message(algo, &Big::Ones, bytes, None)]
+                });
+                let random = big_message(algo, &Big::Random, bytes, Some(&mut drng));
                 (plain.join().unwrap(), random)
             });
             let [zeros, ones] = plain;
@@ -271,7 +366,7 @@ pub fn kat_records(part: &str, dbits: u32, out: &mut dyn FnMut(&str)) {
         "Loop" => {
             let mut m = drng.get_bits(8192);
             out(&format!("Msg_Len = 8192\nMsg = {}\n", hex(&m)));
-            let h = loop_digest(&mut m, d, LOOP_ROUNDS);
+            let h = loop_digest_of(algo, &mut m, LOOP_ROUNDS);
             out(&format!("Dst_Len = {dbits}\nDst = {}\n\n", hex(&h[..d])));
         }
         other => panic!("no KAT part {other:?} (2_12, 2_23, 2_33, Loop)"),
@@ -281,13 +376,20 @@ pub fn kat_records(part: &str, dbits: u32, out: &mut dyn FnMut(&str)) {
 /// The Loop: h = H(m), then `rounds` times: m rotated left by `d` bytes, its first `d`
 /// bytes XORed with h, h = H(m). Returns the last h.
 pub fn loop_digest(m: &mut [u8], d: usize, rounds: usize) -> [u8; 32] {
-    let mut h: [u8; 32] = Sha256::digest(&*m).into();
+    assert_eq!(d, 32, "the fixture's width");
+    loop_digest_of(Algo::Sha256, m, rounds).try_into().unwrap()
+}
+
+/// [`loop_digest`] of any [`Algo`], rotating by its own width.
+pub fn loop_digest_of(algo: Algo, m: &mut [u8], rounds: usize) -> Vec<u8> {
+    let d = (algo.bits() / 8) as usize;
+    let mut h = algo.digest(m);
     for _ in 0..rounds {
         m.rotate_left(d);
         for (x, y) in m[..d].iter_mut().zip(&h) {
             *x ^= y;
         }
-        h = Sha256::digest(&*m).into();
+        h = algo.digest(m);
     }
     h
 }
@@ -332,8 +434,8 @@ impl Strict {
             self.line.pop();
         }
         if !self.line.is_empty() {
-            self.hash.update(&self.line);
-            self.hash.update(b"\n");
+            Digest::update(&mut self.hash, &self.line);
+            Digest::update(&mut self.hash, b"\n");
         }
         self.line.clear();
     }
@@ -378,7 +480,7 @@ pub const INSTANCES: &[HashInst] = &[
     ("h-fail", "#define FIX_FAIL_BITS 2049\n", 256, None),
     ("h-overrun", "#define FIX_OVERRUN_BITS 777\n", 256, None),
     ("h-overread", "#define FIX_OVERREAD 1\n", 256, None),
-    ("h-slowloop", "#define FIX_SLOW_LOOP 1\n", 256, Some(20)),
+    ("h-slowloop", "#define FIX_SLOW_LOOP 1\n", 256, Some(8)),
     ("h-cache", "#define FIX_CACHE 1\n", 256, None),
     ("h-width", "#define FIX_ANY_WIDTH 1\n", 512, None),
     ("h-content", "#define FIX_CONTENT 1\n", 256, None),
