@@ -1,13 +1,14 @@
 /*
  * ngcc-repro hand-written number text shared by the drivers: hex fields in (sig_contract.c,
- * kem_replay.c), decimal digits out (bench_core.h's report, iccs_sig_kat.c's fault
- * handler, which may call neither printf nor anything that allocates). No strto*, scanf
- * or printf (see bench_core.h's parse_dec).
+ * kem_replay.c), decimal digits out (bench_core.h's report, guard.h's fault handler,
+ * which may call neither printf nor anything that allocates), upper-case hex fields out
+ * (the KAT drivers' text). No strto*, scanf or printf (see bench_core.h's parse_dec).
  */
 #ifndef NGCC_DIGITS_H
 #define NGCC_DIGITS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* The value of one hex digit (either case), or -1. */
 static inline int hex_nibble(char c) {
@@ -48,6 +49,23 @@ static inline void dec_digits(uint64_t v, char d[21]) {
         d[i] = r[n - 1 - i];
     }
     d[n] = '\0';
+}
+
+/* The upper-case hex of p[0..len) to f, in chunks (a KAT field can be megabytes). */
+static inline void fput_hex(FILE *f, const unsigned char *p, unsigned long long len) {
+    static const char digits[] = "0123456789ABCDEF";
+    char chunk[8192];
+    size_t n = 0;
+    unsigned long long i;
+    for (i = 0; i < len; i++) {
+        chunk[n++] = digits[p[i] >> 4];
+        chunk[n++] = digits[p[i] & 15];
+        if (n == sizeof chunk) {
+            fwrite(chunk, 1, n, f);
+            n = 0;
+        }
+    }
+    fwrite(chunk, 1, n, f);
 }
 
 #endif

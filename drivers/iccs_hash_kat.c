@@ -62,21 +62,7 @@ static FILE *kat;
 static guarded dig;
 static input_buf msg;
 
-static void print_hex(const unsigned char *p, unsigned long long len) {
-    static const char digits[] = "0123456789ABCDEF";
-    char chunk[8192];
-    size_t n = 0;
-    unsigned long long i;
-    for (i = 0; i < len; i++) {
-        chunk[n++] = digits[p[i] >> 4];
-        chunk[n++] = digits[p[i] & 15];
-        if (n == sizeof chunk) {
-            fwrite(chunk, 1, n, kat);
-            n = 0;
-        }
-    }
-    fwrite(chunk, 1, n, kat);
-}
+static void print_hex(const unsigned char *p, unsigned long long len) { fput_hex(kat, p, len); }
 
 /* "KAT_<part>" cut to 8 characters, 8 times. */
 static void file_seed(unsigned char seed[SEED_BYTES], const char *part) {

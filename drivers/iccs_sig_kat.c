@@ -91,20 +91,8 @@ static void same_claim(getter get, const char *name, unsigned long long before) 
 static FILE *kat;
 
 static void print_hex(const char *label, const unsigned char *p, unsigned long long len) {
-    static const char digits[] = "0123456789ABCDEF";
-    char chunk[8192];
-    size_t n = 0;
-    unsigned long long i;
     fprintf(kat, "%s = ", label);
-    for (i = 0; i < len; i++) {
-        chunk[n++] = digits[p[i] >> 4];
-        chunk[n++] = digits[p[i] & 15];
-        if (n == sizeof chunk) {
-            fwrite(chunk, 1, n, kat);
-            n = 0;
-        }
-    }
-    fwrite(chunk, 1, n, kat);
+    fput_hex(kat, p, len);
     fputc('\n', kat);
 }
 

@@ -241,19 +241,18 @@ fn the_archive_has_each_instances_files_and_the_manifest_its_fields() {
         assert!(d.join("drng.h").is_file() && d.join("mix.h").is_file());
         assert!(std::fs::read_to_string(d.join("KAT_CryptHash.c")).unwrap().starts_with("#error"));
     }
-    let m: toml::Value = toml::from_str(&manifest(&zip, INSTANCES)).unwrap();
-    assert_eq!(m["id"].as_str(), Some("fixture-hash"));
-    assert_eq!(m["family"].as_str(), Some("hash"));
-    assert_eq!(m["source"]["bytes"].as_integer(), Some(std::fs::metadata(&zip).unwrap().len() as i64));
-    assert_eq!(m["kat"]["program"][0].as_str(), Some("driver:iccs_hash_kat.c"));
-    let inst = m["instance"].as_array().unwrap();
-    assert_eq!(inst.len(), 9);
-    let bits = |l: &str| inst.iter().find(|i| i["label"].as_str() == Some(l)).unwrap()["digest_bits"].as_integer();
-    assert_eq!(bits("h-width"), Some(512));
-    assert_eq!(bits("h-good"), Some(256));
-    let slow = inst.iter().find(|i| i["label"].as_str() == Some("h-slowloop")).unwrap();
-    assert_eq!(slow["timeout"].as_integer(), Some(8));
-    assert_eq!(inst.iter().filter(|i| i.get("timeout").is_some()).count(), 1);
+    // Read through the tool's own manifest type (its checks included).
+    let path = camino::Utf8PathBuf::from_path_buf(tmp.path().join("fixture-hash.toml")).unwrap();
+    let m = xtask::build::submission::Submission::from_text(&path, &manifest(&zip, INSTANCES)).unwrap();
+    assert_eq!((m.id.as_str(), m.family), ("fixture-hash", xtask::family::FamilyId::Hash));
+    let xtask::build::submission::SourceSpec::Archive { bytes, .. } = m.source else { panic!("an archive") };
+    assert_eq!(bytes, std::fs::metadata(&zip).unwrap().len());
+    assert_eq!(m.kat.program, ["driver:iccs_hash_kat.c"]);
+    assert_eq!(m.instances.len(), 9);
+    let inst = |l: &str| m.instances.iter().find(|i| i.label == l).unwrap();
+    assert_eq!((inst("h-width").digest_bits, inst("h-good").digest_bits), (Some(512), Some(256)));
+    assert_eq!(inst("h-slowloop").timeout, Some(8));
+    assert_eq!(m.instances.iter().filter(|i| i.timeout.is_some()).count(), 1);
 }
 
 /// The four digests of the kat.sha256 lines and how long each takes (2_33: 3 GiB of

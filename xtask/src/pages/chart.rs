@@ -186,7 +186,10 @@ fn value_text(p: &Point, scale: Scale) -> String {
 
 /// A tick in the axis unit, or with its own unit when the axis spans more than one.
 fn tick_label(t: f64, axis: &Axis) -> String {
-    if one_unit(axis) {
+    // A unitless axis (ratios, counts) has no unit to change to.
+    if axis.unit.0.is_empty() && t >= 1000.0 {
+        format!("{t:.0}")
+    } else if axis.unit.0.is_empty() || one_unit(axis) {
         stats::three_digits(t / axis.unit.1)
     } else {
         stats::human_time(t)
