@@ -66,7 +66,10 @@ fn wrong_values_exit_2_before_any_engine_is_called_with_the_nearest_choice() {
         &[&["verify", "pqclean-ml-kem", "--instance", "ML-KEM-51"], &e[..]].concat(),
         &["ML-KEM-51", "did you mean `ML-KEM-512`?", "ML-KEM-1024, ML-KEM-512, ML-KEM-768"],
     );
-    f.refused(&[&["verify", "kem-7"], &e[..]].concat(), &["did you mean `kem-07`?", "known: kem-01"]);
+    f.refused(
+        &[&["verify", "kem-7"], &e[..]].concat(),
+        &["did you mean `kem-07`?", "known: baseline-hash, hash-01, kem-01"],
+    );
     f.refused(&[&["bench", "pqclean-ml-kem", "--op", "kegen"], &e[..]].concat(), &["did you mean `keygen`?"]);
     f.refused(&[&["bench", "pqclean-ml-dsa", "--op", "enc"], &e[..]].concat(), &["keygen, sign, verify, sign_msgs"]);
     f.refused(&[&["verify", "--system", "arm1"], &e[..]].concat(), &["did you mean `arm_1`?"]);
