@@ -24,7 +24,7 @@
 #include "digits.h"
 
 #define MIN_BAND 4096u
-#define MAX_BUFFERS 4
+#define MAX_BUFFERS 20
 
 enum { EXIT_CRYPTOFAIL = 2, EXIT_OVERFLOW = 3, EXIT_NOMEM = 4 };
 

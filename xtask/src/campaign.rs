@@ -96,7 +96,8 @@ impl Campaign {
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let Ok(family) = sub.family() else { return false };
         let complete = sub.instances.iter().all(|i| {
-            family.default_ops().iter().all(|op| project::is_regular(&layout.record(&sub.id, &i.label, op.name())))
+            let ops = family.ops_for(&[], i.passes).unwrap_or_default();
+            ops.iter().all(|op| project::is_regular(&layout.record(&sub.id, &i.label, op.name())))
         });
         let rel = layout.records_dir(&sub.id);
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))

@@ -252,10 +252,11 @@ fn never_compile(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<
     Ok(never)
 }
 
-/// The manifest's digest width for the drivers (the header's `DIGEST_BIT_LENGTH` is
-/// often one value for every instance).
-fn digest_width(inst: &Instance) -> Option<String> {
-    inst.digest_bits.map(|b| format!("-DNGCC_DIGEST_BITS={b}"))
+/// The manifest's instance facts for the drivers: the digest width (the header's
+/// `DIGEST_BIT_LENGTH` is often one value for every instance) and a key exchange's passes.
+fn digest_width(inst: &Instance) -> impl Iterator<Item = String> {
+    let width = inst.digest_bits.map(|b| format!("-DNGCC_DIGEST_BITS={b}"));
+    width.into_iter().chain(inst.passes.map(|p| format!("-DNGCC_KEX_PASSES={p}")))
 }
 
 /// `-include <header>` for a header of the source tree, which must exist.

@@ -340,6 +340,10 @@ pub struct Instance {
     /// one `DIGEST_BIT_LENGTH` for every instance, so the manifest says it).
     #[serde(default)]
     pub digest_bits: Option<u32>,
+    /// Key exchanges: the message passes its `kex_get_passes_num()` declares (0 derives
+    /// from the initial states); the drivers check the library says the same.
+    #[serde(default)]
+    pub passes: Option<u32>,
 }
 
 /// The widest digest the KAT Loop can chain (it rotates an 8192-bit message by it).
@@ -503,6 +507,7 @@ impl Submission {
                 );
             }
             self.validate_width(inst)?;
+            self.validate_passes(inst)?;
         }
         Ok(())
     }
@@ -523,6 +528,20 @@ impl Submission {
             ),
             Some(b) if b > MAX_DIGEST_BITS => {
                 bail!("{}: digest_bits = {b} is above {MAX_DIGEST_BITS}, the width the KAT Loop can chain", at())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A number of passes where the family has them, at most what the drivers replay.
+    fn validate_passes(&self, inst: &Instance) -> Result<()> {
+        let wants = self.family().is_ok_and(|f| f.passes);
+        let at = || format!("{}: instance {}", self.path, inst.label);
+        match inst.passes {
+            None if wants => bail!("{}: a {} instance needs `passes` (its kex_get_passes_num())", at(), self.family),
+            Some(_) if !wants => bail!("{}: `passes` applies to key exchanges only", at()),
+            Some(p) if p > crate::family::MAX_PASSES => {
+                bail!("{}: passes = {p} is above {}, the most the drivers replay", at(), crate::family::MAX_PASSES)
             }
             _ => Ok(()),
         }

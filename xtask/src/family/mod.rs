@@ -1,9 +1,11 @@
 //! What a primitive family is: its operations, its size names, its drivers and the page
 //! text it contributes. Commands ask the family (`sub.family()`); nothing else matches
 //! on it. Adding a family is one more [`Family`] value here, its drivers in `drivers/`,
-//! and, when it corroborates a matching digest, one module beside `kem.rs` and `sig.rs`.
+//! and, when it corroborates a matching digest or adds page text, one module beside
+//! `kem.rs`, `sig.rs` and `kex.rs`.
 
 pub mod kem;
+pub mod kex;
 pub mod sig;
 
 use serde::{Deserialize, Serialize};
@@ -56,6 +58,9 @@ pub struct Operation {
     pub default: bool,
     /// The message it processes, for per-byte figures (`hash_4096`: 4096).
     pub bytes: Option<u64>,
+    /// A message pass of a key exchange (`pass3`: 3): timed for instances with at least
+    /// that many passes; 0 for every other operation.
+    pub pass: u32,
 }
 
 /// One KAT file an instance's KAT program writes. A family whose program writes one file
@@ -145,6 +150,9 @@ pub struct Family {
     /// Each instance names its digest width (`digest_bits`), which the drivers get as
     /// `NGCC_DIGEST_BITS`.
     pub digest_width: bool,
+    /// Each instance names its number of message passes (`passes`), which the drivers
+    /// get as `NGCC_KEX_PASSES` and the library must declare.
+    pub passes: bool,
     pub ops: &'static [Operation],
     pub sizes: &'static [SizeName],
     /// The timing driver and the prefix of its API adapters (`<prefix><api>.h`).
@@ -165,21 +173,30 @@ pub struct Family {
     /// The submission timed beside every one of this family, in the same run, that its
     /// pages compare with (`submissions/<id>.toml`).
     pub baseline: Option<&'static str>,
+    /// More of page §6, from one record per instance (a key exchange's bandwidth).
+    pub sizes_extra: Option<fn(&[&crate::evidence::schema::Record]) -> String>,
+    /// What `profile` times when no `--op` is given; empty: the default operations.
+    pub profiled: &'static [&'static str],
 }
 
 const fn op(id: &'static str) -> Operation {
-    Operation { id, default: true, bytes: None }
+    Operation { id, default: true, bytes: None, pass: 0 }
 }
 
 const fn hash_op(id: &'static str, bytes: u64) -> Operation {
-    Operation { id, default: true, bytes: Some(bytes) }
+    Operation { id, default: true, bytes: Some(bytes), pass: 0 }
 }
 
-const NOP: Operation = Operation { id: "nop", default: false, bytes: None };
+const fn pass_op(id: &'static str, pass: u32) -> Operation {
+    Operation { id, default: true, bytes: None, pass }
+}
+
+const NOP: Operation = Operation { id: "nop", default: false, bytes: None, pass: 0 };
 const PUBLIC_KEY: &str = "public-key algorithm";
 
 const PK: SizeName = SizeName { id: "pk", field: "public_key", heading: "public key", external: true };
 const SK: SizeName = SizeName { id: "sk", field: "secret_key", heading: "secret key", external: false };
+const SS: SizeName = SizeName { id: "ss", field: "shared_secret", heading: "shared secret", external: true };
 
 pub static KEM: Family = Family {
     id: FamilyId::Kem,
@@ -188,13 +205,9 @@ pub static KEM: Family = Family {
     function: "key encapsulation",
     kat_parts: ONE_FILE,
     digest_width: false,
+    passes: false,
     ops: &[op("keygen"), op("enc"), op("dec"), NOP],
-    sizes: &[
-        PK,
-        SK,
-        SizeName { id: "ct", field: "ciphertext", heading: "ciphertext", external: true },
-        SizeName { id: "ss", field: "shared_secret", heading: "shared secret", external: true },
-    ],
+    sizes: &[PK, SK, SizeName { id: "ct", field: "ciphertext", heading: "ciphertext", external: true }, SS],
     bench: Driver { source: "kem_bench.c", program: "kem_bench" },
     adapter_prefix: "bench_",
     corroboration: Some(kem::REPLAY),
@@ -205,6 +218,8 @@ pub static KEM: Family = Family {
     sizes_section: true,
     symmetric_section: true,
     baseline: None,
+    sizes_extra: None,
+    profiled: &[],
 };
 
 pub static SIG: Family = Family {
@@ -214,6 +229,7 @@ pub static SIG: Family = Family {
     function: "digital signature",
     kat_parts: ONE_FILE,
     digest_width: false,
+    passes: false,
     ops: &[op("keygen"), op("sign"), op("verify"), op("sign_msgs"), NOP],
     sizes: &[PK, SK, SizeName { id: "sig", field: "signature", heading: "signature", external: true }],
     bench: Driver { source: "sig_bench.c", program: "sig_bench" },
@@ -226,6 +242,8 @@ pub static SIG: Family = Family {
     sizes_section: true,
     symmetric_section: true,
     baseline: None,
+    sizes_extra: None,
+    profiled: &[],
 };
 
 /// The guide's hash message sizes S1–S8 in bytes, one operation each.
@@ -243,6 +261,7 @@ pub static HASH: Family = Family {
         KatPart { id: "Loop", prefix: "KAT_Loop_", what: "10^6 chained hashes of an 8192-bit message" },
     ],
     digest_width: true,
+    passes: false,
     ops: &[
         hash_op("hash_32", 32),
         hash_op("hash_128", 128),
@@ -266,20 +285,67 @@ pub static HASH: Family = Family {
     sizes_section: false,
     symmetric_section: false,
     baseline: Some("baseline-hash"),
+    sizes_extra: None,
+    profiled: &[],
+};
+
+/// The most message passes the drivers replay (`drivers/kex_passes.h`).
+pub const MAX_PASSES: u32 = 8;
+
+pub static KEX: Family = Family {
+    id: FamilyId::Kex,
+    noun: "key exchange",
+    category: PUBLIC_KEY,
+    function: "key exchange",
+    kat_parts: ONE_FILE,
+    digest_width: false,
+    passes: true,
+    ops: &[
+        op("exchange"),
+        op("init_a"),
+        op("init_b"),
+        pass_op("pass1", 1),
+        pass_op("pass2", 2),
+        pass_op("pass3", 3),
+        pass_op("pass4", 4),
+        pass_op("pass5", 5),
+        pass_op("pass6", 6),
+        pass_op("pass7", 7),
+        pass_op("pass8", 8),
+        op("derive_a"),
+        op("derive_b"),
+        NOP,
+    ],
+    sizes: &[
+        PK,
+        SK,
+        SizeName { id: "msgs", field: "protocol_messages", heading: "protocol messages", external: true },
+        SS,
+    ],
+    bench: Driver { source: "kex_bench.c", program: "kex_bench" },
+    adapter_prefix: "kex_bench_",
+    corroboration: Some(kex::CONTRACT),
+    kat_lengths: true,
+    variable_output: None,
+    retried: "failed calls retried",
+    catalog: "external_sizes_kex.csv",
+    sizes_section: true,
+    symmetric_section: true,
+    baseline: None,
+    sizes_extra: Some(kex::bandwidth),
+    // The reference pages profile the whole protocol.
+    profiled: &["exchange"],
 };
 
 impl FamilyId {
-    /// The family's definition. Key exchange is named so that its manifests are refused
-    /// with a clear message until its drivers exist.
+    /// The family's definition.
     pub fn get(self) -> anyhow::Result<&'static Family> {
-        match self {
-            FamilyId::Kem => Ok(&KEM),
-            FamilyId::Sig => Ok(&SIG),
-            FamilyId::Hash => Ok(&HASH),
-            FamilyId::Kex => {
-                anyhow::bail!("family {self}: this harness has no drivers for it yet")
-            }
-        }
+        Ok(match self {
+            FamilyId::Kem => &KEM,
+            FamilyId::Sig => &SIG,
+            FamilyId::Hash => &HASH,
+            FamilyId::Kex => &KEX,
+        })
     }
 
     pub fn name(self) -> &'static str {
@@ -329,6 +395,18 @@ impl Family {
             .collect()
     }
 
+    /// `asked` (or the defaults), without the passes `passes` instances do not have.
+    pub fn ops_for(&self, asked: &[String], passes: Option<u32>) -> anyhow::Result<Vec<OpId>> {
+        let has = |id: &OpId| self.ops.iter().find(|o| o.id == id.name()).is_none_or(|o| o.pass <= passes.unwrap_or(0));
+        Ok(self.select_ops(asked)?.into_iter().filter(has).collect())
+    }
+
+    /// What `profile` times: `asked`, else the family's profiled operations.
+    pub fn profile_ops_for(&self, asked: &[String], passes: Option<u32>) -> anyhow::Result<Vec<OpId>> {
+        let own: Vec<String> = self.profiled.iter().map(|s| (*s).to_owned()).collect();
+        self.ops_for(if asked.is_empty() { &own } else { asked }, passes)
+    }
+
     /// Whether `build` has this family's corroborating program (its manifest gives an
     /// API adapter).
     pub fn corroborates(&self, build: &Build) -> Option<&Corroboration> {
@@ -340,9 +418,9 @@ impl Family {
     }
 }
 
-/// Every family with drivers, for readers that meet evidence of any family.
-pub fn all() -> [&'static Family; 3] {
-    [&KEM, &SIG, &HASH]
+/// Every family, for readers that meet evidence of any family.
+pub fn all() -> [&'static Family; 4] {
+    [&KEM, &SIG, &HASH, &KEX]
 }
 
 /// Whether `id` is a family's same-run baseline (timed whole, beside the family's
@@ -366,7 +444,6 @@ mod tests {
         assert_eq!(SIG.select_ops(&["verify".into()]).unwrap(), [OpId::new("verify")]);
         let e = KEM.select_ops(&["sign".into()]).unwrap_err().to_string();
         assert!(e.contains("keygen, enc, dec, nop"), "{e}");
-        assert!(FamilyId::Kex.get().is_err());
         assert_eq!(HASH.default_ops().len(), HASH_SIZES.len());
         assert!(HASH.ops.iter().filter_map(|o| o.bytes).eq(HASH_SIZES));
     }

@@ -424,7 +424,7 @@ impl Bench {
             driver_sha256,
         };
         let mut api_sizes = None;
-        for op in ctx.family.select_ops(&self.ops)? {
+        for op in ctx.family.ops_for(&self.ops, inst.passes)? {
             let path = layout.record(id, &inst.label, op.name());
             if let Some(kept) = facts.kept.as_ref().and_then(|k| k.current(&path, ctx, facts, &built)) {
                 print_row(&kept, true);

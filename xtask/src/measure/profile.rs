@@ -483,7 +483,7 @@ fn profile_submission(
         let st = inspect(&profiled.out.join(recipe::LIBRARY), spec)?;
         let mut recs = Vec::new();
         let family = sub.family()?;
-        for op in family.select_ops(&bench.ops)? {
+        for op in family.profile_ops_for(&bench.ops, inst.passes)? {
             let timeout = std::time::Duration::from_hours(1);
             let ctx = |build| Ctx { family, sh, sb: &sb, build, cpu: bench.cpu, timeout };
             let started = project::now_utc();

@@ -721,6 +721,10 @@ fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
         let basis = row.map_or("API".to_owned(), |row| row.basis.to_string());
         writeln!(w, "| {} |{cells} {basis} |", md(&r.label))?;
     }
+    if let Some(extra) = f.sizes_extra {
+        let firsts: Vec<&Record> = seen.iter().filter_map(|l| e.records.iter().find(|r| r.label == *l)).collect();
+        w.push_str(&extra(&firsts));
+    }
     if !e.audit.is_empty() {
         writeln!(w, "\nSize audit ({} disagreements):", e.audit.len())?;
         for d in &e.audit {

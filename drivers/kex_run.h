@@ -1,0 +1,140 @@
+/*
+ * ngcc-repro one key exchange on plain buffers, for the timing driver (kex_bench.c) and
+ * the length contract (kex_contract.c); the KAT driver has its own guarded replay. Needs
+ * bench_core.h (must) and kex_passes.h first. Message lengths are preset before each pass
+ * to the value the caller chooses: the reference method presets the buffer capacity, the
+ * official KAT driver leaves the previous value (0 at first).
+ */
+#ifndef NGCC_KEX_RUN_H
+#define NGCC_KEX_RUN_H
+
+#define KEX_MAX_CLAIM (256ull << 20)
+
+/* What the library declares. */
+typedef struct {
+    ull passes, pk, sk, sta, stb, ss, total;
+} kex_sizes;
+
+typedef struct {
+    kex_side a, b;
+    u8 *m[KEX_MAX_PASSES + 1], *ssa, *ssb;
+    ull m_len[KEX_MAX_PASSES + 1], ssa_len, ssb_len;
+} kex_run;
+
+static inline ull kex_claim(ull v, const char *name, ull limit) {
+    if (v > limit) {
+        fprintf(stderr, "CRYPTOFAIL: call=%s returned=%llu limit=%llu\n", name, v, limit);
+        exit(2);
+    }
+    return v;
+}
+
+/* The sizes, and every pass function the passes need. */
+static inline kex_sizes kex_ask(void) {
+    kex_sizes s;
+    int k;
+    s.passes = kex_claim(kex_get_passes_num(), "kex_get_passes_num", KEX_MAX_PASSES);
+    s.pk = kex_claim(kex_get_pk_len_bytes(), "kex_get_pk_len_bytes", KEX_MAX_CLAIM);
+    s.sk = kex_claim(kex_get_sk_len_bytes(), "kex_get_sk_len_bytes", KEX_MAX_CLAIM);
+    s.sta = kex_claim(kex_get_sta_len_bytes(), "kex_get_sta_len_bytes", KEX_MAX_CLAIM);
+    s.stb = kex_claim(kex_get_stb_len_bytes(), "kex_get_stb_len_bytes", KEX_MAX_CLAIM);
+    s.ss = kex_claim(kex_get_ss_len_bytes(), "kex_get_ss_len_bytes", KEX_MAX_CLAIM);
+    s.total = kex_claim(kex_get_total_msg_len_bytes(), "kex_get_total_msg_len_bytes", KEX_MAX_CLAIM);
+    for (k = 1; k <= (int)s.passes; k++) {
+        if (!kex_pass_defined(k)) {
+            fprintf(stderr, "CRYPTOFAIL: call=%s missing\n", kex_pass_names[k]);
+            exit(2);
+        }
+    }
+    return s;
+}
+
+/* Bytes of one run's buffers (one spare byte each, so that no buffer is empty). */
+static inline ull kex_run_bytes(const kex_sizes *s) {
+    return 2 * (s->pk + s->sk + s->ss) + s->sta + s->stb + s->passes * s->total + 8 + s->passes;
+}
+
+static inline void kex_run_bind(kex_run *r, const kex_sizes *s, u8 *p) {
+    int k;
+    r->a.pk = p, p += s->pk + 1;
+    r->b.pk = p, p += s->pk + 1;
+    r->a.sk = p, p += s->sk + 1;
+    r->b.sk = p, p += s->sk + 1;
+    r->a.st = p, p += s->sta + 1;
+    r->b.st = p, p += s->stb + 1;
+    r->ssa = p, p += s->ss + 1;
+    r->ssb = p, p += s->ss + 1;
+    for (k = 1; k <= (int)s->passes; k++) {
+        r->m[k] = p, p += s->total + 1;
+        r->m_len[k] = 0;
+    }
+}
+
+static inline void kex_run_init(kex_run *r, const kex_sizes *s) {
+    r->a.pk_len = r->b.pk_len = s->pk;
+    r->a.sk_len = r->b.sk_len = s->sk;
+    r->a.st_len = s->sta;
+    r->b.st_len = s->stb;
+    must(kex_init_a(r->a.pk, &r->a.pk_len, r->a.sk, &r->a.sk_len, r->a.st, &r->a.st_len), "kex_init_a");
+    must(kex_init_b(r->b.pk, &r->b.pk_len, r->b.sk, &r->b.sk_len, r->b.st, &r->b.st_len), "kex_init_b");
+}
+
+/* Pass k with its message length preset to `preset`; a return below 0 is a failure. */
+static inline int kex_run_pass(kex_run *r, int k, ull preset) {
+    int ret;
+    r->m_len[k] = preset;
+    ret = kex_pass(k, &r->a, &r->b, k > 1 ? r->m[k - 1] : NULL, k > 1 ? r->m_len[k - 1] : 0, r->m[k], &r->m_len[k]);
+    if (ret < 0) {
+        must(ret, kex_pass_names[k]);
+    }
+    return ret;
+}
+
+/* The last message the initiator (side 1) or the responder (side 0) sent. */
+static inline u8 *kex_run_last(kex_run *r, const kex_sizes *s, int initiator, ull *len) {
+    int k;
+    for (k = (int)s->passes; k >= 1; k--) {
+        if ((k % 2 == 1) == initiator) {
+            *len = r->m_len[k];
+            return r->m[k];
+        }
+    }
+    *len = 0;
+    return NULL;
+}
+
+static inline void kex_run_derive_a(kex_run *r, const kex_sizes *s) {
+    ull len;
+    u8 *mb = kex_run_last(r, s, 0, &len);
+    r->ssa_len = s->ss;
+    must(kex_derive_a(&r->a, &r->b, mb, len, r->ssa, &r->ssa_len), "kex_derive_ss_a");
+}
+
+static inline void kex_run_derive_b(kex_run *r, const kex_sizes *s) {
+    ull len;
+    u8 *ma = kex_run_last(r, s, 1, &len);
+    r->ssb_len = s->ss;
+    must(kex_derive_b(&r->a, &r->b, ma, len, r->ssb, &r->ssb_len), "kex_derive_ss_b");
+}
+
+/* init and passes 1..upto, each message length preset to `preset`. */
+static inline void kex_run_upto(kex_run *r, const kex_sizes *s, int upto, ull preset) {
+    int k;
+    kex_run_init(r, s);
+    for (k = 1; k <= upto; k++) {
+        kex_run_pass(r, k, preset);
+    }
+}
+
+/* The whole protocol. */
+static inline void kex_run_all(kex_run *r, const kex_sizes *s, ull preset) {
+    kex_run_upto(r, s, (int)s->passes, preset);
+    kex_run_derive_a(r, s);
+    kex_run_derive_b(r, s);
+}
+
+static inline int kex_run_agrees(const kex_run *r) {
+    return r->ssa_len == r->ssb_len && memcmp(r->ssa, r->ssb, (size_t)r->ssa_len) == 0;
+}
+
+#endif
