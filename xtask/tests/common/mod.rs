@@ -11,6 +11,7 @@ pub mod field;
 pub mod fixture;
 pub mod golden_set;
 pub mod hash_fixture;
+pub mod kex_fixture;
 pub mod sig_fixture;
 use std::process::{Command, Output};
 
