@@ -1,6 +1,7 @@
 //! `AArch64` under qemu-user emulation on an x86-64 host (natively on an `AArch64` host):
-//! the KAT digests match x86-64 byte for byte (a KEM's, and a hash function's four files
-//! against the Rust model), and bench records say emulated. That
+//! the KAT digests match x86-64 byte for byte (a KEM's, a hash function's four files and
+//! a key exchange's 0 to 4 passes against the Rust models, with the key exchange's failing
+//! verdicts), and bench records say emulated. That
 //! `compare` refuses records of two architectures, and names them when overridden, is
 //! tested on the golden evidence set (`tests/compare.rs`), without a bench here.
 
@@ -36,7 +37,10 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
     assert!(run.status.success());
     assert_eq!(stdout(&run).matches(" PASS ").count(), 3);
     // The arm64 image exists now: the hash fixture's emulated run goes beside the rest.
-    let hash = std::thread::spawn(hash_files_pass_on_aarch64);
+    let hash = std::thread::spawn(|| {
+        hash_files_pass_on_aarch64();
+        kex_verdicts_on_aarch64();
+    });
     let x = xtask(
         &["verify", "pqclean-ml-kem", "--engine", "podman", "--arch", "x86_64", "--out", x86.to_str().unwrap()],
         None,
@@ -120,4 +124,30 @@ fn hash_files_pass_on_aarch64() {
         assert_eq!(f.status, Some(Status::Pass), "{part}");
         assert_eq!(f.actual_sha256.as_ref().unwrap().as_str(), common::hash_fixture::kat_digest(part, 256), "{part}");
     }
+}
+
+/// The key-exchange fixture's passes and failing verdicts, digests from the Rust model.
+fn kex_verdicts_on_aarch64() {
+    use common::kex_fixture as kex;
+    let labels = ["kex-p0", "kex-p2", "kex-p4", "kex-disagree", "kex-msgover", "kex-unset", "kex-early"];
+    let insts = kex::subset(&labels);
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, zip) = kex::write_archive(tmp.path(), &insts);
+    let m = kex::manifest_dir(&tmp.path().join("m"), &zip, &insts);
+    let out = tmp.path().join("out");
+    let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--arch", "aarch64", "--timeout", "300"];
+    let run = xtask(&[&args[..], &["--out", out.to_str().unwrap(), "--archive", zip.to_str().unwrap()]].concat(), None);
+    assert_eq!(run.status.code(), Some(1), "the failing instances fail the run");
+    let s: Summary = schema::read(&arm_layout(&out).kat_summary(kex::ID)).unwrap().unwrap();
+    assert_eq!(s.toolchain.arch, Arch::Aarch64);
+    for i in &insts {
+        let e = common::entry(&s, i.label);
+        assert_eq!(e.status.name(), i.kat, "{}: {:?}", i.label, e.message);
+        if i.kat == "PASS" {
+            let published = kex::strict_digest(&i.published(), i.template);
+            assert_eq!(e.actual_sha256.as_ref().map(|d| d.as_str()), Some(published.as_str()), "{}", i.label);
+        }
+    }
+    let unset = common::entry(&s, "kex-unset").check.as_ref().unwrap();
+    assert_eq!(unset.verdict, xtask::evidence::schema::CheckVerdict::Breach, "{}", unset.detail);
 }
