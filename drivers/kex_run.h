@@ -40,6 +40,13 @@ static inline kex_sizes kex_ask(void) {
     s.stb = kex_claim(kex_get_stb_len_bytes(), "kex_get_stb_len_bytes", KEX_MAX_CLAIM);
     s.ss = kex_claim(kex_get_ss_len_bytes(), "kex_get_ss_len_bytes", KEX_MAX_CLAIM);
     s.total = kex_claim(kex_get_total_msg_len_bytes(), "kex_get_total_msg_len_bytes", KEX_MAX_CLAIM);
+#ifdef NGCC_KEX_PASSES
+    /* The operations the host asks for follow the manifest's passes. */
+    if (s.passes != NGCC_KEX_PASSES) {
+        fprintf(stderr, "CRYPTOFAIL: call=kex_get_passes_num returned=%llu manifest=%d\n", s.passes, NGCC_KEX_PASSES);
+        exit(2);
+    }
+#endif
     for (k = 1; k <= (int)s.passes; k++) {
         if (!kex_pass_defined(k)) {
             fprintf(stderr, "CRYPTOFAIL: call=%s missing\n", kex_pass_names[k]);

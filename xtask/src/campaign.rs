@@ -517,6 +517,38 @@ mod tests {
     }
 
     #[test]
+    fn a_key_exchange_bench_is_done_with_the_passes_its_instances_have() {
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let (c, layout) = campaign_in(out);
+        let sub = Submission::load("kex-02").unwrap();
+        let golden = project::root().join("xtask/tests/golden/record.json");
+        let record: crate::evidence::schema::Record = crate::evidence::schema::read(&golden).unwrap().unwrap();
+        let family = sub.family().unwrap();
+        let write = |label: &str, op: &str| {
+            let mut r = record.clone();
+            (r.id, r.label, r.op) = (sub.id.clone(), label.to_owned(), crate::family::OpId::new(op));
+            crate::evidence::schema::write(&layout.record(&sub.id, label, op), &r).unwrap();
+        };
+        for inst in &sub.instances {
+            let ops = family.ops_for(&[], inst.passes).unwrap();
+            let names: Vec<&str> = ops.iter().map(|o| o.name()).collect();
+            assert_eq!(
+                names,
+                ["exchange", "init_a", "init_b", "pass1", "pass2", "pass3", "pass4", "derive_a", "derive_b"]
+            );
+            ops.iter()
+                .filter(|o| o.name() != "pass4" || inst.label != "AFS_KEX_C512")
+                .for_each(|o| write(&inst.label, o.name()));
+        }
+        evidence::write_index(out).unwrap();
+        assert!(!c.bench_done(&layout, &sub), "pass 4 of a 4-pass instance is one of its operations");
+        write("AFS_KEX_C512", "pass4");
+        evidence::write_index(out).unwrap();
+        assert!(c.bench_done(&layout, &sub), "passes 5 to 8 are not");
+    }
+
+    #[test]
     fn estimates_learn_seconds_per_unit_of_each_kind() {
         let mut clock = Estimator::default();
         let (v, b) = (Step::Verify("a".into(), Part::All), Step::Bench("a".into(), Part::All));

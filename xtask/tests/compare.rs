@@ -56,7 +56,7 @@ fn scale(r: &mut Record, f: [f64; 5]) {
 /// The rows of the comparison table: (submission, instance, operation, B / A, noise).
 fn rows(page: &str) -> Vec<[String; 5]> {
     page.lines()
-        .filter(|l| ["| pqclean-", "| hash-01 ", "| baseline-hash "].iter().any(|p| l.starts_with(p)))
+        .filter(|l| ["| pqclean-", "| hash-01 ", "| baseline-hash ", "| kex-02 "].iter().any(|p| l.starts_with(p)))
         .map(|l| {
             let c: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
             [c[0], c[1], c[2], c[5], c[6]].map(str::to_owned)
@@ -97,13 +97,13 @@ fn the_two_systems_are_refused_then_compared_with_their_differences_named() {
     assert!(allowed.status.success());
     let page = std::fs::read_to_string(page_dir.join("compare.md")).unwrap();
     assert!(page.contains("WARNING: compared with --allow-differences"), "{page}");
-    // 9 KEM, 12 signature, 24 hash and 32 hash-baseline operations.
-    assert!(page.contains("- architecture: x86_64 (A) vs aarch64 (B) (77 operations)"), "{page}");
+    // 9 KEM, 12 signature, 24 hash, 32 hash-baseline and 27 key-exchange operations.
+    assert!(page.contains("- architecture: x86_64 (A) vs aarch64 (B) (104 operations)"), "{page}");
     let library: Vec<&str> = page.lines().filter(|l| l.starts_with("- library sha256: ")).collect();
     assert_eq!(library.len(), 1, "one line per kind of difference: {page}");
-    assert!(library[0].starts_with("- library sha256: 13 pairs of values over 77 operations, such as "), "{page}");
+    assert!(library[0].starts_with("- library sha256: 16 pairs of values over 104 operations, such as "), "{page}");
     let rows = rows(&page);
-    assert_eq!(rows.len(), 77, "{page}");
+    assert_eq!(rows.len(), 104, "{page}");
     for r in &rows {
         // arm_1's golden figures are 1.5 times x86_1's, every trial apart.
         assert_eq!(r[3], "1.500", "{r:?}");
@@ -121,6 +121,8 @@ fn the_two_systems_are_refused_then_compared_with_their_differences_named() {
     assert!(page.contains("| pqclean-ml-dsa | ML-DSA-44 | sign | 298 µs | 448 µs | 1.500 |"), "{page}");
     // A hash function's message sizes compare like any operation.
     assert!(page.contains("| hash-01 | AFS-TrEDM-512 | hash_4096 | 25.6 µs | 38.4 µs | 1.500 |"), "{page}");
+    // So do a key exchange's passes.
+    assert!(page.contains("| kex-02 | AFS_KEX_C128 | pass2 | 240 µs | 361 µs | 1.500 |"), "{page}");
     assert!(page.contains("pqclean-ml-kem in its manifest's order (submissions/pqclean-ml-kem.toml)"), "{page}");
     let html = std::fs::read_to_string(page_dir.join("compare.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("<title>pqclean-ml-dsa ML-DSA-87 sign_msgs: B / A 1.500"), "{html}");

@@ -53,3 +53,8 @@ fn the_signature_page_equals_the_committed_page() {
 fn the_hash_page_equals_the_committed_page() {
     check(HASH);
 }
+
+#[test]
+fn the_key_exchange_page_equals_the_committed_page() {
+    check(golden_set::KEX);
+}

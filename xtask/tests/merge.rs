@@ -36,12 +36,13 @@ fn shards_of_one_family_or_one_system_merge_into_the_whole_and_tampering_is_name
     golden_set::write_part(&t("kem"), &SYSTEMS, &[KEM]);
     golden_set::write_part(&t("sig"), &SYSTEMS, &[SIG]);
     golden_set::write_part(&t("hash"), &SYSTEMS, &[HASH, BASELINE]);
+    golden_set::write_part(&t("kex"), &SYSTEMS, &[golden_set::KEX]);
     golden_set::write_part(&t("x86"), &["x86_1"], &IDS);
     golden_set::write_part(&t("arm"), &["arm_1"], &IDS);
     let whole = files(&t("whole"));
     assert!(whole.keys().any(|f| f.ends_with("ML-DSA-44__sign_msgs.json")) && whole.len() > 60, "{:?}", whole.keys());
 
-    for (shards, merged) in [(&["kem", "sig", "hash"][..], "by-family"), (&["x86", "arm"][..], "by-system")] {
+    for (shards, merged) in [(&["kem", "sig", "hash", "kex"][..], "by-family"), (&["x86", "arm"][..], "by-system")] {
         let mut args = vec!["merge".to_owned()];
         args.extend(shards.iter().map(|a| s(&t(a)).to_owned()));
         args.extend(["--out".to_owned(), s(&t(merged)).to_owned()]);

@@ -55,7 +55,7 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     let (s1, s2) = (tmp.path().join("site1"), tmp.path().join("site2"));
     for s in [&s1, &s2] {
         let o = xtask(&["site", out_s, "--out", s.to_str().unwrap()], None);
-        assert!(o.status.success() && common::stdout(&o).starts_with("site: 8 pages in "));
+        assert!(o.status.success() && common::stdout(&o).starts_with("site: 10 pages in "));
     }
     // Every page of both systems and every family (the hash baselines have their own),
     // and nothing else.
@@ -102,6 +102,11 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     assert!(kem.contains("<strong>Unfixed host.</strong>"), "the golden records' host gate failed: {kem}");
     let sig_row = section(x86, "pqclean-ml-dsa</a>", "</table>");
     assert!(sig_row.contains("<td>ML-DSA-65</td><td>PASS; verify contract: accepts-invalid</td>"), "{sig_row}");
+    let kex = section(x86, "kex-02</a>", "</table>");
+    assert!(kex.contains("<td>AFS_KEX_C128</td><td>PASS; length contract: breach</td>"), "{kex}");
+    assert!(kex.contains("<th>pass4<br><small>median time"), "a key exchange's passes are columns: {kex}");
+    let kex_page = std::fs::read_to_string(s1.join("x86_1/kex-02.html")).unwrap();
+    assert!(kex_page.contains("768 / 784 / 16 / 0 (never set)"), "the bandwidth table: {kex_page}");
 
     // The Markdown page of the site is the report's page.
     let md = std::fs::read_to_string(s1.join("x86_1/pqclean-ml-kem.md")).unwrap();
