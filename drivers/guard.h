@@ -59,6 +59,27 @@ static void cryptofail_ret(const char *call, long long ret) {
     exit(EXIT_CRYPTOFAIL);
 }
 
+/* --- claimed sizes --- */
+
+/* The largest size a getter may claim. */
+#define MAX_CLAIM (256ull << 20)
+
+typedef unsigned long long (*getter)(void);
+
+/* Ask twice; a getter whose answer changes, or a claim above `limit`, is CRYPTOFAIL. */
+__attribute__((unused)) static unsigned long long claim(getter get, const char *name, unsigned long long limit) {
+    unsigned long long a = get(), b = get();
+    if (a != b) {
+        fprintf(stderr, "CRYPTOFAIL: record=%d call=%s returned=%llu then=%llu\n", record, name, a, b);
+        exit(EXIT_CRYPTOFAIL);
+    }
+    if (a > limit) {
+        fprintf(stderr, "CRYPTOFAIL: record=%d call=%s returned=%llu limit=%llu\n", record, name, a, limit);
+        exit(EXIT_CRYPTOFAIL);
+    }
+    return a;
+}
+
 /* --- the guard pages: a fault there is an overrun, reported like a band overrun --- */
 
 static void put_err(const char *s) {

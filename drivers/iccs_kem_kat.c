@@ -12,16 +12,10 @@
 #include <string.h>
 
 #include "drng.h"
+#include "kat_schedule.h"
 
 DRNG_ctx drng_algorithm;
 
-/* The official schedule's 10 records, unless the manifest sets the instance's count. */
-#ifdef NGCC_KAT_RECORDS
-#define RECORDS NGCC_KAT_RECORDS
-#else
-#define RECORDS 10
-#endif
-#define SEED_BYTES 64
 #define GUARD 64
 #define GUARD_BYTE 0xA5
 

@@ -37,25 +37,10 @@
 #include "channel.h"
 #include "drng.h"
 #include "guard.h"
+#include "kat_schedule.h"
 #include "kex_passes.h"
 
 DRNG_ctx drng_algorithm;
-
-#ifndef NGCC_KAT_RESET_LENGTHS
-#define NGCC_KAT_RESET_LENGTHS 0
-#endif
-#ifndef OUTPUT_BLANK_TEST_VECTORS
-#define OUTPUT_BLANK_TEST_VECTORS 0
-#endif
-#ifdef NGCC_KAT_RECORDS
-#define RECORDS NGCC_KAT_RECORDS
-#else
-#define RECORDS 10
-#endif
-#define SEED_BYTES 64
-#define MAX_CLAIM (256ull << 20)
-
-typedef unsigned long long (*getter)(void);
 
 /* What the library declares, asked once before the records and again after them. */
 typedef struct {
@@ -64,28 +49,15 @@ typedef struct {
 
 static FILE *kat;
 
-static ull claim_once(getter get, const char *name, ull limit) {
-    ull a = get(), b = get();
-    if (a != b) {
-        fprintf(stderr, "CRYPTOFAIL: record=%d call=%s returned=%llu then=%llu\n", record, name, a, b);
-        exit(EXIT_CRYPTOFAIL);
-    }
-    if (a > limit) {
-        fprintf(stderr, "CRYPTOFAIL: record=%d call=%s returned=%llu limit=%llu\n", record, name, a, limit);
-        exit(EXIT_CRYPTOFAIL);
-    }
-    return a;
-}
-
 static claims ask(void) {
     claims c;
-    c.passes = claim_once(kex_get_passes_num, "kex_get_passes_num", KEX_MAX_PASSES);
-    c.pk = claim_once(kex_get_pk_len_bytes, "kex_get_pk_len_bytes", MAX_CLAIM);
-    c.sk = claim_once(kex_get_sk_len_bytes, "kex_get_sk_len_bytes", MAX_CLAIM);
-    c.sta = claim_once(kex_get_sta_len_bytes, "kex_get_sta_len_bytes", MAX_CLAIM);
-    c.stb = claim_once(kex_get_stb_len_bytes, "kex_get_stb_len_bytes", MAX_CLAIM);
-    c.ss = claim_once(kex_get_ss_len_bytes, "kex_get_ss_len_bytes", MAX_CLAIM);
-    c.total = claim_once(kex_get_total_msg_len_bytes, "kex_get_total_msg_len_bytes", MAX_CLAIM);
+    c.passes = claim(kex_get_passes_num, "kex_get_passes_num", KEX_MAX_PASSES);
+    c.pk = claim(kex_get_pk_len_bytes, "kex_get_pk_len_bytes", MAX_CLAIM);
+    c.sk = claim(kex_get_sk_len_bytes, "kex_get_sk_len_bytes", MAX_CLAIM);
+    c.sta = claim(kex_get_sta_len_bytes, "kex_get_sta_len_bytes", MAX_CLAIM);
+    c.stb = claim(kex_get_stb_len_bytes, "kex_get_stb_len_bytes", MAX_CLAIM);
+    c.ss = claim(kex_get_ss_len_bytes, "kex_get_ss_len_bytes", MAX_CLAIM);
+    c.total = claim(kex_get_total_msg_len_bytes, "kex_get_total_msg_len_bytes", MAX_CLAIM);
     return c;
 }
 

@@ -41,42 +41,13 @@
 #include "channel.h"
 #include "drng.h"
 #include "guard.h"
+#include "kat_schedule.h"
 
 DRNG_ctx drng_algorithm;
 
-#ifndef NGCC_KAT_RESET_LENGTHS
-#define NGCC_KAT_RESET_LENGTHS 0
-#endif
-#ifndef OUTPUT_BLANK_TEST_VECTORS
-#define OUTPUT_BLANK_TEST_VECTORS 0
-#endif
-
-/* The official schedule's 10 records, unless the manifest sets the instance's count. */
-#ifdef NGCC_KAT_RECORDS
-#define RECORDS NGCC_KAT_RECORDS
-#else
-#define RECORDS 10
-#endif
-#define SEED_BYTES 64
-#define MAX_CLAIM (256ull << 20)
-
 /* --- claimed sizes --- */
 
-typedef unsigned long long (*getter)(void);
-
-/* Ask twice; a getter whose answer changes, or a claim above 256 MiB, is CRYPTOFAIL. */
-static unsigned long long claimed(getter get, const char *name) {
-    unsigned long long a = get(), b = get();
-    if (a != b) {
-        fprintf(stderr, "CRYPTOFAIL: record=%d call=%s returned=%llu then=%llu\n", record, name, a, b);
-        exit(EXIT_CRYPTOFAIL);
-    }
-    if (a > MAX_CLAIM) {
-        fprintf(stderr, "CRYPTOFAIL: record=%d call=%s returned=%llu limit=%llu\n", record, name, a, MAX_CLAIM);
-        exit(EXIT_CRYPTOFAIL);
-    }
-    return a;
-}
+static unsigned long long claimed(getter get, const char *name) { return claim(get, name, MAX_CLAIM); }
 
 static void same_claim(getter get, const char *name, unsigned long long before) {
     unsigned long long now = get();

@@ -33,15 +33,7 @@ fn run(ctx: &Ctx) -> Result<Check> {
     let seeds: Vec<String> = (0..RECORDS)
         .map(|_| Ok(project::hex(&project::random_bytes(SEED_BYTES)?).to_ascii_uppercase()))
         .collect::<Result<_>>()?;
-    let mut input = format!("{nonce}\n");
-    seeds.iter().for_each(|s| input.push_str(&format!("{s}\n")));
-    let (verdict, detail) = match ctx.run(DRIVER, &[], input.into_bytes(), OUTPUT_CAP)? {
-        Err(why) => (CheckVerdict::Fails, why),
-        Ok(out) => match parse(&out, &nonce) {
-            Err(why) => (CheckVerdict::Fails, format!("`{}` printed {why}", DRIVER.program)),
-            Ok(rows) => judge(&rows),
-        },
-    };
+    let (verdict, detail) = ctx.judged(DRIVER, &nonce, &seeds, OUTPUT_CAP, |out| Ok(judge(&parse(out, &nonce)?)))?;
     Ok(Check { check: CONTRACT.name.into(), seeds, verdict, detail })
 }
 

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::build::builder::Build;
 use crate::container::sandbox::Sandbox;
-use crate::evidence::schema::Check;
 pub use crate::evidence::schema::OpId;
+use crate::evidence::schema::{Check, CheckVerdict};
 
 /// The family a manifest names (`family = "sig"`); absent means a KEM.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -134,6 +134,26 @@ impl CheckCtx<'_> {
             return Ok(Err(format!("`{}` {}: {tail}", argv.join(" "), f.outcome)));
         }
         Ok(Ok(out))
+    }
+
+    /// One run of a check program on `<nonce>\n` and `lines`, each ended by `\n`; what it
+    /// printed is judged by `judge`. A failed program or output `judge` refuses is `Fails`.
+    pub fn judged(
+        &self,
+        driver: Driver,
+        nonce: &str,
+        lines: &[String],
+        cap: u64,
+        judge: impl Fn(&[u8]) -> Result<(CheckVerdict, String), String>,
+    ) -> anyhow::Result<(CheckVerdict, String)> {
+        let mut input = format!("{nonce}\n");
+        lines.iter().for_each(|s| input.push_str(&format!("{s}\n")));
+        Ok(match self.run(driver, &[], input.into_bytes(), cap)? {
+            Err(why) => (CheckVerdict::Fails, why),
+            Ok(out) => {
+                judge(&out).unwrap_or_else(|why| (CheckVerdict::Fails, format!("`{}` printed {why}", driver.program)))
+            }
+        })
     }
 }
 
