@@ -302,7 +302,9 @@ pub struct Bench {
     #[command(flatten)]
     pub inputs: Inputs,
     /// Operations to time (repeatable; default: the family's, e.g. keygen, enc, dec for a
-    /// KEM, keygen, sign, verify, sign_msgs for a signature; `nop` times the harness alone).
+    /// KEM, keygen, sign, verify, sign_msgs for a signature, hash_32 … hash_65536 for a hash,
+    /// exchange, init_a, init_b, pass1 … pass<N>, derive_a, derive_b for a key exchange, whose
+    /// passes beyond an instance's own are skipped; `nop` times the harness alone).
     #[arg(long = "op")]
     pub ops: Vec<String>,
     /// Trials per operation, each in its own process (reference: 5).
