@@ -19,7 +19,8 @@
  * reference seed with message lengths preset to 0 and to capacity: the lengths are those
  * of the first run; a pass whose length was 0 then capacity never set it.
  * Counter, report and exit as kem_bench.c (bench_core.h): exit 2 a call failed or the
- * setup exchange disagreed, 3 the report could not be written, 64 bad arguments.
+ * setup exchange disagreed, 3 a returned length above its buffer (stderr `OVERFLOW:`) or
+ * the report could not be written, 64 bad arguments.
  */
 #include "bench_core.h"
 #include "kex_run.h"
@@ -50,7 +51,7 @@ static void prepare(int op, kex_run *r) {
 static void run_op(int op, kex_run *r) {
     int k = op_pass(op);
     if (k > 0) {
-        kex_run_pass(r, k, sz.total);
+        kex_run_pass(r, &sz, k, sz.total);
         return;
     }
     switch (op) {

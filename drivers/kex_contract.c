@@ -43,23 +43,11 @@ static char *read_input(void) {
     return input;
 }
 
-static void check_len(long k, const char *buffer, ull got, ull max) {
-    if (got > max) {
-        fprintf(stderr, "OVERFLOW: record=%ld buffer=%s claimed=%llu returned=%llu\n", k, buffer, max, got);
-        sys_exit(3);
-    }
-}
-
-/* One exchange from `seed` with every message length preset to `preset`. */
-static void exchange(kex_run *r, const kex_sizes *s, const u8 *seed, ull seed_len, ull preset, long k) {
-    int j;
+/* One exchange from `seed` with every message length preset to `preset` (a length
+ * above its buffer ends the program: kex_run.h). */
+static void exchange(kex_run *r, const kex_sizes *s, const u8 *seed, ull seed_len, ull preset) {
     must(bench_seed(seed, seed_len), "seeding the DRNG");
     kex_run_all(r, s, preset);
-    for (j = 1; j <= (int)s->passes; j++) {
-        check_len(k, kex_pass_names[j], r->m_len[j], s->total);
-    }
-    check_len(k, "ssa", r->ssa_len, s->ss);
-    check_len(k, "ssb", r->ssb_len, s->ss);
 }
 
 static void put_record(const char *nonce, long k, const kex_sizes *s, const kex_run *zero, const kex_run *cap) {
@@ -115,8 +103,8 @@ int main(void) {
         if (nl == NULL || (nl - p) % 2 != 0 || n == 0 || n > MAX_SEED || hex_decode(p, n, seed) != 0) {
             malformed("a seed line that is not 1 to 256 bytes of hex", k + 2);
         }
-        exchange(&zero, &s, seed, n, 0, k);
-        exchange(&cap, &s, seed, n, s.total, k);
+        exchange(&zero, &s, seed, n, 0);
+        exchange(&cap, &s, seed, n, s.total);
         put_record(nonce, k, &s, &zero, &cap);
     }
     if (k == 0) {

@@ -56,9 +56,13 @@ static inline kex_sizes kex_ask(void) {
     return s;
 }
 
-/* Bytes of one run's buffers (one spare byte each, so that no buffer is empty). */
+/* Spare bytes after each message buffer: a pass that writes more than the declared total
+ * lands in them, not in the allocator's data, so the length check below can report it. */
+#define KEX_SPARE 4096
+
+/* Bytes of one run's buffers (one spare byte after the others, so that none is empty). */
 static inline ull kex_run_bytes(const kex_sizes *s) {
-    return 2 * (s->pk + s->sk + s->ss) + s->sta + s->stb + s->passes * s->total + 8 + s->passes;
+    return 2 * (s->pk + s->sk + s->ss) + s->sta + s->stb + s->passes * (s->total + KEX_SPARE) + 8;
 }
 
 static inline void kex_run_bind(kex_run *r, const kex_sizes *s, u8 *p) {
@@ -72,9 +76,24 @@ static inline void kex_run_bind(kex_run *r, const kex_sizes *s, u8 *p) {
     r->ssa = p, p += s->ss + 1;
     r->ssb = p, p += s->ss + 1;
     for (k = 1; k <= (int)s->passes; k++) {
-        r->m[k] = p, p += s->total + 1;
+        r->m[k] = p, p += s->total + KEX_SPARE;
         r->m_len[k] = 0;
     }
+}
+
+/* A returned length above its buffer: the buffers hold no more, so nothing after it is
+ * meaningful (the KAT driver's guarded buffers say where the bytes went). */
+static inline void kex_fits(ull got, ull max, const char *call, const char *buffer) {
+    if (got > max) {
+        fprintf(stderr, "OVERFLOW: call=%s buffer=%s claimed=%llu returned=%llu\n", call, buffer, max, got);
+        exit(3);
+    }
+}
+
+static inline void kex_side_fits(const kex_side *x, const kex_sizes *s, ull st_max, const char *call) {
+    kex_fits(x->pk_len, s->pk, call, "pk");
+    kex_fits(x->sk_len, s->sk, call, "sk");
+    kex_fits(x->st_len, st_max, call, "state");
 }
 
 static inline void kex_run_init(kex_run *r, const kex_sizes *s) {
@@ -83,17 +102,22 @@ static inline void kex_run_init(kex_run *r, const kex_sizes *s) {
     r->a.st_len = s->sta;
     r->b.st_len = s->stb;
     must(kex_init_a(r->a.pk, &r->a.pk_len, r->a.sk, &r->a.sk_len, r->a.st, &r->a.st_len), "kex_init_a");
+    kex_side_fits(&r->a, s, s->sta, "kex_init_a");
     must(kex_init_b(r->b.pk, &r->b.pk_len, r->b.sk, &r->b.sk_len, r->b.st, &r->b.st_len), "kex_init_b");
+    kex_side_fits(&r->b, s, s->stb, "kex_init_b");
 }
 
 /* Pass k with its message length preset to `preset`; a return below 0 is a failure. */
-static inline int kex_run_pass(kex_run *r, int k, ull preset) {
+static inline int kex_run_pass(kex_run *r, const kex_sizes *s, int k, ull preset) {
+    kex_side *sender = kex_sender(k, &r->a, &r->b);
     int ret;
     r->m_len[k] = preset;
     ret = kex_pass(k, &r->a, &r->b, k > 1 ? r->m[k - 1] : NULL, k > 1 ? r->m_len[k - 1] : 0, r->m[k], &r->m_len[k]);
     if (ret < 0) {
         must(ret, kex_pass_names[k]);
     }
+    kex_fits(r->m_len[k], s->total, kex_pass_names[k], "message");
+    kex_fits(sender->st_len, sender == &r->a ? s->sta : s->stb, kex_pass_names[k], "state");
     return ret;
 }
 
@@ -115,6 +139,7 @@ static inline void kex_run_derive_a(kex_run *r, const kex_sizes *s) {
     u8 *mb = kex_run_last(r, s, 0, &len);
     r->ssa_len = s->ss;
     must(kex_derive_a(&r->a, &r->b, mb, len, r->ssa, &r->ssa_len), "kex_derive_ss_a");
+    kex_fits(r->ssa_len, s->ss, "kex_derive_ss_a", "ssa");
 }
 
 static inline void kex_run_derive_b(kex_run *r, const kex_sizes *s) {
@@ -122,6 +147,7 @@ static inline void kex_run_derive_b(kex_run *r, const kex_sizes *s) {
     u8 *ma = kex_run_last(r, s, 1, &len);
     r->ssb_len = s->ss;
     must(kex_derive_b(&r->a, &r->b, ma, len, r->ssb, &r->ssb_len), "kex_derive_ss_b");
+    kex_fits(r->ssb_len, s->ss, "kex_derive_ss_b", "ssb");
 }
 
 /* init and passes 1..upto, each message length preset to `preset`. */
@@ -129,7 +155,7 @@ static inline void kex_run_upto(kex_run *r, const kex_sizes *s, int upto, ull pr
     int k;
     kex_run_init(r, s);
     for (k = 1; k <= upto; k++) {
-        kex_run_pass(r, k, preset);
+        kex_run_pass(r, s, k, preset);
     }
 }
 

@@ -109,6 +109,13 @@ fn timing(m: &Path, zip: &Path, out: &Path) {
     assert_eq!(p4.sizes.returned.get("unset"), 0);
     let unset = read(out, "kex-unset", "exchange").unwrap();
     assert_eq!((unset.sizes.returned.get("m4"), unset.sizes.returned.get("unset")), (0, 8), "pass 4 never sets it");
+    // A length above the buffer stops the timing driver too, with the numbers.
+    let mut args = vec!["bench", m, "--instance", "kex-zerototal", "--op", "pass1"];
+    args.extend(base);
+    let bad = xtask(&args, None);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{err}");
+    assert!(err.contains("kex-zerototal pass1") && err.contains("buffer=message claimed=0 returned=32"), "{err}");
 
     let mut args = vec!["profile", m, "--instance", "kex-p2"];
     args.extend(base);
