@@ -1,8 +1,9 @@
 /*
  * ngcc-repro guarded buffers for the KAT drivers (iccs_sig_kat.c, iccs_hash_kat.c,
  * iccs_kex_kat.c): a buffer the library writes has a patterned band of at least
- * max(len, 4096) bytes on each side, checked after every call, and a PROT_NONE page beyond each band; an input
- * the library only reads ends at a PROT_NONE page and is read-only during the call.
+ * max(len, 4096) bytes on each side, checked after every call, and a PROT_NONE page
+ * beyond each band; an input the library only reads ends at a PROT_NONE page and is
+ * read-only during the call.
  * A fault on a guard page or a read-only input is reported from the signal handler with
  * raw writes only. Diagnostics: one stderr line, `OVERFLOW: record=<k> call=<f>
  * buffer=<b> claimed=<n> overrun=<m>|underrun=<m>|returned=<m>[ guard-page]`, or
