@@ -56,7 +56,7 @@ const SHAPES: &[Shape] = &[
         header_prefix: "KEX_",
         markers: &["kex_init_a"],
         kat_prefix: "KAT_KEX_",
-        kat_driver: "",
+        kat_driver: "driver:iccs_kex_kat.c",
     },
     Shape {
         family: FamilyId::Hash,
@@ -231,6 +231,8 @@ struct Found {
     unresolved: Vec<String>,
     kat: Option<Kat>,
     kat_why: String,
+    /// A key exchange's passes and where the guess comes from.
+    passes: Option<(u32, String)>,
 }
 
 /// The instance folders of the tree: each folder holding an API header (a header that
@@ -584,14 +586,14 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
     if dirs.is_empty() {
         return crate::ui::usage(
             "no instance folder found: no folder holds a header declaring an ICCS API (kem_keygen, kem_enc, kem_dec; \
-             sig_keygen, sig_sign, sig_verify) beside C sources. Write the manifest by hand (README, \"Adding a submission\")",
+             sig_keygen, sig_sign, sig_verify; kex_init_a) beside C sources. Write the manifest by hand (README, \"Adding a submission\")",
         );
     }
     // Drafts exist for the shapes with a KAT driver here; a hash manifest needs each
     // instance's width, which only the submitter's documents give reliably.
     if let Some((d, h, s)) = dirs.iter().find(|(_, _, s)| s.kat_driver.is_empty()) {
         return crate::ui::usage(format!(
-            "family {} cannot be onboarded yet: {} in {} declares the {} API, and onboard drafts kem and sig \
+            "family {} cannot be onboarded yet: {} in {} declares the {} API, and onboard drafts kem, sig and kex \
              manifests only (write a hash manifest by hand: README, \"Hash functions\")",
             s.family,
             q(base(h)),
@@ -631,6 +633,7 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
                 unresolved,
                 kat: None,
                 kat_why: String::new(),
+                passes: None,
             }
         })
         .collect();
@@ -656,6 +659,10 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
                 Err(e) => f.kat_why = format!("{}, but {e:#}", f.kat_why),
             }
         }
+        if f.shape.family.get().is_ok_and(|family| family.passes) {
+            let kat = f.kat.as_ref().map(|k| tree.read(&k.path));
+            f.passes = Some(guess_passes(kat.as_deref(), &tree.read(&f.header)));
+        }
     }
     let mut paths: Vec<&str> = found.iter().map(|f| f.dir.as_str()).collect();
     paths.extend(found.iter().filter_map(|f| f.kat.as_ref()).map(|k| parent(&k.path)));
@@ -664,6 +671,20 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
     let root = if found.iter().any(|f| f.dir == root) { parent(&root).to_owned() } else { root };
     let folders = tree.files.iter().flat_map(|f| ancestors(f)).collect();
     Ok(Analysis { found, notes, root, folders, iccs_elsewhere })
+}
+
+/// A key exchange's passes: the shipped KAT file's first `Pass_Num` (blank in template
+/// mode), else how many pass functions in a row the header declares. The KAT driver
+/// checks the guess against `kex_get_passes_num()`.
+fn guess_passes(kat: Option<&str>, header: &str) -> (u32, String) {
+    let from_kat = kat.and_then(|t| t.lines().find_map(|l| l.trim().strip_prefix("Pass_Num = ")?.trim().parse().ok()));
+    if let Some(n) = from_kat.filter(|&n| n <= crate::family::MAX_PASSES) {
+        return (n, "the shipped KAT file's Pass_Num".into());
+    }
+    let declared = (1..=crate::family::MAX_PASSES)
+        .take_while(|k| declares(header, &format!("kex_generate_pass{k}_msg_{}", if k % 2 == 1 { 'a' } else { 'b' })))
+        .count() as u32;
+    (declared, format!("the header declares kex_generate_pass1 to pass{declared} (no Pass_Num in a shipped KAT file)"))
 }
 
 /// The folders above `rel`, nearest first.
@@ -991,6 +1012,10 @@ fn render_instance(doc: &mut Doc, item: &Drafted, items: &[Drafted]) {
         }
         None => doc.comment(&format!("KAT: {}; verify will say NOKAT", f.kat_why)),
     }
+    if let Some((n, why)) = &f.passes {
+        doc.comment(&format!("guessed passes: {why}; verify checks kex_get_passes_num() says the same"));
+        doc.kv("passes", i64::from(*n));
+    }
 }
 
 fn kat_lines(d: &Draft, items: &[Drafted]) -> String {
@@ -1122,6 +1147,19 @@ impl Onboard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passes_come_from_the_shipped_kat_else_from_the_header() {
+        let header = "int kex_generate_pass1_msg_a(void);\nint kex_generate_pass2_msg_b (void);\n\
+                      int kex_generate_pass4_msg_b(void);\n";
+        assert_eq!(guess_passes(Some("Count = 0\nPass_Num = 4\nPKa_Len = 32\n"), header).0, 4);
+        // Template mode leaves Pass_Num blank; the header's passes 1 and 2 (3 is missing).
+        let (n, why) = guess_passes(Some("Count = 0\nPass_Num = \n"), header);
+        assert_eq!(n, 2, "{why}");
+        assert!(why.contains("pass2"), "{why}");
+        assert_eq!(guess_passes(None, "int kex_init_a(void);\n").0, 0, "a non-interactive exchange");
+        assert_eq!(guess_passes(Some("Pass_Num = 1099511627776\n"), header).0, 2, "beyond 8: not taken");
+    }
 
     #[test]
     fn the_harness_exclusion_rule_is_kept_exactly() {

@@ -305,15 +305,12 @@ fn an_instance_without_iccs_files_takes_its_own() {
 }
 
 #[test]
-fn key_exchanges_and_hashes_are_refused_before_anything_is_written() {
-    for (family, header, decl) in [
-        ("kex", "KEX_AlgorithmInstance.h", "int kex_init_a(unsigned char *p);"),
-        (
-            "hash",
-            "CryptHash_AlgorithmInstance.h",
-            "int CryptHash(int d, const unsigned char *m, unsigned long long b, unsigned char *o);",
-        ),
-    ] {
+fn hashes_are_refused_before_anything_is_written() {
+    for (family, header, decl) in [(
+        "hash",
+        "CryptHash_AlgorithmInstance.h",
+        "int CryptHash(int d, const unsigned char *m, unsigned long long b, unsigned char *o);",
+    )] {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path().join("tree/K/Implementations/Reference_Implementation/KX-1");
         put(&d.join(header), &format!("#define ALGORITHM_INSTANCE \"KX-1\"\n{decl}\n"));
@@ -328,6 +325,32 @@ fn key_exchanges_and_hashes_are_refused_before_anything_is_written() {
         assert!(err.contains(&format!("family {family} cannot be onboarded yet")), "{family}: {err}");
         assert!(!dir.exists(), "{family}");
     }
+}
+
+/// The key-exchange fixture's archive: a draft per instance with the passes of its
+/// shipped KAT file (the header's pass functions where a template file gives none).
+fn kex_draft(labels: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let insts = common::kex_fixture::subset(labels);
+    let (_, zip) = common::kex_fixture::write_archive(tmp.path(), &insts);
+    let dir = tmp.path().join("drafts");
+    let args = ["onboard", zip.to_str().unwrap(), "--dir", dir.to_str().unwrap(), "--no-verify"];
+    assert!(xtask(&args, Some(&tmp.path().join("cache"))).status.success());
+    let m = dir.join("fixture-kex-v1.toml");
+    (tmp, m, zip)
+}
+
+#[test]
+fn a_key_exchange_gets_its_passes_from_the_shipped_kat() {
+    let (_tmp, m, _) = kex_draft(&["kex-p0", "kex-p2", "kex-p4", "kex-template"]);
+    let sub = Submission::load(m.to_str().unwrap()).unwrap();
+    assert_eq!(sub.family, xtask::family::FamilyId::Kex);
+    assert_eq!(sub.kat.program, ["driver:iccs_kex_kat.c"]);
+    let passes: Vec<(&str, Option<u32>)> = sub.instances.iter().map(|i| (i.label.as_str(), i.passes)).collect();
+    // The template file's Pass_Num is blank: the header declares passes 1 to 3.
+    assert_eq!(passes, [("kex-p0", Some(0)), ("kex-p2", Some(2)), ("kex-p4", Some(4)), ("kex-template", Some(3))]);
+    let text = std::fs::read_to_string(&m).unwrap();
+    assert!(text.contains("# guessed passes: the shipped KAT file's Pass_Num"), "{text}");
 }
 
 #[test]
@@ -395,6 +418,23 @@ fn an_entry_leaving_the_archive_is_refused() {
 }
 
 /// The one container test: the awkward archive from nothing to PASS, timed.
+/// A wrong guess is caught by the KAT driver, named with both numbers.
+#[test]
+fn a_key_exchange_draft_verifies_and_a_wrong_pass_guess_is_named() {
+    common::require_podman();
+    let (tmp, m, zip) = kex_draft(&["kex-p4", "kex-template"]);
+    let out = tmp.path().join("out");
+    let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--archive", zip.to_str().unwrap()];
+    let run = xtask(&[&args[..], &["--out", out.to_str().unwrap()]].concat(), None);
+    assert_eq!(run.status.code(), Some(1));
+    let s = common::summary(&out, "fixture-kex-v1");
+    assert_eq!(common::entry(&s, "kex-p4").status.name(), "PASS");
+    let t = common::entry(&s, "kex-template");
+    let msg = t.message.clone().unwrap_or_default();
+    assert_eq!(t.status.name(), "CRYPTOFAIL");
+    assert!(msg.contains("kex_get_passes_num returned=2 manifest=3"), "{msg}");
+}
+
 #[test]
 fn onboard_drafts_and_verifies_in_the_container() {
     let c = Case::new(&awkward(), "KEM_AlgorithmInstance.h", &[]);
