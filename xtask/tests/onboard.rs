@@ -2,9 +2,10 @@
 //! awkward KEM archives: spaces in folder names, a nested `Implementations/Implementations`
 //! root, a shipped demo `main.c` and `KAT_KEM.c`, the official API package's blank
 //! template beside the instances, placeholder instance names, template-mode vectors,
-//! sources in subfolders, no ICCS files, hostile names. Expected digests come from the
-//! fixture's Rust model (`common/fixture.rs`), never from the code under test. Every
-//! test but the last reads the draft only (no container).
+//! sources in subfolders, no ICCS files, hostile names; and the key-exchange fixture
+//! (`common/kex_fixture.rs`), whose passes come from its shipped KAT files. Expected
+//! digests come from the fixtures' Rust models, never from the code under test. The two
+//! tests that verify a draft run in the container; the others read the draft only.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
