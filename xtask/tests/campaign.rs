@@ -1,5 +1,6 @@
 //! `cargo xtask campaign`: the default submission end to end, progress lines, and
-//! --resume skipping exactly the steps whose evidence still matches the index.
+//! --resume skipping exactly the steps whose evidence still matches the index; a key
+//! exchange campaign on its fixture.
 
 mod common;
 
@@ -64,4 +65,34 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     assert!(text.contains("[2/2] verify pqclean-ml-kem: done in"), "{text}");
     let check = xtask(&["evidence", "check", out.to_str().unwrap()], None);
     assert!(check.status.success(), "the re-run restored and re-indexed the evidence");
+}
+
+/// A key exchange through every step: each instance is timed over its own passes, and
+/// `--resume` knows that a 0-pass instance has no pass to time.
+#[test]
+fn a_key_exchange_campaign_times_each_instances_passes_and_resumes() {
+    use common::kex_fixture as kex;
+    let tmp = tempfile::tempdir().unwrap();
+    let insts = kex::subset(&["kex-p0", "kex-p4"]);
+    let (_, zip) = kex::write_archive(tmp.path(), &insts);
+    let m = kex::manifest_dir(&tmp.path().join("m"), &zip, &insts);
+    let out = tmp.path().join("out");
+    let (m, o, z) = (m.to_str().unwrap(), out.to_str().unwrap(), zip.to_str().unwrap());
+    let args = ["campaign", m, "--engine", "podman", "--out", o, "--archive", z, "--quick", "--allow-unfixed-host"];
+    let first = xtask(&args, None);
+    assert!(first.status.success());
+    let text = stdout(&first);
+    for step in ["[2/4] verify fixture-kex", "[3/4] bench fixture-kex", "[4/4] profile fixture-kex"] {
+        assert!(text.contains(&format!("{step}: done in")), "{step}\n{text}");
+    }
+    let records = out.join("local/records/fixture-kex");
+    assert!(records.join("kex-p4__pass4.json").is_file() && records.join("kex-p0__derive_b.json").is_file());
+    assert!(!records.join("kex-p0__pass1.json").exists(), "a 0-pass instance has no pass");
+    assert!(out.join("local/profile/fixture-kex/kex-p4__exchange.json").is_file());
+    let resumed = xtask(&[&args[..], &["--resume"]].concat(), None);
+    assert!(resumed.status.success());
+    let text = stdout(&resumed);
+    for step in ["[2/4] verify fixture-kex", "[3/4] bench fixture-kex", "[4/4] profile fixture-kex"] {
+        assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{step}\n{text}");
+    }
 }
