@@ -10,12 +10,14 @@
  * Protocol (the host writes stdin, reads stdout; nothing else holds either):
  *   -> "ngcc-runner ready\n" once started
  *   <- "<nonce> <program> <arg>...\n"         one trial (plain words, no spaces inside)
- *   -> "ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len>\n"
- *      + len bytes. kind: exited | signalled | output-cap | no-exec; cpu_us: the
+ *   -> "ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len> <errlen>\n"
+ *      + len bytes + errlen bytes. kind: exited | signalled | output-cap | no-exec; cpu_us: the
  *      trial's own wait4 user + system time; leftovers: processes still there after
  *      the trial ended, all killed before the frame is written; residue: what it left
  *      for the next trial to find (entries of /tmp, /dev/shm, /dev/mqueue, System V
- *      IPC objects); the bytes: the trial's stdout.
+ *      IPC objects); the bytes: the trial's stdout, then its stderr (the first MAX_ERR
+ *      bytes, the rest read and dropped). Both come in the one frame, so the host never
+ *      takes a trial's diagnostics before they have arrived.
  * End of stdin ends the runner.
  */
 #define _GNU_SOURCE
@@ -34,8 +36,10 @@
 #define MAX_LINE 4096
 #define MAX_ARGS 32
 #define MAX_OUT (1 << 20)
+#define MAX_ERR (64 << 10)
 
 static char out_buf[MAX_OUT];
+static char err_buf[MAX_ERR];
 
 static void write_all(const char *p, size_t n) {
     while (n > 0) {
@@ -74,9 +78,9 @@ static int read_line(char *line) {
     }
 }
 
-static void child(char **argv, int out) {
+static void child(char **argv, int out, int err) {
     int null = open("/dev/null", O_RDONLY);
-    if (null < 0 || dup2(null, 0) != 0 || dup2(out, 1) != 1) {
+    if (null < 0 || dup2(null, 0) != 0 || dup2(out, 1) != 1 || dup2(err, 2) != 2) {
         _exit(126);
     }
     for (int fd = 3; fd < 4096; fd++) {
@@ -87,30 +91,79 @@ static void child(char **argv, int out) {
     _exit(127);
 }
 
-/* Read what the trial printed; past MAX_OUT the trial is killed and the rest dropped. */
-static int drain(int fd, size_t *len, int *over, pid_t pid) {
+/* One pipe of a trial: its buffer, what it holds, whether it is still open and full. */
+typedef struct {
+    int fd, open_, over;
+    char *buf;
+    size_t cap, len;
+} stream;
+
+/* Read what the trial printed. Past the cap of stdout the trial is killed (output-cap);
+ * stderr past its cap is read and dropped. 0 once every writer has closed the pipe. */
+static int drain(stream *s, pid_t pid, int kill_when_full) {
     for (;;) {
         char scratch[4096];
-        char *to = *over ? scratch : out_buf + *len;
-        size_t room = *over ? sizeof scratch : MAX_OUT - *len;
-        ssize_t r = read(fd, to, room);
+        char *to = s->over ? scratch : s->buf + s->len;
+        size_t room = s->over ? sizeof scratch : s->cap - s->len;
+        ssize_t r = read(s->fd, to, room);
         if (r < 0) {
-            return errno == EINTR ? 1 : (errno == EAGAIN ? 1 : 0);
+            return errno == EINTR || errno == EAGAIN;
         }
         if (r == 0) {
             return 0;
         }
-        if (!*over) {
-            *len += (size_t)r;
-            if (*len == MAX_OUT) {
-                *over = 1;
-                kill(pid, SIGKILL);
+        if (!s->over) {
+            s->len += (size_t)r;
+            if (s->len == s->cap) {
+                s->over = 1;
+                if (kill_when_full) {
+                    kill(pid, SIGKILL);
+                }
             }
         }
         if (r < (ssize_t)room) {
             return 1;
         }
     }
+}
+
+static void stream_open(stream *s, int p[2], char *buf, size_t cap) {
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        _exit(73);
+    }
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    *s = (stream){p[0], 1, 0, buf, cap, 0};
+}
+
+/* Both pipes read until the trial has been reaped, then what is left in them. */
+static void collect(stream *out, stream *err, pid_t pid, int *status, struct rusage *ru) {
+    for (;;) {
+        struct pollfd pf[2] = {{out->open_ ? out->fd : -1, POLLIN, 0}, {err->open_ ? err->fd : -1, POLLIN, 0}};
+        if ((out->open_ || err->open_) && poll(pf, 2, 10) > 0) {
+            if (out->open_ && pf[0].revents != 0) {
+                out->open_ = drain(out, pid, 1);
+            }
+            if (err->open_ && pf[1].revents != 0) {
+                err->open_ = drain(err, pid, 0);
+            }
+        }
+        /* Closed by every writer: the trial has ended or is about to. */
+        pid_t w = wait4(pid, status, out->open_ || err->open_ ? WNOHANG : 0, ru);
+        if (w == pid) {
+            break;
+        }
+        if (w < 0 && errno != EINTR) {
+            _exit(75);
+        }
+    }
+    if (out->open_) {
+        drain(out, pid, 1);
+    }
+    if (err->open_) {
+        drain(err, pid, 0);
+    }
+    close(out->fd);
+    close(err->fd);
 }
 
 /* Kill every process of the container but this one, and reap them all. */
@@ -159,44 +212,26 @@ static unsigned residue(void) {
 static unsigned baseline;
 
 static void trial(const char *nonce, char **argv) {
-    int p[2];
+    int po[2], pe[2];
     char head[256];
-    size_t len = 0;
-    int over = 0, open_ = 1, status = 0;
+    stream out, err;
+    int status = 0;
     struct rusage ru;
     pid_t pid;
 
     memset(&ru, 0, sizeof ru);
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        _exit(73);
-    }
+    stream_open(&out, po, out_buf, MAX_OUT);
+    stream_open(&err, pe, err_buf, MAX_ERR);
     pid = fork();
     if (pid < 0) {
         _exit(74);
     }
     if (pid == 0) {
-        child(argv, p[1]);
+        child(argv, po[1], pe[1]);
     }
-    close(p[1]);
-    fcntl(p[0], F_SETFL, O_NONBLOCK);
-    for (;;) {
-        struct pollfd pf = {p[0], POLLIN, 0};
-        if (open_ && poll(&pf, 1, 10) > 0) {
-            open_ = drain(p[0], &len, &over, pid);
-        }
-        /* Closed by every writer: the trial has ended or is about to. */
-        pid_t w = wait4(pid, &status, open_ ? WNOHANG : 0, &ru);
-        if (w == pid) {
-            break;
-        }
-        if (w < 0 && errno != EINTR) {
-            _exit(75);
-        }
-    }
-    if (open_) {
-        drain(p[0], &len, &over, pid);
-    }
-    close(p[0]);
+    close(po[1]);
+    close(pe[1]);
+    collect(&out, &err, pid, &status, &ru);
     unsigned left = leftovers();
     unsigned now = residue();
     unsigned residue_n = now > baseline ? now - baseline : 0;
@@ -204,21 +239,22 @@ static void trial(const char *nonce, char **argv) {
                                 (unsigned long long)ru.ru_stime.tv_sec * 1000000u + ru.ru_stime.tv_usec;
     const char *kind = "exited";
     int value = 0;
-    if (over) {
+    if (out.over) {
         kind = "output-cap";
     } else if (WIFSIGNALED(status)) {
         kind = "signalled";
         value = WTERMSIG(status);
-    } else if (WEXITSTATUS(status) == 127 && len == 0) {
+    } else if (WEXITSTATUS(status) == 127 && out.len == 0) {
         kind = "no-exec";
         value = 127;
     } else {
         value = WEXITSTATUS(status);
     }
-    int n = snprintf(head, sizeof head, "ngcc-trial %s %s %d %llu %u %u %zu\n", nonce, kind, value, cpu_us, left,
-                     residue_n, len);
+    int n = snprintf(head, sizeof head, "ngcc-trial %s %s %d %llu %u %u %zu %zu\n", nonce, kind, value, cpu_us, left,
+                     residue_n, out.len, err.len);
     write_all(head, (size_t)n);
-    write_all(out_buf, len);
+    write_all(out_buf, out.len);
+    write_all(err_buf, err.len);
 }
 
 int main(void) {

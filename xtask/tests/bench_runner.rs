@@ -1,7 +1,7 @@
 //! The trial runner (`drivers/bench_runner.c`) attacked from inside the candidate's
 //! process, as a hostile submitter would: a trial that leaves a busy child behind, one
 //! that leaves a file for the next trial, one that tries to stop or kill the runner and
-//! to write a forged frame into its stream. And `bench --resume`, per record.
+//! to write a forged frame into its stream, one that floods stderr. And `bench --resume`, per record.
 
 mod common;
 
@@ -22,6 +22,12 @@ const TAMPER: &str = "#define _DEFAULT_SOURCE 1\n#include <fcntl.h>\n#include <s
       int fd;\n  kill(1, SIGSTOP);\n  kill(1, SIGKILL);\n\
       fd = open(\"/proc/1/fd/1\", O_WRONLY);\n  if (fd >= 0) { if (write(fd, forged, sizeof forged - 1) < 0) {} close(fd); }\n\
       fd = open(\"/proc/1/mem\", O_RDWR);\n  if (fd >= 0) { close(fd); }\n}\n";
+
+/// 1 MiB on stderr per trial: more than the runner keeps (64 KiB), none of it may stop it.
+const NOISY: &str = "#define _DEFAULT_SOURCE 1\n#include <string.h>\n#include <unistd.h>\n\
+    __attribute__((constructor)) static void fix_noisy(void) {\n\
+      static char junk[1 << 16];\n  memset(junk, 'n', sizeof junk);\n\
+      for (int i = 0; i < 16; i++) { if (write(2, junk, sizeof junk) < 0) { return; } }\n}\n";
 
 fn setup(tmp: &std::path::Path, insts: &[Inst]) -> (std::path::PathBuf, std::path::PathBuf) {
     write_tree(&tmp.join("tree"), insts);
@@ -44,6 +50,7 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
         ("fix-leftover", 16, LEFTOVER.into()),
         ("fix-residue", 16, RESIDUE.into()),
         ("fix-tamper", 16, TAMPER.into()),
+        ("fix-noisy", 16, NOISY.into()),
     ];
     let (m, zip) = setup(tmp.path(), &insts);
     let out = tmp.path().join("out");
@@ -62,7 +69,9 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
     // reaches it, so the trials run on and are checked like the honest twin's.
     let (honest, tamper) =
         (record(&out, "fixture-kem", "fix-16", "keygen"), record(&out, "fixture-kem", "fix-tamper", "keygen"));
-    for r in [&honest, &tamper] {
+    // Its stderr travels in the frame, capped: the trials of the noisy one are timed too.
+    let noisy = record(&out, "fixture-kem", "fix-noisy", "keygen");
+    for r in [&honest, &tamper, &noisy] {
         assert_eq!(r.host_check.credibility, Credibility::Checked, "{}: {:?}", r.label, r.host_check);
         assert!(r.trials.iter().all(|t| t.host_cpu_ns.is_some()), "{}: the host read every trial", r.label);
         assert_eq!(r.trials.iter().filter(|t| !t.trial.replaced).count(), 3);

@@ -23,6 +23,8 @@ const PROGRAM: &str = "bench_runner";
 const GUEST: &str = "/runner";
 /// The most a trial may print (the runner kills it past this).
 const MAX_OUT: usize = 1 << 20;
+/// The most of a trial's stderr the runner keeps (it drops the rest).
+const MAX_ERR: usize = 64 << 10;
 
 /// The built runner: its host folder and digest.
 #[derive(Debug, Clone)]
@@ -162,15 +164,20 @@ impl Runner {
             let text = project::printable(&String::from_utf8_lossy(&head));
             return Ok(Err(format!("the trial runner's stream held no frame of this trial: {text:?}")));
         };
-        let stdout = match self.session.bytes(frame.len, deadline)? {
-            Ok(bytes) => bytes,
+        let (stdout, err) = match self.session.bytes(frame.len + frame.err_len, deadline)? {
+            Ok(mut bytes) => {
+                let err = bytes.split_off(frame.len);
+                (bytes, err)
+            }
             Err(stopped) => return Ok(Ok(self.stopped(stopped))),
         };
         let cpu = match (before, self.session.cpu()) {
             (HostCpu::Ns(a), HostCpu::Ns(b)) => HostCpu::Ns(b.saturating_sub(a)),
             (HostCpu::Unavailable(why), _) | (_, HostCpu::Unavailable(why)) => HostCpu::Unavailable(why),
         };
-        let stderr = self.session.take_stderr();
+        // The trial's stderr came in its frame; the container's own (the runner's) is
+        // kept after it.
+        let stderr = String::from_utf8_lossy(&err).into_owned() + &self.session.take_stderr();
         Ok(Ok(TrialRun {
             outcome: frame.outcome,
             stdout,
@@ -205,15 +212,16 @@ struct Frame {
     left: u32,
     residue: u32,
     len: usize,
+    err_len: usize,
 }
 
 impl Frame {
-    /// `ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len>`, for
-    /// this nonce.
+    /// `ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len> <errlen>`,
+    /// for this nonce.
     fn parse(line: &[u8], nonce: &str) -> Option<Frame> {
         let text = std::str::from_utf8(line).ok()?;
         let w: Vec<&str> = text.split(' ').collect();
-        let [tag, n, kind, value, cpu_us, left, residue, len] = w[..] else { return None };
+        let [tag, n, kind, value, cpu_us, left, residue, len, err_len] = w[..] else { return None };
         if tag != "ngcc-trial" || n != nonce {
             return None;
         }
@@ -225,8 +233,9 @@ impl Frame {
             _ => return None,
         };
         let len: usize = len.parse().ok().filter(|&l| l <= MAX_OUT)?;
+        let err_len: usize = err_len.parse().ok().filter(|&l| l <= MAX_ERR)?;
         let (cpu_us, left, residue) = (cpu_us.parse().ok()?, left.parse().ok()?, residue.parse().ok()?);
-        Some(Frame { outcome, cpu_us, left, residue, len })
+        Some(Frame { outcome, cpu_us, left, residue, len, err_len })
     }
 }
 
@@ -236,15 +245,18 @@ mod tests {
 
     #[test]
     fn frames_are_taken_only_for_this_trial() {
-        let f = Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 2 31", "ab1").unwrap();
-        assert_eq!(f, Frame { outcome: Outcome::Exited(0), cpu_us: 1200, left: 0, residue: 2, len: 31 });
-        assert_eq!(Frame::parse(b"ngcc-trial ab1 signalled 9 1 2 0 0", "ab1").unwrap().outcome, Outcome::Signalled(9));
-        assert_eq!(Frame::parse(b"ngcc-trial ab1 output-cap 0 1 0 0 0", "ab1").unwrap().outcome, Outcome::OutputLimit);
-        // Another trial's nonce, a forged kind, an oversize length, extra words: no frame.
-        assert!(Frame::parse(b"ngcc-trial ab2 exited 0 1200 0 0 31", "ab1").is_none());
-        assert!(Frame::parse(b"ngcc-trial ab1 credible 0 1200 0 0 31", "ab1").is_none());
-        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 99999999", "ab1").is_none());
-        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 31 x", "ab1").is_none());
+        let f = Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 2 31 7", "ab1").unwrap();
+        assert_eq!(f, Frame { outcome: Outcome::Exited(0), cpu_us: 1200, left: 0, residue: 2, len: 31, err_len: 7 });
+        assert_eq!(Frame::parse(b"ngcc-trial ab1 signalled 9 1 2 0 0 0", "ab1").unwrap().outcome, Outcome::Signalled(9));
+        assert_eq!(Frame::parse(b"ngcc-trial ab1 output-cap 0 1 0 0 0 0", "ab1").unwrap().outcome, Outcome::OutputLimit);
+        // Another trial's nonce, a forged kind, an oversize length or stderr, a missing or
+        // an extra word: no frame.
+        assert!(Frame::parse(b"ngcc-trial ab2 exited 0 1200 0 0 31 0", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 credible 0 1200 0 0 31 0", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 99999999 0", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 31 65537", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 31", "ab1").is_none());
+        assert!(Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 0 31 0 x", "ab1").is_none());
         assert!(Frame::parse(b"{\"iterations\":1}", "ab1").is_none());
     }
 }
