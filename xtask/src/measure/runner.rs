@@ -247,8 +247,14 @@ mod tests {
     fn frames_are_taken_only_for_this_trial() {
         let f = Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 2 31 7", "ab1").unwrap();
         assert_eq!(f, Frame { outcome: Outcome::Exited(0), cpu_us: 1200, left: 0, residue: 2, len: 31, err_len: 7 });
-        assert_eq!(Frame::parse(b"ngcc-trial ab1 signalled 9 1 2 0 0 0", "ab1").unwrap().outcome, Outcome::Signalled(9));
-        assert_eq!(Frame::parse(b"ngcc-trial ab1 output-cap 0 1 0 0 0 0", "ab1").unwrap().outcome, Outcome::OutputLimit);
+        assert_eq!(
+            Frame::parse(b"ngcc-trial ab1 signalled 9 1 2 0 0 0", "ab1").unwrap().outcome,
+            Outcome::Signalled(9)
+        );
+        assert_eq!(
+            Frame::parse(b"ngcc-trial ab1 output-cap 0 1 0 0 0 0", "ab1").unwrap().outcome,
+            Outcome::OutputLimit
+        );
         // Another trial's nonce, a forged kind, an oversize length or stderr, a missing or
         // an extra word: no frame.
         assert!(Frame::parse(b"ngcc-trial ab2 exited 0 1200 0 0 31 0", "ab1").is_none());
