@@ -64,6 +64,20 @@ pub enum Cmd {
     /// instance-dependent) derived from the library's constants and the measured calls,
     /// under <out>/<system>/profile/<id>/. Takes every option of `bench`.
     Profile(Profile),
+    /// Constant-time check: secret-dependent branches and memory indices, found by valgrind's memcheck.
+    ///
+    /// Builds a variant of each instance with debug information (-g; otherwise the guide
+    /// build) in the toolchain's analysis image (the toolchain image plus the valgrind
+    /// pinned in toolchains/analysis/<toolchain>.toml, made on first use), and runs each
+    /// secret-handling operation of the family under memcheck with its secrets marked
+    /// undefined: KEM keygen and enc the DRNG output, dec the secret key; signature keygen
+    /// the DRNG output, sign the secret key and the DRNG output. Public outputs are
+    /// declassified when the call returns. Every conditional jump, memory address or
+    /// system call argument computed from a secret is a finding, with its file:line in the
+    /// candidate's tree and its call stack, in <out>/<system>/ct/<id>/<label>__<op>.json.
+    /// No finding is no proof: only the paths run are seen, and stock memcheck sees no
+    /// division. Exit 1 when any operation has findings or failed.
+    Ct(Ct),
     /// Image, verify, bench and profile for a set of submissions on one system, resumable.
     Campaign(Campaign),
     /// Render a submission's evidence as a page with the structure of the seed pages.
@@ -342,6 +356,21 @@ pub struct Bench {
 pub struct Profile {
     #[command(flatten)]
     pub bench: Bench,
+}
+
+#[derive(Debug, Args)]
+pub struct Ct {
+    #[command(flatten)]
+    pub inputs: Inputs,
+    /// Only these operations (repeatable; default: every secret-handling one).
+    #[arg(long = "op")]
+    pub ops: Vec<String>,
+    /// Runs of each operation, each on its own DRNG seed (more runs reach more paths).
+    #[arg(long, default_value_t = crate::ct::CtOptions::default().runs, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Wall-time limit of one operation's memcheck run, in seconds.
+    #[arg(long, default_value_t = crate::ct::CtOptions::default().timeout_s, value_name = "SECS")]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]
@@ -635,6 +664,7 @@ impl Cmd {
             Cmd::Verify(v) => Some(&v.inputs.out),
             Cmd::Bench(b) => Some(&b.inputs.out),
             Cmd::Profile(p) => Some(&p.bench.inputs.out),
+            Cmd::Ct(c) => Some(&c.inputs.out),
             Cmd::Campaign(c) => Some(&c.out),
             Cmd::Merge(m) => Some(&m.out),
             _ => None,
@@ -655,6 +685,7 @@ impl Xtask {
             }
             Cmd::Bench(b) => b.inputs.resolve(cwd),
             Cmd::Profile(p) => p.bench.inputs.resolve(cwd),
+            Cmd::Ct(c) => c.inputs.resolve(cwd),
             Cmd::Campaign(c) => {
                 absolute_ids(&mut c.ids, cwd);
                 absolute(&mut c.out, cwd);

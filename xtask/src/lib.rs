@@ -5,6 +5,7 @@
 pub mod build;
 pub mod campaign;
 pub mod container;
+pub mod ct;
 pub mod doctor;
 pub mod evidence;
 pub mod family;
@@ -58,6 +59,7 @@ fn dispatch(cmd: Cmd, sh: &Shell) -> Result<()> {
         Cmd::Verify(cmd) => cmd.run(sh),
         Cmd::Bench(cmd) => cmd.run(sh),
         Cmd::Profile(cmd) => cmd.run(sh),
+        Cmd::Ct(cmd) => cmd.run(sh),
         Cmd::Env(cmd) => cmd.run(sh),
         Cmd::Doctor(cmd) => cmd.run(sh),
         Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(sh),

@@ -76,6 +76,17 @@ impl BuildEnv {
         Ok(BuildEnv { backend, arch, lock })
     }
 
+    /// The analysis environment beside this one (`ct`): the same engine and
+    /// architecture, in the toolchain's analysis image.
+    pub fn analysis(&self, sh: &Shell) -> Result<BuildEnv> {
+        let (Backend::Container(engine), Some(base)) = (self.backend, &self.lock) else {
+            bail!("ct needs a container engine: valgrind is pinned in the toolchain's analysis image");
+        };
+        let tc = Toolchain::load(&base.toolchain)?;
+        let lock = image::ensure_analysis(sh, engine, &tc, base)?;
+        Ok(BuildEnv { backend: self.backend, arch: self.arch, lock: Some(lock) })
+    }
+
     pub fn sandbox(&self, limits: Limits) -> Sandbox {
         Sandbox { backend: self.backend, image: self.lock.as_ref().map(|l| l.tag.clone()), limits }
     }
@@ -185,6 +196,11 @@ impl BuildCtx<'_> {
     /// The profiling variant of `inst` (`recipe::profile_plan`), built like any other.
     pub fn ensure_profile(&self, inst: &Instance) -> Result<Built> {
         self.ensure_plan(inst, recipe::profile_plan(self.sub, inst, self.src, &self.places())?)
+    }
+
+    /// The constant-time variant of `inst` (`recipe::ct_plan`), built like any other.
+    pub fn ensure_ct(&self, inst: &Instance) -> Result<Built> {
+        self.ensure_plan(inst, recipe::ct_plan(self.sub, inst, self.src, &self.places())?)
     }
 
     fn ensure_plan(&self, inst: &Instance, plan: Plan) -> Result<Built> {

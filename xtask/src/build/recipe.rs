@@ -233,6 +233,39 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
     Ok(plan)
 }
 
+/// The constant-time variant of `inst` (`ct`): the reference plan's library with debug
+/// information and the DRNG wrapper (`ct_random.c`), and the family's ct driver; no
+/// other program. Otherwise the guide build: the same flags, sources and defines.
+pub fn ct_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
+    let ct = sub.family()?.ct.with_context(|| {
+        format!("{}: a {} has no secret input to check", sub.id, sub.family().map_or("", |f| f.noun))
+    })?;
+    if sub.build.cmake.is_some() || sub.bench.is_none() {
+        bail!(
+            "{}: ct needs the cc recipe and a [bench] section (its driver reaches the API through the adapter)",
+            sub.id
+        );
+    }
+    let mut plan = plan(sub, inst, src, places)?;
+    plan.steps.retain(|s| s.output.as_deref() == Some(LIBRARY));
+    let lib = plan.steps.first_mut().context("no library step")?;
+    let at = lib.argv.len() - 2; // before `-o libinstance.so`
+    lib.argv.splice(at..at, [places.driver(CT_RANDOM), "-Wl,--wrap=get_random_number".into()]);
+    let adapter = Adapter { what: "constant-time driver".into(), driver: ct.driver, optional: false };
+    let mut driver = adapter_step(sub, inst, src, places, &plan.flags, adapter)?;
+    driver.argv.insert(1, "-DNGCC_CT".into());
+    plan.steps.push(driver);
+    for step in &mut plan.steps {
+        step.argv.insert(1, "-g".into());
+    }
+    plan.run = vec![];
+    plan.flag_set = format!("{}+ct", plan.flag_set);
+    Ok(plan)
+}
+
+/// The DRNG wrapper linked into the constant-time variant of a library.
+pub const CT_RANDOM: &str = "ct_random.c";
+
 /// The files `inst` must never compile. Each entry must name a file of the tree: an
 /// entry that matches nothing protects nothing (a moved demo would be compiled).
 fn never_compile(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<String>> {

@@ -199,11 +199,7 @@ pub fn check(
     let cmake_version = sandbox.version_line(sh, "cmake")?;
     let query = sandbox.output(sh, &["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])?;
     let uname = sandbox.output(sh, &["uname", "-m"])?;
-    let packages: BTreeMap<String, String> = String::from_utf8_lossy(&query)
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(p, v)| (p.split(':').next().unwrap_or(p).to_owned(), v.to_owned()))
-        .collect();
+    let packages = package_list(&query);
     let uname_m = String::from_utf8_lossy(&uname).trim().to_owned();
     let mut problems = tc.pin_violations(&packages);
     if gcc_version != tc.expect.gcc {
@@ -233,9 +229,93 @@ pub fn check(
         uname_m,
         packages,
         checked_at: project::now_utc(),
+        analysis: None,
     };
     crate::evidence::schema::write(&ImageLock::path(engine, &tag), &lock)?;
     Ok(lock)
+}
+
+/// The analysis image of a toolchain (`ct`): its checked toolchain image plus the
+/// analysis pins, installed with apt in a container of it and committed. Reused while
+/// its lock names the same base image and every pin holds.
+pub fn ensure_analysis(sh: &Shell, engine: Engine, tc: &Toolchain, base: &ImageLock) -> Result<ImageLock> {
+    if tc.analysis.is_empty() {
+        bail!("toolchain {} has no analysis image: no toolchains/analysis/{}.toml", tc.name, tc.name);
+    }
+    let tag = tc.analysis_tag(base.arch, &base.image_id);
+    if let Some(id) = engine.image_id(sh, &tag)? {
+        if let Some(lock) = ImageLock::load(engine, &tag).filter(|l| l.image_id == id) {
+            crate::note!("analysis image {tag} reused ({})", &id[..12.min(id.len())]);
+            return Ok(lock);
+        }
+        return check_analysis(sh, engine, tc, base, &tag);
+    }
+    let pins: Vec<String> = tc.analysis.iter().map(|(p, v)| format!("{p}={v}")).collect();
+    crate::note!("making the analysis image {tag}: {} on {}", pins.join(" "), base.tag);
+    let live = crate::ui::progress(format!("apt-get install {}", pins.join(" ")), None);
+    let t = Instant::now();
+    let name = format!("ngcc-analysis-{}", std::process::id());
+    let script = format!(
+        "apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends {} >&2 \
+         && rm -rf /var/lib/apt/lists/*",
+        pins.join(" ")
+    );
+    // The sandbox's limits (this host family refuses the engine's defaults).
+    let limits = ["--ulimit=nofile=1024:1024", "--ulimit=nproc=1024:1024"];
+    let mut run: Vec<String> = ["run", "--name", &name, "--network", "host"].map(String::from).into();
+    run.extend(limits.map(String::from));
+    run.extend([base.tag.clone(), "sh".into(), "-c".into(), script]);
+    let made = engine.call(sh, &run).and_then(|_| engine.call(sh, &["commit".into(), name.clone(), tag.clone()]));
+    let _ = engine.call(sh, &engine.remove_args(&name));
+    made.with_context(|| format!("cannot make the analysis image of {} ({})", tc.name, pins.join(" ")))?;
+    drop(live);
+    crate::note!("analysis image made in {:.0} s", t.elapsed().as_secs_f64());
+    check_analysis(sh, engine, tc, base, &tag)
+}
+
+/// Check an analysis image against its base image's lock and the analysis pins.
+fn check_analysis(sh: &Shell, engine: Engine, tc: &Toolchain, base: &ImageLock, tag: &str) -> Result<ImageLock> {
+    let image_id = engine.image_id(sh, tag)?.with_context(|| format!("no image {tag}"))?;
+    let sandbox =
+        Sandbox { backend: Backend::Container(engine), image: Some(tag.to_owned()), limits: Limits::default() };
+    let gcc_version = sandbox.version_line(sh, "gcc")?;
+    let valgrind_version = sandbox.version_line(sh, "valgrind")?;
+    let query = sandbox.output(sh, &["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])?;
+    let packages = package_list(&query);
+    let mut problems = tc.analysis_violations(&packages);
+    problems.extend(tc.pin_violations(&packages));
+    if gcc_version != base.gcc_version {
+        problems.push(format!("gcc --version says {gcc_version:?}, its toolchain image {:?}", base.gcc_version));
+    }
+    if !problems.is_empty() {
+        bail!("analysis image {tag} does not match toolchain {}:\n  {}", tc.name, problems.join("\n  "));
+    }
+    let pinned = tc.analysis.keys().filter_map(|p| Some((p.clone(), packages.get(p)?.clone()))).collect();
+    let lock = ImageLock {
+        tag: tag.to_owned(),
+        image_id,
+        rootfs_sha256: None,
+        packages,
+        checked_at: project::now_utc(),
+        analysis: Some(crate::evidence::schema::AnalysisLayer {
+            base_tag: base.tag.clone(),
+            base_image_id: base.image_id.clone(),
+            pinned,
+            valgrind_version,
+        }),
+        ..base.clone()
+    };
+    crate::evidence::schema::write(&ImageLock::path(engine, tag), &lock)?;
+    Ok(lock)
+}
+
+/// `dpkg-query -W` lines as package → version (the architecture qualifier dropped).
+fn package_list(query: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(query)
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(p, v)| (p.split(':').next().unwrap_or(p).to_owned(), v.to_owned()))
+        .collect()
 }
 
 #[cfg(test)]

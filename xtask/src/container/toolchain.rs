@@ -13,6 +13,8 @@ use crate::project;
 
 /// Bumped when the way an image is made from a spec changes.
 const IMAGE_RECIPE: &str = "mmdebstrap-apt-v1";
+/// Bumped when the way an analysis image is made from its toolchain image changes.
+const ANALYSIS_RECIPE: &str = "apt-install-v1";
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -27,8 +29,20 @@ pub struct Toolchain {
     #[serde(default)]
     pub unpinned: Unpinned,
     pub expect: Expect,
+    /// package → exact version, added to the toolchain image for `ct` (its analysis
+    /// image, `toolchains/analysis/<name>.toml`); kept out of this spec so that the
+    /// toolchain image does not change with them.
+    #[serde(skip)]
+    pub analysis: BTreeMap<String, String>,
     #[serde(skip)]
     pub spec_sha256: String,
+}
+
+/// `toolchains/analysis/<name>.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnalysisSpec {
+    pinned: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -72,6 +86,10 @@ impl Toolchain {
             bail!("{path}: name = {:?} does not match the file name", tc.name);
         }
         tc.spec_sha256 = project::sha256_file(&path)?;
+        let analysis = Self::dir().join("analysis").join(format!("{name}.toml"));
+        if analysis.is_file() {
+            tc.analysis = project::read_toml::<AnalysisSpec>(&analysis)?.pinned;
+        }
         Ok(tc)
     }
 
@@ -97,6 +115,19 @@ impl Toolchain {
         format!("localhost/ngcc-repro/{}:{}-{}", self.name, arch.debian(), &key[..16])
     }
 
+    /// The analysis image's tag: the toolchain image it is made from and its own pins.
+    pub fn analysis_tag(&self, arch: Arch, base_image_id: &str) -> String {
+        let pins: Vec<String> = self.analysis.iter().map(|(p, v)| format!("{p}={v}")).collect();
+        let key = format!("{ANALYSIS_RECIPE}\n{}\n{base_image_id}\n{}", self.tag(arch), pins.join(" "));
+        let key = project::sha256_hex(key.as_bytes());
+        format!("localhost/ngcc-repro/{}-analysis:{}-{}", self.name, arch.debian(), &key[..16])
+    }
+
+    /// Every analysis pin the installed packages do not match.
+    pub fn analysis_violations(&self, installed: &BTreeMap<String, String>) -> Vec<String> {
+        violations(&self.analysis, installed)
+    }
+
     /// `--include` list for mmdebstrap: pinned packages with `=version`.
     pub fn include_list(&self) -> Vec<String> {
         self.pinned.iter().map(|(p, v)| format!("{p}={v}")).chain(self.unpinned.packages.iter().cloned()).collect()
@@ -104,15 +135,18 @@ impl Toolchain {
 
     /// Every pinned package whose installed version differs (or is missing).
     pub fn pin_violations(&self, installed: &BTreeMap<String, String>) -> Vec<String> {
-        self.pinned
-            .iter()
-            .filter_map(|(p, want)| match installed.get(p) {
-                Some(have) if have == want => None,
-                Some(have) => Some(format!("{p}: pinned {want}, image has {have}")),
-                None => Some(format!("{p}: pinned {want}, not installed")),
-            })
-            .collect()
+        violations(&self.pinned, installed)
     }
+}
+
+fn violations(pins: &BTreeMap<String, String>, installed: &BTreeMap<String, String>) -> Vec<String> {
+    pins.iter()
+        .filter_map(|(p, want)| match installed.get(p) {
+            Some(have) if have == want => None,
+            Some(have) => Some(format!("{p}: pinned {want}, image has {have}")),
+            None => Some(format!("{p}: pinned {want}, not installed")),
+        })
+        .collect()
 }
 
 impl ImageLock {

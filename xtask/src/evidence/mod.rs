@@ -10,6 +10,7 @@
 //! <out>/<system>/records/<id>/environment.json    environment manifest, campaign start/end
 //! <out>/<system>/profile/<id>/<label>__<op>.json  symmetric-primitive profile of one operation
 //! <out>/<system>/profile/<id>/survey.json         compiled-in and reached primitives, verdict
+//! <out>/<system>/ct/<id>/<label>__<op>.json       constant-time findings of one operation
 //! <out>/<system>/report/<id>.md              the page rendered from the above
 //! <out>/EVIDENCE.sha256                       index of every file above
 //! <out>/EVIDENCE.sha256.sha256                the index's own digest
@@ -36,7 +37,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use xshell::Shell;
 
-use self::schema::{Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
+use self::schema::{CtRecord, Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
 use crate::flags::{EvidenceCheck, EvidenceIndex};
 use crate::project;
 
@@ -104,6 +105,14 @@ impl Layout {
 
     pub fn survey(&self, id: &str) -> Utf8PathBuf {
         self.profile_dir(id).join("survey.json")
+    }
+
+    pub fn ct_dir(&self, id: &str) -> Utf8PathBuf {
+        self.system_dir.join("ct").join(id)
+    }
+
+    pub fn ct(&self, id: &str, label: &str, op: &str) -> Utf8PathBuf {
+        self.ct_dir(id).join(format!("{label}__{op}.json"))
     }
 
     pub fn environment(&self, id: &str) -> Utf8PathBuf {
@@ -236,6 +245,7 @@ fn typed(root: &Utf8Path, rel: &Utf8Path) -> Option<std::result::Result<(), Stri
         [_, "records", _, "size_audit.json"] => Some(schema::round_trip::<SizeAudit>(&path)),
         [_, "profile", _, "survey.json"] => Some(schema::round_trip::<Survey>(&path)),
         [_, "profile", _, file] if file.ends_with(".json") => Some(schema::round_trip::<ProfileRecord>(&path)),
+        [_, "ct", _, file] if file.ends_with(".json") => Some(schema::round_trip::<CtRecord>(&path)),
         [_, "records", _, file] if file.contains("__") && file.ends_with(".json") => {
             Some(schema::round_trip::<Record>(&path))
         }

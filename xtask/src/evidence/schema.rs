@@ -157,6 +157,7 @@ evidence! {
     BuildRecord: "build record", 1, "cargo xtask verify (the build is made again)";
     ProfileRecord: "profile record", 3, "cargo xtask profile";
     Survey: "symmetric-primitive survey", 3, "cargo xtask profile";
+    CtRecord: "constant-time record", 1, "cargo xtask ct";
 }
 
 /// The schema version this harness writes for `T`.
@@ -784,6 +785,21 @@ pub struct ImageLock {
     /// Every installed package and version.
     pub packages: BTreeMap<String, String>,
     pub checked_at: String,
+    /// An analysis image (`ct`): the toolchain image it was made from and what was
+    /// added to it; None for a toolchain image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<AnalysisLayer>,
+}
+
+/// What an analysis image adds to its toolchain image.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct AnalysisLayer {
+    pub base_tag: String,
+    pub base_image_id: String,
+    /// The packages pinned for the analysis, as installed.
+    pub pinned: BTreeMap<String, String>,
+    /// The first line of `valgrind --version`.
+    pub valgrind_version: String,
 }
 
 /// What the host knows of a finished build; lives next to `out/`, out of every
@@ -1116,4 +1132,115 @@ mod tests {
         assert!(offences.is_empty(), "{offences:#?}");
         assert_eq!(string_key_lookups("let a = v[\"x\"];\nf(&[\"a\"]); vec![\"b\"]; r[0][\"y\"]"), [1, 2]);
     }
+}
+
+// ---- constant-time findings (ct)
+
+/// One operation of one instance run under memcheck with its secrets undefined.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CtRecord {
+    pub schema: u32,
+    pub id: String,
+    pub label: String,
+    pub op: OpId,
+    pub system: String,
+    /// What the driver made secret (the family's words).
+    pub secrets: String,
+    /// Runs of the operation, each on its own DRNG seed.
+    pub runs: u32,
+    pub status: CtStatus,
+    /// Why the status is not `findings` or `none-found`, or what limits it.
+    pub detail: Option<String>,
+    /// Distinct findings, most frequent first.
+    pub findings: Vec<CtFinding>,
+    /// Bytes the driver marked secret and DRNG bytes poisoned, as its report gave them
+    /// (a client message in memcheck's XML).
+    pub secret_bytes: u64,
+    pub random_bytes: u64,
+    /// Valgrind client requests found in the candidate's own code (they can hide a leak).
+    pub client_requests: u32,
+    pub command: Vec<String>,
+    pub toolchain: ToolchainRecord,
+    pub analysis: AnalysisLayer,
+    pub build_key: String,
+    pub library_sha256: String,
+    /// Wall time of the memcheck run, in seconds (the tool's clock).
+    pub wall_s: f64,
+    pub harness_commit: String,
+    pub started: String,
+    pub finished: String,
+}
+
+/// What a `ct` run of one operation found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CtStatus {
+    /// Memcheck reported secret-dependent behaviour.
+    Findings,
+    /// Something was secret and memcheck reported nothing on the paths run (no proof).
+    NoneFound,
+    /// The driver marked nothing secret (no DRNG output reached the wrapper): no conclusion.
+    NothingPoisoned,
+    /// The operation, the driver or valgrind failed, or its report could not be read.
+    Failed,
+}
+
+impl CtStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CtStatus::Findings => "findings",
+            CtStatus::NoneFound => "none found",
+            CtStatus::NothingPoisoned => "nothing poisoned",
+            CtStatus::Failed => "failed",
+        }
+    }
+}
+
+/// What memcheck saw depend on a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CtKind {
+    /// A conditional jump or move (`UninitCondition`).
+    Branch,
+    /// A memory address (`UninitValue`).
+    Index,
+    /// A variable-latency instruction's operand (a patched valgrind only).
+    Division,
+    /// A system call's argument (`SyscallParam`).
+    Syscall,
+    Other,
+}
+
+impl CtKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CtKind::Branch => "secret-dependent branch",
+            CtKind::Index => "secret-dependent memory index",
+            CtKind::Division => "secret-dependent variable-time instruction",
+            CtKind::Syscall => "secret passed to a system call",
+            CtKind::Other => "other memcheck error",
+        }
+    }
+}
+
+/// One distinct finding: its kind, where it is (the innermost frame in the candidate's
+/// source tree), its call stack and how often memcheck reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CtFinding {
+    pub kind: CtKind,
+    pub at: CtFrame,
+    /// Innermost first.
+    pub stack: Vec<CtFrame>,
+    pub count: u64,
+    /// Memcheck's own words (`Conditional jump or move depends on uninitialised value(s)`).
+    pub what: String,
+}
+
+/// One stack frame: a function and, where debug information says, a file of the source
+/// tree (relative to its root), `driver:<file>` for the harness's, or the object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CtFrame {
+    pub function: String,
+    pub file: String,
+    pub line: u32,
 }

@@ -157,6 +157,21 @@ impl CheckCtx<'_> {
     }
 }
 
+/// The constant-time check of a family (`ct`): its driver, built with the family's API
+/// adapter, and the operations that handle secrets.
+#[derive(Debug, Clone, Copy)]
+pub struct CtCheck {
+    pub driver: Driver,
+    pub ops: &'static [CtOp],
+}
+
+/// One operation `ct` runs, and what it makes secret (for pages and `--help`).
+#[derive(Debug, Clone, Copy)]
+pub struct CtOp {
+    pub id: &'static str,
+    pub secrets: &'static str,
+}
+
 #[derive(Debug)]
 pub struct Family {
     pub id: FamilyId,
@@ -197,6 +212,8 @@ pub struct Family {
     pub sizes_extra: Option<fn(&[&crate::evidence::schema::Record]) -> String>,
     /// What `profile` times when no `--op` is given; empty: the default operations.
     pub profiled: &'static [&'static str],
+    /// The constant-time check; None where no operation has a secret input (a hash).
+    pub ct: Option<CtCheck>,
 }
 
 const fn op(id: &'static str) -> Operation {
@@ -210,6 +227,8 @@ const fn hash_op(id: &'static str, bytes: u64) -> Operation {
 const fn pass_op(id: &'static str, pass: u32) -> Operation {
     Operation { id, default: true, bytes: None, pass }
 }
+
+const DRNG: &str = "the DRNG output";
 
 const NOP: Operation = Operation { id: "nop", default: false, bytes: None, pass: 0 };
 const PUBLIC_KEY: &str = "public-key algorithm";
@@ -240,6 +259,14 @@ pub static KEM: Family = Family {
     baseline: None,
     sizes_extra: None,
     profiled: &[],
+    ct: Some(CtCheck {
+        driver: Driver { source: "kem_ct.c", program: "kem_ct" },
+        ops: &[
+            CtOp { id: "keygen", secrets: DRNG },
+            CtOp { id: "enc", secrets: DRNG },
+            CtOp { id: "dec", secrets: "the secret key" },
+        ],
+    }),
 };
 
 pub static SIG: Family = Family {
@@ -264,6 +291,13 @@ pub static SIG: Family = Family {
     baseline: None,
     sizes_extra: None,
     profiled: &[],
+    ct: Some(CtCheck {
+        driver: Driver { source: "sig_ct.c", program: "sig_ct" },
+        ops: &[
+            CtOp { id: "keygen", secrets: DRNG },
+            CtOp { id: "sign", secrets: "the secret key and the DRNG output" },
+        ],
+    }),
 };
 
 /// The guide's hash message sizes S1–S8 in bytes, one operation each.
@@ -307,6 +341,7 @@ pub static HASH: Family = Family {
     baseline: Some("baseline-hash"),
     sizes_extra: None,
     profiled: &[],
+    ct: None,
 };
 
 /// The most message passes the drivers replay (`drivers/kex_passes.h`).
@@ -355,6 +390,7 @@ pub static KEX: Family = Family {
     sizes_extra: Some(kex::bandwidth),
     // The reference pages profile the whole protocol.
     profiled: &["exchange"],
+    ct: None,
 };
 
 impl FamilyId {

@@ -1,0 +1,83 @@
+/*
+ * ngcc-repro constant-time driver for KEMs: one operation per run, under valgrind's
+ * memcheck, with its secrets undefined (ct_core.h). `cargo xtask ct` reads memcheck's XML.
+ *
+ *   kem_ct <keygen|enc|dec> <runs>
+ *
+ * Built with `-DNGCC_CT -include <API header> -include bench_<api>.h`. Each run seeds the
+ * DRNG with its own bytes. keygen and enc: the DRNG output is secret; the public key and
+ * the ciphertext are declassified when the call returns. dec: the secret key is secret,
+ * from a keygen and an enc run in the clear; it decapsulates the ciphertext and then
+ * the ciphertext with its first byte flipped (the implicit-rejection path).
+ */
+#include "ct_core.h"
+
+static const char *const ops[] = {"keygen", "enc", "dec"};
+
+static unsigned char *pk, *sk, *ct, *ss;
+static unsigned long long pk_len, sk_len, ct_len, ss_len;
+
+static void keygen(int secret_random) {
+    int ret;
+    pk_len = bench_pk_max();
+    sk_len = bench_sk_max();
+    ct_random(secret_random);
+    ret = bench_keygen(pk, &pk_len, sk, &sk_len);
+    ct_random(0);
+    ct_must(&ret, "keygen");
+    ct_public(&pk_len, sizeof pk_len);
+    ct_public(&sk_len, sizeof sk_len);
+    ct_public(pk, pk_len);
+}
+
+static void enc(int secret_random) {
+    int ret;
+    ct_len = bench_ct_max();
+    ss_len = bench_ss_max();
+    ct_random(secret_random);
+    ret = bench_enc(pk, pk_len, ss, &ss_len, ct, &ct_len);
+    ct_random(0);
+    ct_must(&ret, "enc");
+    ct_public(&ct_len, sizeof ct_len);
+    ct_public(&ss_len, sizeof ss_len);
+    ct_public(ct, ct_len);
+}
+
+static void dec(void) {
+    int ret, flip;
+    for (flip = 0; flip < 2; flip++) {
+        ct[0] ^= (unsigned char)flip;
+        ct_secret(sk, sk_len);
+        ss_len = bench_ss_max();
+        ret = bench_dec(sk, sk_len, ct, ct_len, ss, &ss_len);
+        /* A KEM may reject explicitly: whether it did is the API's public answer. */
+        ct_public(&ret, sizeof ret);
+        ct_public(&ss_len, sizeof ss_len);
+        if (flip == 0) {
+            ct_must(&ret, "dec");
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    int op, runs, run, bad;
+    if ((bad = ct_args(argc, argv, ops, 3, &op, &runs)) != 0) {
+        return bad;
+    }
+    pk = ct_alloc(bench_pk_max());
+    sk = ct_alloc(bench_sk_max());
+    ct = ct_alloc(bench_ct_max());
+    ss = ct_alloc(bench_ss_max());
+    for (run = 0; run < runs; run++) {
+        ct_seed(run);
+        keygen(op == 0);
+        if (op >= 1) {
+            enc(op == 1);
+        }
+        if (op == 2) {
+            dec();
+        }
+    }
+    ct_report(ops[op], runs);
+    return 0;
+}

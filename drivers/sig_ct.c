@@ -1,0 +1,66 @@
+/*
+ * ngcc-repro constant-time driver for signatures: one operation per run, under valgrind's
+ * memcheck, with its secrets undefined (ct_core.h). `cargo xtask ct` reads memcheck's XML.
+ *
+ *   sig_ct <keygen|sign> <runs>
+ *
+ * Built with `-DNGCC_CT -include <API header> -include sig_bench_<api>.h`. Each run seeds
+ * the DRNG with its own bytes. keygen: the DRNG output is secret, the public key is
+ * declassified when the call returns. sign: the secret key (from a keygen in the clear)
+ * and the DRNG output are secret, the message (64 bytes, the timing driver's) public;
+ * the signature is declassified when the call returns.
+ */
+#include "ct_core.h"
+
+static const char *const ops[] = {"keygen", "sign"};
+
+static unsigned char *pk, *sk, *sig, msg[64];
+static unsigned long long pk_len, sk_len, sig_len;
+
+static void keygen(int secret_random) {
+    int ret;
+    pk_len = bench_pk_max();
+    sk_len = bench_sk_max();
+    ct_random(secret_random);
+    ret = bench_keygen(pk, &pk_len, sk, &sk_len);
+    ct_random(0);
+    ct_must(&ret, "keygen");
+    ct_public(&pk_len, sizeof pk_len);
+    ct_public(&sk_len, sizeof sk_len);
+    ct_public(pk, pk_len);
+}
+
+static void sign(int run) {
+    int ret;
+    unsigned i;
+    for (i = 0; i < sizeof msg; i++) {
+        msg[i] = (unsigned char)(i * 131 + 64 + run);
+    }
+    sig_len = bench_sig_max();
+    ct_secret(sk, sk_len);
+    ct_random(1);
+    ret = bench_sign(sk, sk_len, msg, sizeof msg, sig, &sig_len);
+    ct_random(0);
+    ct_must(&ret, "sign");
+    ct_public(&sig_len, sizeof sig_len);
+    ct_public(sig, sig_len);
+}
+
+int main(int argc, char **argv) {
+    int op, runs, run, bad;
+    if ((bad = ct_args(argc, argv, ops, 2, &op, &runs)) != 0) {
+        return bad;
+    }
+    pk = ct_alloc(bench_pk_max());
+    sk = ct_alloc(bench_sk_max());
+    sig = ct_alloc(bench_sig_max());
+    for (run = 0; run < runs; run++) {
+        ct_seed(run);
+        keygen(op == 0);
+        if (op == 1) {
+            sign(run);
+        }
+    }
+    ct_report(ops[op], runs);
+    return 0;
+}

@@ -1,0 +1,388 @@
+//! `cargo xtask ct`: each secret-handling operation of an instance under valgrind's
+//! memcheck with its secrets undefined, in the toolchain's analysis image. What the
+//! family poisons and declassifies is its ct driver's (`Family::ct`); this module builds,
+//! runs, reads memcheck's XML and writes one record per operation.
+//!
+//! A finding is a fact memcheck saw on the paths run. No finding is no proof, and a
+//! candidate's own code can mark its secrets defined: the library is scanned for valgrind
+//! client requests, and a record says how many it holds.
+
+pub mod memcheck;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use camino::Utf8Path;
+use xshell::Shell;
+
+use crate::build::builder::{Build, BuildCtx, BuildEnv, Built};
+use crate::build::recipe;
+use crate::build::sources::Source;
+use crate::build::submission::{Instance, Submission};
+use crate::container::sandbox::Sandbox;
+use crate::evidence::schema::{self, AnalysisLayer, CtRecord, CtStatus, OpId, ResultRow, ToolchainRecord};
+use crate::evidence::Layout;
+use crate::family::{CtCheck, CtOp};
+use crate::flags::{Ct, Inputs};
+use crate::project;
+
+/// What a `ct` run does beyond its inputs; the defaults live here.
+#[derive(Debug, Clone)]
+pub struct CtOptions {
+    pub ops: Vec<String>,
+    pub runs: u32,
+    pub timeout_s: u64,
+}
+
+impl Default for CtOptions {
+    fn default() -> CtOptions {
+        CtOptions { ops: vec![], runs: 4, timeout_s: 3600 }
+    }
+}
+
+impl Ct {
+    pub fn run(self, sh: &Shell) -> Result<()> {
+        let opts = CtOptions { ops: self.ops, runs: self.runs, timeout_s: self.timeout };
+        let failures = run_ct(sh, &self.inputs, &opts)?;
+        crate::ui::report("ct", (&self.inputs.system, &self.inputs.out), &failures)?;
+        if !failures.is_empty() {
+            return Err(crate::ui::Findings(format!(
+                "constant-time findings or failures:\n  {}",
+                failures.join("\n  ")
+            ))
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// Check every selected submission; the operations with findings or failures.
+pub fn run_ct(sh: &Shell, inputs: &Inputs, opts: &CtOptions) -> Result<Vec<String>> {
+    let run = inputs.prepare(sh, |sub| check(sub, opts))?;
+    let analysis = run.ctx.env.analysis(sh)?;
+    let sb = analysis.sandbox(inputs.limits());
+    let tc = analysis.record(sh, &sb)?;
+    let layer =
+        analysis.lock.as_ref().and_then(|l| l.analysis.clone()).context("no analysis layer in the image lock")?;
+    let mut failures = Vec::new();
+    for (sub, src) in &run.work {
+        let ctx = Ctx { sh, inputs, opts, env: &analysis, sb: &sb, tc: &tc, layer: &layer, layout: &run.ctx.layout };
+        failures.extend(ct_submission(&ctx, sub, src)?);
+    }
+    crate::evidence::reindex(&inputs.out)?;
+    Ok(failures)
+}
+
+/// Only families with secret inputs, through a `[bench]` adapter, on the cc recipe.
+fn check(sub: &Submission, opts: &CtOptions) -> Result<()> {
+    let family = sub.family()?;
+    let Some(ct) = family.ct else {
+        return crate::ui::usage(format!("{}: a {} has no secret input for ct to check", sub.id, family.noun));
+    };
+    if sub.bench.is_none() || sub.build.cmake.is_some() {
+        return crate::ui::usage(format!(
+            "{}: ct needs the cc recipe and a [bench] section (its driver reaches the API through the adapter)",
+            sub.id
+        ));
+    }
+    selected(&ct, &opts.ops, family.noun).map(drop)
+}
+
+/// The operations asked for (or all), each one the family's ct driver has.
+fn selected(ct: &CtCheck, asked: &[String], noun: &str) -> Result<Vec<CtOp>> {
+    if asked.is_empty() {
+        return Ok(ct.ops.to_vec());
+    }
+    let known: Vec<&str> = ct.ops.iter().map(|o| o.id).collect();
+    asked
+        .iter()
+        .map(|a| match ct.ops.iter().find(|o| o.id == a) {
+            Some(o) => Ok(*o),
+            None => crate::ui::usage(format!("--op {a}: ct checks a {noun}'s {}", known.join(", "))),
+        })
+        .collect()
+}
+
+/// What every operation's run shares.
+struct Ctx<'a> {
+    sh: &'a Shell,
+    inputs: &'a Inputs,
+    opts: &'a CtOptions,
+    env: &'a BuildEnv,
+    sb: &'a Sandbox,
+    tc: &'a ToolchainRecord,
+    layer: &'a AnalysisLayer,
+    layout: &'a Layout,
+}
+
+fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source) -> Result<Vec<String>> {
+    let family = sub.family()?;
+    let ct = family.ct.context("no ct driver")?;
+    let ops = selected(&ct, &ctx.opts.ops, family.noun)?;
+    let bctx = BuildCtx { sh: ctx.sh, env: ctx.env, tc: ctx.tc, sb: ctx.sb, sub, src, inputs: ctx.inputs };
+    crate::say!("{} ({}): constant-time check under {}", sub.id, sub.name, ctx.layer.valgrind_version);
+    let mut failures = Vec::new();
+    for inst in sub.instances.iter().filter(|i| ctx.inputs.selects(i)) {
+        let Built::Ok(build) = bctx.ensure_ct(inst)? else {
+            failures
+                .push(format!("{} {}: the constant-time build failed (see `cargo xtask verify`)", sub.id, inst.label));
+            continue;
+        };
+        let requests = client_requests(&build.out.join(recipe::LIBRARY))?;
+        for op in &ops {
+            let _live = crate::ui::progress(format!("ct {} {} {}", sub.id, inst.label, op.id), None);
+            let rec = record(ctx, (sub, inst, &build), (&ct, op), requests)?;
+            print_row(&rec);
+            schema::write(&ctx.layout.ct(&sub.id, &inst.label, op.id), &rec)?;
+            crate::evidence::write_index(&ctx.inputs.out)?;
+            if matches!(rec.status, CtStatus::Findings | CtStatus::Failed) {
+                failures.push(format!("{} {} {}: {}", sub.id, inst.label, op.id, summary(&rec)));
+            }
+        }
+    }
+    Ok(failures)
+}
+
+/// The valgrind command line of one operation (the driver's path as the sandbox sees it).
+fn memcheck_argv(program: &str, op: &str, runs: u32) -> Vec<String> {
+    let words = [
+        "valgrind",
+        "--tool=memcheck",
+        "-q",
+        "--xml=yes",
+        "--xml-fd=3",
+        "--error-limit=no",
+        "--num-callers=24",
+        "--max-stackframe=20480000",
+        "--vgdb=no",
+    ];
+    let mut argv: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+    argv.extend([program.to_owned(), op.to_owned(), runs.to_string()]);
+    argv
+}
+
+/// Run one operation and make its record.
+fn record(
+    ctx: &Ctx,
+    (sub, inst, build): (&Submission, &Instance, &Build),
+    (ct, op): (&CtCheck, &CtOp),
+    requests: u32,
+) -> Result<CtRecord> {
+    let started = project::now_utc();
+    let mut job =
+        build.run_job(ctx.sb.backend, &[ct.driver.program.to_owned()], Duration::from_secs(ctx.opts.timeout_s));
+    let command = memcheck_argv(&job.argv[0], op.id, ctx.opts.runs);
+    // The XML goes to the sandbox's stdout through fd 3; the program's own stdout is
+    // /dev/null, so a chatty library cannot break the report by accident.
+    job.argv = ["/bin/sh", "-c", "exec 3>&1 >/dev/null; exec \"$0\" \"$@\""].map(String::from).into();
+    job.argv.extend(command.iter().cloned());
+    let t = Instant::now();
+    let (finished, xml) = ctx.sb.run_captured(ctx.sh, &job, memcheck::MAX_XML)?;
+    let wall_s = t.elapsed().as_secs_f64();
+    let roots = memcheck::Roots { src: recipe::SRC, drivers: recipe::DRIVERS };
+    let seen = if finished.outcome.success() {
+        judge(&xml, &roots)
+    } else {
+        let stderr = project::printable(finished.stderr.trim_end());
+        let lines: Vec<&str> = stderr.lines().collect();
+        Err(format!(
+            "`{}` {}: {}",
+            command.join(" "),
+            finished.outcome,
+            lines[lines.len().saturating_sub(4)..].join("\n")
+        ))
+    };
+    let (status, findings, bytes, mut detail) = match seen {
+        Ok(j) => (j.status, j.findings, j.bytes, None),
+        Err(why) => (CtStatus::Failed, vec![], (0, 0), Some(why)),
+    };
+    if requests > 0 {
+        let note = format!("the candidate's library holds {requests} valgrind client request(s): it can mark its secrets defined and hide a leak");
+        detail = Some(detail.map_or(note.clone(), |d| format!("{d}; {note}")));
+    }
+    Ok(CtRecord {
+        schema: schema::version::<CtRecord>(),
+        id: sub.id.clone(),
+        label: inst.label.clone(),
+        op: OpId::new(op.id),
+        system: ctx.inputs.system.clone(),
+        secrets: op.secrets.to_owned(),
+        runs: ctx.opts.runs,
+        status,
+        detail,
+        findings,
+        secret_bytes: bytes.0,
+        random_bytes: bytes.1,
+        client_requests: requests,
+        command,
+        toolchain: ctx.tc.clone(),
+        analysis: ctx.layer.clone(),
+        build_key: build.record.key.clone(),
+        library_sha256: build.record.output_sha256(recipe::LIBRARY).context("no library")?.to_owned(),
+        wall_s,
+        harness_commit: project::harness_commit(ctx.sh),
+        started,
+        finished: project::now_utc(),
+    })
+}
+
+/// What a finished run's report says.
+#[derive(Debug)]
+struct Judged {
+    status: CtStatus,
+    findings: Vec<crate::evidence::schema::CtFinding>,
+    /// (secret bytes, DRNG bytes poisoned), from the driver's line.
+    bytes: (u64, u64),
+}
+
+/// The status a report gives; `Err` when it cannot be read as a whole run's.
+fn judge(xml: &[u8], roots: &memcheck::Roots) -> std::result::Result<Judged, String> {
+    let report = memcheck::parse(xml, roots)?;
+    if !report.finished {
+        return Err("memcheck's report ends before its final status".into());
+    }
+    let line = report
+        .messages
+        .iter()
+        .find_map(|m| m.strip_prefix("ngcc-ct "))
+        .ok_or("the driver's ngcc-ct line is missing")?;
+    let field = |name: &str| -> std::result::Result<u64, String> {
+        let word = line.split(' ').find_map(|w| w.strip_prefix(name).and_then(|r| r.strip_prefix('=')));
+        word.and_then(|v| v.parse().ok()).ok_or_else(|| format!("the driver's line has no {name}: {line:?}"))
+    };
+    let bytes = (field("secret_bytes")?, field("random_bytes")?);
+    let status = match (bytes, report.findings.is_empty()) {
+        (_, false) => CtStatus::Findings,
+        ((0, 0), true) => CtStatus::NothingPoisoned,
+        (_, true) => CtStatus::NoneFound,
+    };
+    Ok(Judged { status, findings: report.findings, bytes })
+}
+
+/// Valgrind's client-request preambles (amd64: four `rolq` of %rdi; arm64: four `ror` of
+/// x12), which a library needs to mark memory defined or to ask whether it runs under
+/// valgrind.
+const PREAMBLES: [[u8; 16]; 2] = [
+    [0x48, 0xc1, 0xc7, 0x03, 0x48, 0xc1, 0xc7, 0x0d, 0x48, 0xc1, 0xc7, 0x3d, 0x48, 0xc1, 0xc7, 0x33],
+    [0x8c, 0x0d, 0xcc, 0x93, 0x8c, 0x35, 0xcc, 0x93, 0x8c, 0xcd, 0xcc, 0x93, 0x8c, 0xf5, 0xcc, 0x93],
+];
+
+/// The harness's own code in a ct library (`drivers/ct_random.c`).
+const OWN_SYMBOLS: [&str; 1] = ["__wrap_get_random_number"];
+
+/// Client requests in the library's code outside the harness's own wrapper.
+pub fn client_requests(lib: &Utf8Path) -> Result<u32> {
+    use object::{Object, ObjectSymbol};
+    let data = project::read_regular(lib, 256 << 20)?;
+    let elf = object::File::parse(&*data).with_context(|| format!("{lib} is not an ELF file"))?;
+    let own: Vec<(u64, u64)> = elf
+        .symbols()
+        .filter(|s| s.name().is_ok_and(|n| OWN_SYMBOLS.contains(&n)))
+        .map(|s| (s.address(), s.address() + s.size()))
+        .collect();
+    Ok(count_requests(&elf, &own))
+}
+
+fn count_requests(elf: &object::File, own: &[(u64, u64)]) -> u32 {
+    use object::{Object, ObjectSection, SectionKind};
+    let mut n = 0;
+    for section in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
+        let Ok(bytes) = section.data() else { continue };
+        for (i, w) in bytes.windows(16).enumerate() {
+            let at = section.address() + i as u64;
+            if PREAMBLES.iter().any(|p| w == p) && !own.iter().any(|&(a, b)| (a..b).contains(&at)) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn summary(rec: &CtRecord) -> String {
+    match rec.status {
+        CtStatus::Findings => {
+            let first = &rec.findings[0];
+            format!(
+                "{} finding(s), first: {} in {} at {}:{}",
+                rec.findings.len(),
+                first.kind.as_str(),
+                first.at.function,
+                first.at.file,
+                first.at.line
+            )
+        }
+        _ => rec.detail.clone().unwrap_or_else(|| rec.status.as_str().to_owned()),
+    }
+}
+
+fn print_row(rec: &CtRecord) {
+    crate::say!(
+        "  {:<18} {:<8} {:<16} {:>4} finding(s)  {:.1} s",
+        rec.label,
+        rec.op.name(),
+        rec.status.as_str(),
+        rec.findings.len(),
+        rec.wall_s
+    );
+    for f in rec.findings.iter().take(5) {
+        crate::say!("      {} in {} at {}:{} (×{})", f.kind.as_str(), f.at.function, f.at.file, f.at.line, f.count);
+    }
+    crate::ui::row(ResultRow {
+        id: rec.id.clone(),
+        instance: rec.label.clone(),
+        op: Some(rec.op.name().to_owned()),
+        status: rec.status.as_str().to_owned(),
+        check: None,
+        kat_sha256: None,
+        median_ns_per_op: None,
+        origin: "new".into(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xml(body: &str) -> Vec<u8> {
+        format!(
+            "<valgrindoutput><protocoltool>memcheck</protocoltool>{body}<status><state>FINISHED</state></status></valgrindoutput>"
+        )
+        .into_bytes()
+    }
+
+    const ROOTS: memcheck::Roots = memcheck::Roots { src: "/src", drivers: "/drivers" };
+
+    #[test]
+    fn a_status_needs_the_drivers_line_and_something_poisoned() {
+        let line = |s, r| {
+            format!("<clientmsg><text>ngcc-ct op=keygen runs=4 secret_bytes={s} random_bytes={r}</text></clientmsg>")
+        };
+        assert_eq!(judge(&xml(&line(0, 128)), &ROOTS).unwrap().status, CtStatus::NoneFound);
+        assert_eq!(judge(&xml(&line(0, 0)), &ROOTS).unwrap().status, CtStatus::NothingPoisoned);
+        let error = "<error><unique>0x0</unique><kind>UninitCondition</kind><what>c</what><stack><frame><ip>0x1</ip><fn>f</fn><dir>/src</dir><file>a.c</file><line>7</line></frame></stack></error>";
+        let j = judge(&xml(&format!("{error}{}", line(0, 0))), &ROOTS).unwrap();
+        assert_eq!((j.status, j.findings[0].at.line), (CtStatus::Findings, 7));
+        // No line (the run ended before the driver's report), or a line without its counts.
+        assert!(judge(&xml(""), &ROOTS).unwrap_err().contains("ngcc-ct line"));
+        let bad = "<clientmsg><text>ngcc-ct op=keygen runs=4</text></clientmsg>";
+        assert!(judge(&xml(bad), &ROOTS).unwrap_err().contains("secret_bytes"));
+    }
+
+    #[test]
+    fn operations_are_the_familys_secret_handling_ones() {
+        let kem = crate::family::KEM.ct.unwrap();
+        let ids = |ops: Vec<CtOp>| ops.iter().map(|o| o.id).collect::<Vec<_>>();
+        assert_eq!(ids(selected(&kem, &[], "KEM").unwrap()), ["keygen", "enc", "dec"]);
+        assert_eq!(ids(selected(&kem, &["dec".into()], "KEM").unwrap()), ["dec"]);
+        let e = selected(&kem, &["verify".into()], "KEM").unwrap_err().to_string();
+        assert!(e.contains("keygen, enc, dec"), "{e}");
+    }
+
+    #[test]
+    fn the_memcheck_line_keeps_the_drivers_words() {
+        let argv = memcheck_argv("/build/kem_ct", "dec", 4);
+        assert_eq!(argv[..2], ["valgrind", "--tool=memcheck"]);
+        assert_eq!(argv[argv.len() - 3..], ["/build/kem_ct", "dec", "4"]);
+        assert!(argv.contains(&"--xml-fd=3".to_owned()) && argv.contains(&"--error-limit=no".to_owned()));
+    }
+}
