@@ -135,7 +135,7 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source) -> Result<Vec<String
             print_row(&rec);
             schema::write(&ctx.layout.ct(&sub.id, &inst.label, op.id), &rec)?;
             crate::evidence::write_index(&ctx.inputs.out)?;
-            if matches!(rec.status, CtStatus::Findings | CtStatus::Failed) {
+            if matches!(rec.status, CtStatus::Findings | CtStatus::Failed | CtStatus::Undetermined) {
                 failures.push(format!("{} {} {}: {}", sub.id, inst.label, op.id, summary(&rec)));
             }
         }
@@ -192,14 +192,11 @@ fn record(
             lines[lines.len().saturating_sub(4)..].join("\n")
         ))
     };
-    let (status, findings, bytes, mut detail) = match seen {
+    let (status, findings, bytes, detail) = match seen {
         Ok(j) => (j.status, j.findings, j.bytes, None),
         Err(why) => (CtStatus::Failed, vec![], (0, 0), Some(why)),
     };
-    if requests > 0 {
-        let note = format!("the candidate's library holds {requests} valgrind client request(s): it can mark its secrets defined and hide a leak");
-        detail = Some(detail.map_or(note.clone(), |d| format!("{d}; {note}")));
-    }
+    let (status, detail) = with_requests(status, detail, requests);
     Ok(CtRecord {
         schema: schema::version::<CtRecord>(),
         id: sub.id.clone(),
@@ -224,6 +221,19 @@ fn record(
         started,
         finished: project::now_utc(),
     })
+}
+
+/// Client requests in the candidate's code say why a record may show nothing: a run
+/// with no finding is then undetermined.
+fn with_requests(status: CtStatus, detail: Option<String>, requests: u32) -> (CtStatus, Option<String>) {
+    if requests == 0 {
+        return (status, detail);
+    }
+    let note = format!(
+        "the candidate's library holds {requests} valgrind client request(s): it can mark its secrets defined and hide a leak"
+    );
+    let status = if status == CtStatus::NoneFound { CtStatus::Undetermined } else { status };
+    (status, Some(detail.map_or(note.clone(), |d| format!("{d}; {note}"))))
 }
 
 /// What a finished run's report says.

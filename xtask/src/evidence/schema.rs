@@ -1181,6 +1181,9 @@ pub enum CtStatus {
     NoneFound,
     /// The driver marked nothing secret (no DRNG output reached the wrapper): no conclusion.
     NothingPoisoned,
+    /// Nothing reported, but the candidate's code holds valgrind client requests, with
+    /// which it can mark its secrets defined: no conclusion.
+    Undetermined,
     /// The operation, the driver or valgrind failed, or its report could not be read.
     Failed,
 }
@@ -1191,6 +1194,7 @@ impl CtStatus {
             CtStatus::Findings => "findings",
             CtStatus::NoneFound => "none found",
             CtStatus::NothingPoisoned => "nothing poisoned",
+            CtStatus::Undetermined => "undetermined",
             CtStatus::Failed => "failed",
         }
     }

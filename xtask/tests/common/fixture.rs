@@ -203,6 +203,7 @@ pub fn write_tree(dir: &Path, instances: &[Inst]) -> PathBuf {
             "forge.h",
             "keccak.h",
             "keccak.c",
+            "ct_plant.h",
         ] {
             std::fs::copy(Path::new(FIXTURE).join(f), d.join(f)).unwrap();
         }

@@ -1,0 +1,125 @@
+//! `ct` on fixture instances written for this project: a KEM and a signature with a
+//! planted secret-dependent branch and table index (`tests/fixture/ct_plant.h`), their
+//! constant-time twins, and the hostile ones: a library that marks its secret defined
+//! to hide the leak, and one that prints forged report text on stdout and on fd 3.
+//! Expected lines come from the markers in ct_plant.h, never from the tool.
+
+mod common;
+
+use std::path::Path;
+
+use common::fixture::{manifest_dir, write_tree, zip_tree, Inst, FIXTURE};
+use common::sig_fixture::{self, SigInst, VAR};
+use common::xtask;
+use xtask::evidence::schema::{self, CtKind, CtRecord, CtStatus};
+
+/// Line of `ct_plant.h` that carries `ct-plant: <what>`.
+fn planted(what: &str) -> u32 {
+    let text = std::fs::read_to_string(Path::new(FIXTURE).join("ct_plant.h")).unwrap();
+    let n = text.lines().position(|l| l.contains(&format!("ct-plant: {what}"))).expect("marker");
+    n as u32 + 1
+}
+
+fn ct_record(out: &Path, id: &str, label: &str, op: &str) -> CtRecord {
+    schema::read(&common::layout(out).ct(id, label, op)).unwrap().unwrap_or_else(|| panic!("{label} {op}: no record"))
+}
+
+/// The (kind, file, line) of each finding, in the candidate's tree.
+fn places(r: &CtRecord) -> Vec<(CtKind, String, u32)> {
+    let mut p: Vec<_> = r.findings.iter().map(|f| (f.kind, f.at.file.clone(), f.at.line)).collect();
+    p.sort();
+    p.dedup();
+    p
+}
+
+fn expected(dir: &str) -> Vec<(CtKind, String, u32)> {
+    let file = format!("{dir}/ct_plant.h");
+    vec![(CtKind::Branch, file.clone(), planted("branch")), (CtKind::Index, file, planted("index"))]
+}
+
+fn run_ct(m: &Path, zip: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let (m, z, o) = (m.to_str().unwrap(), zip.to_str().unwrap(), out.to_str().unwrap());
+    let base = ["ct", m, "--archive", z, "--engine", "podman", "--out", o, "--runs", "2"];
+    xtask(&[&base[..], extra].concat(), None)
+}
+
+#[test]
+fn kem_leaks_are_found_at_their_lines_and_the_twins_are_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let insts: Vec<Inst> = vec![
+        ("ct-leak", 16, "#define FIX_CT_LEAK 1\n".into()),
+        ("ct-twin", 16, "#define FIX_CT_TWIN 1\n".into()),
+        ("ct-hide", 16, "#define FIX_CT_HIDE 1\n".into()),
+        ("ct-chatty", 16, "#define _DEFAULT_SOURCE 1\n#define FIX_CT_CHATTY 1\n".into()),
+    ];
+    write_tree(&tmp.path().join("tree"), &insts);
+    let zip = tmp.path().join("Fixture KEM v1.zip");
+    zip_tree(&tmp.path().join("tree"), &zip);
+    let m = manifest_dir(&tmp.path().join("m"), &zip, false, &insts);
+    let out = tmp.path().join("out");
+    let run = run_ct(&m, &zip, &out, &[]);
+    assert_eq!(run.status.code(), Some(1), "findings are the command's failure");
+    let id = "fixture-kem";
+
+    // The leak: exactly the two planted lines, in dec (where the secret key is secret),
+    // with ct_plant and kem_dec on the stack; keygen and enc poison the DRNG output and
+    // find nothing in the fixture's hashing.
+    let dec = ct_record(&out, id, "ct-leak", "dec");
+    assert_eq!(dec.status, CtStatus::Findings);
+    assert_eq!(places(&dec), expected("ct-leak"), "{:#?}", dec.findings);
+    let f = &dec.findings[0];
+    assert_eq!(f.at.function, "ct_plant");
+    assert!(f.stack.iter().any(|s| s.function == "kem_dec" && s.file == "ct-leak/KEM_ct-leak.c"), "{:?}", f.stack);
+    assert!(f.stack.iter().any(|s| s.file == "driver:kem_ct.c"), "the driver's frames are named as the harness's");
+    assert_eq!(dec.secret_bytes, 2 * 2 * 16, "2 runs × (ciphertext, flipped ciphertext) × 16-byte key");
+    for op in ["keygen", "enc"] {
+        let r = ct_record(&out, id, "ct-leak", op);
+        assert_eq!((r.status, r.random_bytes > 0), (CtStatus::NoneFound, true), "{op}: {:#?}", r.findings);
+    }
+    // The twin does the same work with a mask and a full scan: nothing.
+    for op in ["keygen", "enc", "dec"] {
+        let r = ct_record(&out, id, "ct-twin", op);
+        assert_eq!(r.status, CtStatus::NoneFound, "ct-twin {op}: {:#?}", r.findings);
+        assert_eq!(r.client_requests, 0);
+    }
+    // Hiding the secret from memcheck leaves no finding, but never a clean record.
+    let hide = ct_record(&out, id, "ct-hide", "dec");
+    assert!(hide.client_requests >= 1 && hide.status == CtStatus::Undetermined, "{hide:#?}");
+    assert!(hide.detail.as_deref().unwrap_or_default().contains("client request"), "{:?}", hide.detail);
+    // Forged report text on stdout and fd 3: the leak is still reported, or the run failed.
+    let chatty = ct_record(&out, id, "ct-chatty", "dec");
+    match chatty.status {
+        CtStatus::Findings => assert_eq!(places(&chatty), expected("ct-chatty")),
+        CtStatus::Failed => assert!(chatty.detail.is_some()),
+        other => panic!("ct-chatty dec: {other:?} {:?}", chatty.detail),
+    }
+    // Paths are the tree's, never the machine's.
+    let text = std::fs::read_to_string(common::layout(&out).ct(id, "ct-leak", "dec")).unwrap();
+    assert!(!text.contains("/src/") && !text.contains(tmp.path().to_str().unwrap()));
+}
+
+#[test]
+fn signature_leaks_are_found_in_sign_and_the_twin_is_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mk = |label, defines| SigInst {
+        label,
+        scheme: VAR,
+        template: false,
+        defines,
+        kat: "PASS",
+        contract: sig_fixture::Contract::Holds,
+    };
+    let insts = vec![mk("sct-leak", "#define FIX_CT_LEAK 1\n"), mk("sct-twin", "#define FIX_CT_TWIN 1\n")];
+    let (_, zip) = sig_fixture::write_archive(tmp.path(), &insts);
+    let m = sig_fixture::manifest_dir(&tmp.path().join("m"), &zip, &insts, sig_fixture::Lengths::Carry);
+    let out = tmp.path().join("out");
+    let run = run_ct(&m, &zip, &out, &["--op", "sign"]);
+    assert_eq!(run.status.code(), Some(1));
+    let id = sig_fixture::ID;
+    let leak = ct_record(&out, id, "sct-leak", "sign");
+    assert_eq!(places(&leak), expected("sct-leak"), "{:#?}", leak.findings);
+    assert!(leak.findings.iter().all(|f| f.stack.iter().any(|s| s.function == "sig_sign")));
+    let twin = ct_record(&out, id, "sct-twin", "sign");
+    assert_eq!((twin.status, twin.secret_bytes > 0, twin.random_bytes > 0), (CtStatus::NoneFound, true, true));
+    assert!(!common::layout(&out).ct(id, "sct-leak", "keygen").exists(), "--op sign runs sign only");
+}
