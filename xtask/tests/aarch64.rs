@@ -1,7 +1,8 @@
 //! `AArch64` under qemu-user emulation on an x86-64 host (natively on an `AArch64` host):
 //! the KAT digests match x86-64 byte for byte (a KEM's, a hash function's four files and
 //! a key exchange's 0 to 4 passes against the Rust models, with the key exchange's failing
-//! verdicts), and bench records say emulated. That
+//! verdicts), `ct` finds the fixture's planted leaks at their lines, and bench records
+//! say emulated. That
 //! `compare` refuses records of two architectures, and names them when overridden, is
 //! tested on the golden evidence set (`tests/compare.rs`), without a bench here.
 
@@ -40,6 +41,7 @@ fn aarch64_kats_match_x86_64_and_emulated_timing_is_marked() {
     let hash = std::thread::spawn(|| {
         hash_files_pass_on_aarch64();
         kex_verdicts_on_aarch64();
+        ct_finds_the_planted_lines_on_aarch64();
     });
     let x = xtask(
         &["verify", "pqclean-ml-kem", "--engine", "podman", "--arch", "x86_64", "--out", x86.to_str().unwrap()],
@@ -150,4 +152,33 @@ fn kex_verdicts_on_aarch64() {
     }
     let unset = common::entry(&s, "kex-unset").check.as_ref().unwrap();
     assert_eq!(unset.verdict, xtask::evidence::schema::CheckVerdict::Breach, "{}", unset.detail);
+}
+
+/// `ct` under emulation (valgrind's arm64 memcheck in the arm64 analysis image): the
+/// planted branch and table index of the KEM fixture's dec, at their lines of
+/// `ct_plant.h` (the twins are checked on x86-64, `tests/ct_fixture.rs`).
+fn ct_finds_the_planted_lines_on_aarch64() {
+    use common::fixture::{manifest_dir, write_tree, zip_tree, Inst, FIXTURE};
+    use xtask::evidence::schema::{CtKind, CtRecord};
+    let tmp = tempfile::tempdir().unwrap();
+    let insts: Vec<Inst> = vec![("ct-leak", 16, "#define FIX_CT_LEAK 1\n".into())];
+    write_tree(&tmp.path().join("tree"), &insts);
+    let zip = tmp.path().join("Fixture KEM v1.zip");
+    zip_tree(&tmp.path().join("tree"), &zip);
+    let m = manifest_dir(&tmp.path().join("m"), &zip, false, &insts);
+    let out = tmp.path().join("out");
+    let (m, z, o) = (m.to_str().unwrap(), zip.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["ct", m, "--archive", z, "--engine", "podman", "--arch", "aarch64", "--out", o];
+    let run = xtask(&[&args[..], &["--op", "dec", "--runs", "1"]].concat(), None);
+    assert_eq!(run.status.code(), Some(1), "the planted leak is a finding");
+    let r: CtRecord = schema::read(&arm_layout(&out).ct("fixture-kem", "ct-leak", "dec")).unwrap().unwrap();
+    assert_eq!(r.toolchain.arch, Arch::Aarch64);
+    let plant = std::fs::read_to_string(std::path::Path::new(FIXTURE).join("ct_plant.h")).unwrap();
+    let line = |what: &str| plant.lines().position(|l| l.contains(&format!("ct-plant: {what}"))).unwrap() as u32 + 1;
+    let mut seen: Vec<(CtKind, String, u32)> =
+        r.findings.iter().map(|f| (f.kind, f.at.file.clone(), f.at.line)).collect();
+    seen.sort();
+    seen.dedup();
+    let file = "ct-leak/ct_plant.h".to_owned();
+    assert_eq!(seen, [(CtKind::Branch, file.clone(), line("branch")), (CtKind::Index, file, line("index"))]);
 }

@@ -777,7 +777,9 @@ fn run_host(job: &Job, cap: u64, stdout: &mut (dyn Write + Send)) -> Result<(Out
 /// would run code that is in no build folder, past the noexec `/tmp`.
 const DENIED_SYSCALLS: &[&str] = &["memfd_create", "execveat"];
 
-/// The engine's default seccomp profile with [`DENIED_SYSCALLS`] failing with EPERM
+/// The engine's default seccomp profile with [`DENIED_SYSCALLS`] failing with ENOSYS (as
+/// on a kernel without them: qemu-user then fakes `/proc/self/maps` in a file of the
+/// writable `/tmp` instead of a memfd, which valgrind under emulation needs)
 /// and, for timing only, `perf_event_open` allowed; written to the cache. Without the
 /// default profile there is no sandbox: an error, never a weaker filter.
 fn seccomp_profile(engine: Engine, perf_events: bool) -> Result<Utf8PathBuf> {
@@ -796,7 +798,7 @@ fn derive_seccomp(default: &Utf8Path, package: &str, perf_events: bool) -> Resul
         )
     })?;
     let unexpected = || format!("unexpected seccomp profile {default}");
-    let mut derived = set_syscalls(&text, DENIED_SYSCALLS, SyscallRule::Deny(libc::EPERM)).with_context(unexpected)?;
+    let mut derived = set_syscalls(&text, DENIED_SYSCALLS, SyscallRule::Deny(libc::ENOSYS)).with_context(unexpected)?;
     if perf_events {
         derived = set_syscalls(&derived, &["perf_event_open"], SyscallRule::Allow).with_context(unexpected)?;
     }
@@ -870,7 +872,7 @@ mod tests {
         assert_eq!(rules[3], serde_json::json!({"names": ["perf_event_open"], "action": "SCMP_ACT_ALLOW", "args": []}));
         assert_eq!(out["defaultAction"], "SCMP_ACT_ERRNO");
         // Denied names leave every rule that allowed them, conditional ones included.
-        let text = set_syscalls(profile, DENIED_SYSCALLS, SyscallRule::Deny(libc::EPERM)).unwrap();
+        let text = set_syscalls(profile, DENIED_SYSCALLS, SyscallRule::Deny(libc::ENOSYS)).unwrap();
         let out: serde_json::Value = serde_json::from_str(&text).unwrap();
         let rules = out["syscalls"].as_array().unwrap();
         assert_eq!(rules.len(), 4);
@@ -906,8 +908,8 @@ mod tests {
             let args = sb.run_args(engine, &job, "c").unwrap();
             let seccomp = args.iter().find_map(|a| a.strip_prefix("--security-opt=seccomp=")).expect("a profile");
             let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(seccomp).unwrap()).unwrap();
-            assert_eq!(rules_for(&p, "memfd_create"), ["SCMP_ACT_ERRNO 1"]);
-            assert_eq!(rules_for(&p, "execveat"), ["SCMP_ACT_ERRNO 1"]);
+            assert_eq!(rules_for(&p, "memfd_create"), ["SCMP_ACT_ERRNO 38"]);
+            assert_eq!(rules_for(&p, "execveat"), ["SCMP_ACT_ERRNO 38"]);
             let perf = rules_for(&p, "perf_event_open");
             assert_eq!(perf == ["SCMP_ACT_ALLOW null"], perf_events, "{engine:?}: {perf:?}");
             assert!(args.contains(&engine.volume_arg("/x".into(), "/src", false)), "{args:?}");
