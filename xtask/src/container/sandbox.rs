@@ -878,7 +878,7 @@ mod tests {
         assert_eq!(rules.len(), 4);
         assert_eq!(rules[0]["names"], serde_json::json!(["read", "write"]));
         let deny = serde_json::json!({"names": ["memfd_create", "execveat"], "action": "SCMP_ACT_ERRNO",
-            "errnoRet": 1, "args": []});
+            "errnoRet": 38, "args": []});
         assert_eq!(rules[3], deny);
     }
 
