@@ -3,5 +3,6 @@
 
 pub mod chart;
 pub mod compare;
+pub mod constant_time;
 pub mod report;
 pub mod site;

@@ -11,7 +11,8 @@ use crate::build::sources::Provenance;
 use crate::build::submission::GroupKind;
 use crate::build::submission::Submission;
 use crate::evidence::schema::{
-    self, Credibility, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary, Survey,
+    self, Credibility, CtRecord, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary,
+    Survey,
 };
 use crate::evidence::{self, Layout};
 use crate::family::{Family, SizeName};
@@ -42,6 +43,8 @@ pub(crate) struct Evidence {
     audit: Vec<Disagreement>,
     survey: Option<Survey>,
     profiles: Vec<ProfileRecord>,
+    /// Constant-time records, in instance and operation order.
+    pub ct: Vec<CtRecord>,
 }
 
 impl Evidence {
@@ -51,6 +54,12 @@ impl Evidence {
         for inst in &sub.instances {
             for op in sub.family()?.all_ops() {
                 profiles.extend(schema::read::<ProfileRecord>(&layout.profile(&sub.id, &inst.label, op.name()))?);
+            }
+        }
+        let mut ct = Vec::new();
+        for inst in &sub.instances {
+            for op in sub.family()?.ct.iter().flat_map(|c| c.ops) {
+                ct.extend(schema::read::<CtRecord>(&layout.ct(&sub.id, &inst.label, op.id))?);
             }
         }
         let audit_path = layout.size_audit(&sub.id);
@@ -65,6 +74,7 @@ impl Evidence {
             audit,
             survey: schema::read(&layout.survey(&sub.id))?,
             profiles,
+            ct,
         })
     }
 }
@@ -141,7 +151,7 @@ impl Report {
 
 pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     let e = Evidence::read(layout, sub)?;
-    if e.kat.is_none() && e.records.is_empty() && e.survey.is_none() {
+    if e.kat.is_none() && e.records.is_empty() && e.survey.is_none() && e.ct.is_empty() {
         bail!("no evidence for {} under {}: run verify and bench first", sub.id, layout.system_dir);
     }
     let mut p = String::new();
@@ -156,6 +166,7 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     if e.family.symmetric_section {
         symmetric(&mut p, &e)?;
     }
+    crate::pages::constant_time::section(&mut p, e.family, &e.ct)?;
     index(&mut p, layout, sub)?;
     Ok(p)
 }
@@ -801,7 +812,8 @@ fn index(w: &mut String, layout: &Layout, sub: &Submission) -> Result<()> {
     writeln!(w, "Paths are relative to the evidence root; `{}` lists every file with its SHA-256.\n", evidence::INDEX)?;
     writeln!(w, "| file | sha256 |\n|---|---|")?;
     let root = layout.system_dir.parent().unwrap_or(&layout.system_dir);
-    let prefixes = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id)];
+    let prefixes =
+        [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id), layout.ct_dir(&sub.id)];
     for (path, sha) in evidence::read_index(root).unwrap_or_default() {
         if prefixes.iter().any(|p| root.join(&path).starts_with(p)) {
             writeln!(w, "| {} | {}… |", md(&path), md(sha.get(..16).unwrap_or(&sha)))?;

@@ -248,6 +248,10 @@ fn submission_table(h: &mut String, s: &Shown) {
     let ops: Vec<String> = e.family.all_ops().iter().map(|o| o.name().to_owned()).filter(present).collect();
     let cycles = !e.records.is_empty() && e.records.iter().all(|r| r.counter.hardware_cycles);
     h.push_str("<table>\n<tr><th>instance</th><th>KAT</th>");
+    let ct = !e.ct.is_empty();
+    if ct {
+        h.push_str("<th>constant time<br><small>memcheck findings</small></th>");
+    }
     for op in &ops {
         let unit = if cycles { "median time<br>cycles" } else { "median time" };
         let _ = write!(h, "<th>{}<br><small>{unit}</small></th>", esc(op));
@@ -259,6 +263,9 @@ fn submission_table(h: &mut String, s: &Shown) {
     for inst in &sub.instances {
         let records: Vec<&Record> = e.records.iter().filter(|r| r.label == inst.label).collect();
         let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(&inst.label), esc(&kat_cell(e, &inst.label)));
+        if ct {
+            let _ = write!(h, "<td>{}</td>", esc(&crate::pages::constant_time::cell(&e.ct, &inst.label)));
+        }
         for op in &ops {
             let _ =
                 write!(h, "<td class=\"n\">{}</td>", time_cell(records.iter().find(|r| r.op.name() == *op).copied()));

@@ -2,7 +2,8 @@
 //! (`pqclean-ml-kem`), a signature submission (`pqclean-ml-dsa`), a hash function
 //! (`hash-01`, four KAT files per instance) and the hash baselines timed in its run
 //! (`baseline-hash`, timing only) and a key exchange (`kex-02`, 4 passes, whose pass 4
-//! never sets its length: a length-contract breach), written at test time
+//! never sets its length: a length-contract breach), the KEM's constant-time records,
+//! written at test time
 //! from the golden files of `tests/golden/` through the schema types and [`Layout`], so
 //! that it follows every schema change by compiling. It stands for a campaign's evidence
 //! in the tests of file transforms (site, merge, compare, the golden pages): no container.
@@ -470,6 +471,26 @@ fn write_profile(layout: &Layout, system: &str, id: &str) {
     schema::write(&layout.survey(id), &survey).unwrap();
 }
 
+/// The KEM's constant-time records: the golden record (ML-KEM-512 keygen as measured,
+/// its two rej_uniform branches) for keygen and dec of every instance, enc with none.
+fn write_ct(layout: &Layout, system: &str, id: &str) {
+    if id != "pqclean-ml-kem" {
+        return;
+    }
+    for label in labels(id) {
+        for op in ["keygen", "enc", "dec"] {
+            let mut r: xtask::evidence::schema::CtRecord = golden("ct_record.json");
+            (r.label, r.op, r.system) = (label.clone(), OpId::new(op), system.into());
+            r.toolchain = toolchain(system);
+            r.library_sha256 = library_sha256(system, id, &label);
+            if op == "enc" {
+                (r.status, r.findings) = (xtask::evidence::schema::CtStatus::NoneFound, vec![]);
+            }
+            schema::write(&layout.ct(id, &label, op), &r).unwrap();
+        }
+    }
+}
+
 /// Write the evidence of `ids` on `systems` into `out` and index it.
 pub fn write_part(out: &Path, systems: &[&str], ids: &[&str]) {
     let out = Utf8Path::from_path(out).unwrap();
@@ -494,6 +515,7 @@ pub fn write_part(out: &Path, systems: &[&str], ids: &[&str]) {
             let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: (*id).into(), disagreements: vec![] };
             schema::write(&layout.size_audit(id), &audit).unwrap();
             write_profile(&layout, system, id);
+            write_ct(&layout, system, id);
         }
     }
     xtask::evidence::write_index(out).unwrap();

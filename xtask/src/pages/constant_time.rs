@@ -1,0 +1,113 @@
+//! The "Constant time" section of a page and the site's column, from `ct` records.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::evidence::schema::{CtFinding, CtRecord, CtStatus};
+use crate::family::Family;
+use crate::pages::report::md;
+
+/// Findings shown per operation; the record has them all.
+const SHOWN: usize = 5;
+
+pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<()> {
+    let Some(ct) = family.ct else { return Ok(()) };
+    writeln!(w, "\n## Constant time\n")?;
+    let Some(first) = records.first() else {
+        writeln!(w, "Not checked: run `cargo xtask ct`.")?;
+        return Ok(());
+    };
+    let secrets: Vec<String> = ct.ops.iter().map(|o| format!("{} {}", o.id, o.secrets)).collect();
+    writeln!(
+        w,
+        "Method: each secret-handling operation ran under valgrind's memcheck ({}, in the analysis image of {}) \
+         with its secrets marked undefined ({}), {} runs on their own DRNG seeds; public outputs are declassified \
+         when the call returns. The build is the guide build with debug information (`-g`). A finding is a \
+         conditional branch, a memory address or a system-call argument computed from a secret, at its line in \
+         the submission's tree.\n",
+        md(&first.analysis.valgrind_version),
+        md(&first.toolchain.toolchain),
+        secrets.join("; "),
+        first.runs
+    )?;
+    writeln!(
+        w,
+        "Limits: only the paths these runs took are seen; stock memcheck does not see variable-time instructions \
+         (division); cache-line effects of addresses that look public are not seen; a library can mark its \
+         secrets defined (its valgrind client requests are counted). No finding is no proof of constant time. \
+         Branches the compiler introduced are seen: the binary is tested.\n"
+    )?;
+    writeln!(w, "| instance | operation | status | findings | secret bytes | DRNG bytes | memcheck wall |\n|---|---|---|---|---|---|---|")?;
+    for r in records {
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} | {:.1} s |",
+            md(&r.label),
+            r.op.name(),
+            r.status.as_str(),
+            r.findings.len(),
+            r.secret_bytes,
+            r.random_bytes,
+            r.wall_s
+        )?;
+    }
+    for r in records.iter().filter(|r| r.detail.is_some() || !r.findings.is_empty()) {
+        writeln!(w, "\n**{} {}** ({}):\n", md(&r.label), r.op.name(), r.status.as_str())?;
+        if let Some(d) = &r.detail {
+            writeln!(w, "- {}", md(d))?;
+        }
+        for (function, found) in by_function(&r.findings).into_iter().take(SHOWN) {
+            writeln!(w, "- `{}`: {}", md(function), found.join("; "))?;
+        }
+        let groups = by_function(&r.findings).len();
+        if groups > SHOWN {
+            writeln!(w, "- … {} more function(s) in the record", groups - SHOWN)?;
+        }
+    }
+    Ok(())
+}
+
+/// Findings grouped by the function they are in, in the order of their first (most
+/// frequent) finding: "branch at file:line ×count".
+fn by_function(findings: &[CtFinding]) -> Vec<(&str, Vec<String>)> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for f in findings {
+        let name = f.at.function.as_str();
+        if !groups.contains_key(name) {
+            order.push(name);
+        }
+        let caller = f.stack.iter().skip_while(|s| s.function == f.at.function).next();
+        let via = caller.map(|c| format!(", from `{}`", md(&c.function))).unwrap_or_default();
+        groups.entry(name).or_default().push(format!(
+            "{} at `{}:{}` ×{}{via}",
+            f.kind.as_str(),
+            md(&f.at.file),
+            f.at.line,
+            f.count
+        ));
+    }
+    order.into_iter().map(|n| (n, groups.remove(n).unwrap_or_default())).collect()
+}
+
+/// The site's cell for one instance: its distinct findings over the operations checked.
+pub fn cell(records: &[CtRecord], label: &str) -> String {
+    let mine: Vec<&CtRecord> = records.iter().filter(|r| r.label == label).collect();
+    if mine.is_empty() {
+        return "not checked".into();
+    }
+    let n: usize = mine.iter().map(|r| r.findings.len()).sum();
+    let open: Vec<&str> = mine
+        .iter()
+        .filter(|r| matches!(r.status, CtStatus::Failed | CtStatus::Undetermined | CtStatus::NothingPoisoned))
+        .map(|r| r.op.name())
+        .collect();
+    let head = if n == 0 { format!("none found ({} ops)", mine.len()) } else { format!("{n} finding(s)") };
+    if open.is_empty() {
+        head
+    } else {
+        format!("{head}; no conclusion: {}", open.join(", "))
+    }
+}
