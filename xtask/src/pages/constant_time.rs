@@ -79,7 +79,7 @@ fn by_function(findings: &[CtFinding]) -> Vec<(&str, Vec<String>)> {
         if !groups.contains_key(name) {
             order.push(name);
         }
-        let caller = f.stack.iter().skip_while(|s| s.function == f.at.function).next();
+        let caller = f.stack.iter().find(|s| s.function != f.at.function);
         let via = caller.map(|c| format!(", from `{}`", md(&c.function))).unwrap_or_default();
         groups.entry(name).or_default().push(format!(
             "{} at `{}:{}` ×{}{via}",

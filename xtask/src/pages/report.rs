@@ -868,6 +868,7 @@ mod tests {
             audit: vec![],
             survey: None,
             profiles: vec![],
+            ct: vec![],
         };
         assert!(unchecked_libraries(&e).is_empty());
         e.records[0].library_sha256 = "0".repeat(64);
@@ -894,6 +895,7 @@ mod tests {
             audit: vec![],
             survey: None,
             profiles: vec![],
+            ct: vec![],
         };
         let mut page = String::new();
         performance(&mut page, &e).unwrap();
