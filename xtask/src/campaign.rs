@@ -26,6 +26,7 @@ enum Step {
     Verify(String, Part),
     Bench(String, Part),
     Profile(String),
+    Ct(String),
 }
 
 /// Which instances of a submission a step takes: with `--defer`, the `slow` ones come
@@ -62,6 +63,7 @@ impl std::fmt::Display for Step {
             Step::Verify(id, part) => write!(f, "verify {}{}", submission_id(id), part.note()),
             Step::Bench(id, part) => write!(f, "bench {}{}", submission_id(id), part.note()),
             Step::Profile(id) => write!(f, "profile {}", submission_id(id)),
+            Step::Ct(id) => write!(f, "ct {}", submission_id(id)),
         }
     }
 }
@@ -110,6 +112,15 @@ impl Campaign {
         let Ok(Some(survey)) = crate::evidence::schema::read::<Survey>(&layout.survey(&sub.id)) else { return false };
         sub.instances.iter().all(|i| survey.instances.iter().any(|s| s.label == i.label))
             && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+    }
+
+    /// Every instance has a record of every operation `ct` checks, and they are indexed.
+    fn ct_done(&self, layout: &Layout, sub: &Submission) -> bool {
+        let ops = crate::ct::default_ops(sub);
+        let complete =
+            sub.instances.iter().all(|i| ops.iter().all(|op| project::is_regular(&layout.ct(&sub.id, &i.label, op))));
+        let rel = layout.ct_dir(&sub.id);
+        complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
     /// Timing settings of one submission: the campaign's, with the profile's defaults.
@@ -190,6 +201,11 @@ impl Campaign {
             if !self.no_bench && !self.no_profile && sub.profile.is_some() && !split {
                 steps.push(Step::Profile(sub.id.clone()));
             }
+            // valgrind is pinned in an image: no ct step on the host toolchain.
+            let engine = self.target.engine != crate::flags::EngineChoice::Host;
+            if !self.no_ct && engine && crate::ct::applies(sub) && !split {
+                steps.push(Step::Ct(sub.id.clone()));
+            }
             if split {
                 deferred.push(Step::Verify(sub.id.clone(), Part::Slow));
                 if !self.no_bench {
@@ -241,7 +257,7 @@ impl Campaign {
             let label = format!("[{}/{}] {step}", n + 1, steps.len());
             let sub = subs.iter().find(|s| step.id().map(submission_id) == Some(s.id.as_str()));
             let units = step.units(sub);
-            if let Step::Bench(id, _) | Step::Profile(id) = step {
+            if let Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) = step {
                 if unverified.contains(id) {
                     crate::say!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
                     report.push(step, "skipped", 0.0, Some("verify did not pass".into()));
@@ -292,6 +308,7 @@ impl Campaign {
             Step::Verify(..) => self.verify_done(layout, sub),
             Step::Bench(..) => self.bench_done(layout, sub),
             Step::Profile(_) => self.profile_done(layout, sub),
+            Step::Ct(_) => self.ct_done(layout, sub),
         }
     }
 
@@ -320,6 +337,19 @@ impl Campaign {
                 let failed = verify.verify_all(sh, ctx, &work)?;
                 if !failed.is_empty() {
                     return Err(ui::Findings(format!("instances did not pass ({})", failed.join(", "))).into());
+                }
+                Ok(())
+            }
+            Step::Ct(id) => {
+                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let (inputs, opts) = (self.inputs(Some(id)), crate::ct::CtOptions::default());
+                let work = inputs.obtain(sh, &ctx.profile, |sub| crate::ct::check(sub, &opts))?;
+                // Findings and runs without a conclusion are the step's results (on the
+                // pages); a failed run or build fails it.
+                let seen = crate::ct::ct_all(sh, (&inputs, &opts), ctx, &work)?;
+                if !seen.failures.is_empty() {
+                    let msg = format!("constant-time runs that failed:\n  {}", seen.failures.join("\n  "));
+                    return Err(ui::Findings(msg).into());
                 }
                 Ok(())
             }
@@ -387,7 +417,7 @@ impl Step {
     fn id(&self) -> Option<&str> {
         match self {
             Step::Image => None,
-            Step::Verify(id, _) | Step::Bench(id, _) | Step::Profile(id) => Some(id),
+            Step::Verify(id, _) | Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) => Some(id),
         }
     }
 
@@ -403,6 +433,7 @@ impl Step {
             Step::Image => 1.0,
             Step::Verify(..) | Step::Profile(_) => instances as f64,
             Step::Bench(..) => (instances * ops) as f64,
+            Step::Ct(_) => (instances * sub.map_or(1, |s| crate::ct::default_ops(s).len())) as f64,
         }
     }
 }
@@ -423,6 +454,7 @@ impl Step {
             Step::Verify(..) => "verify",
             Step::Bench(..) => "bench",
             Step::Profile(_) => "profile",
+            Step::Ct(_) => "ct",
         }
     }
 }

@@ -414,6 +414,10 @@ pub struct Campaign {
     /// whose manifest has a [profile] section).
     #[arg(long)]
     pub no_profile: bool,
+    /// No constant-time check (by default it follows verify for every submission whose
+    /// family has secret inputs and whose manifest has a [bench] adapter; `cargo xtask ct`).
+    #[arg(long)]
+    pub no_ct: bool,
     /// A submission's archive, `[ID=]PATH|URL`, as verify's --archive (repeatable).
     #[arg(long = "archive", value_name = "[ID=]PATH|URL", value_parser = given)]
     pub archives: Vec<Given>,

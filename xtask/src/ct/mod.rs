@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::build::builder::{Build, BuildCtx, BuildEnv, Built};
+use crate::build::builder::{Build, BuildCtx, BuildEnv, Built, RunCtx};
 use crate::build::recipe;
 use crate::build::sources::Source;
 use crate::build::submission::{Instance, Submission};
@@ -43,38 +43,68 @@ impl Default for CtOptions {
 impl Ct {
     pub fn run(self, sh: &Shell) -> Result<()> {
         let opts = CtOptions { ops: self.ops, runs: self.runs, timeout_s: self.timeout };
-        let failures = run_ct(sh, &self.inputs, &opts)?;
-        crate::ui::report("ct", (&self.inputs.system, &self.inputs.out), &failures)?;
-        if !failures.is_empty() {
-            return Err(crate::ui::Findings(format!(
-                "constant-time findings or failures:\n  {}",
-                failures.join("\n  ")
-            ))
-            .into());
+        let seen = run_ct(sh, &self.inputs, &opts)?;
+        let all: Vec<String> = seen.failures.iter().chain(&seen.open).chain(&seen.findings).cloned().collect();
+        crate::ui::report("ct", (&self.inputs.system, &self.inputs.out), &all)?;
+        if !all.is_empty() {
+            return Err(
+                crate::ui::Findings(format!("constant-time findings or failures:\n  {}", all.join("\n  "))).into()
+            );
         }
         Ok(())
     }
 }
 
-/// Check every selected submission; the operations with findings or failures.
-pub fn run_ct(sh: &Shell, inputs: &Inputs, opts: &CtOptions) -> Result<Vec<String>> {
+/// What a run saw, one line per operation.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub findings: Vec<String>,
+    /// Undetermined or nothing poisoned: recorded facts without a conclusion.
+    pub open: Vec<String>,
+    /// Failed runs and failed builds.
+    pub failures: Vec<String>,
+}
+
+/// Check every selected submission.
+pub fn run_ct(sh: &Shell, inputs: &Inputs, opts: &CtOptions) -> Result<Seen> {
     let run = inputs.prepare(sh, |sub| check(sub, opts))?;
-    let analysis = run.ctx.env.analysis(sh)?;
+    ct_all(sh, (inputs, opts), &run.ctx, &run.work)
+}
+
+/// Check `work` in the analysis image beside `run`'s toolchain image (a campaign step).
+pub fn ct_all(
+    sh: &Shell,
+    (inputs, opts): (&Inputs, &CtOptions),
+    run: &RunCtx,
+    work: &[(Submission, Source)],
+) -> Result<Seen> {
+    let analysis = run.env.analysis(sh)?;
     let sb = analysis.sandbox(inputs.limits());
     let tc = analysis.record(sh, &sb)?;
     let layer =
         analysis.lock.as_ref().and_then(|l| l.analysis.clone()).context("no analysis layer in the image lock")?;
-    let mut failures = Vec::new();
-    for (sub, src) in &run.work {
-        let ctx = Ctx { sh, inputs, opts, env: &analysis, sb: &sb, tc: &tc, layer: &layer, layout: &run.ctx.layout };
-        failures.extend(ct_submission(&ctx, sub, src)?);
+    let mut seen = Seen::default();
+    for (sub, src) in work {
+        let ctx = Ctx { sh, inputs, opts, env: &analysis, sb: &sb, tc: &tc, layer: &layer, layout: &run.layout };
+        ct_submission(&ctx, sub, src, &mut seen)?;
     }
     crate::evidence::reindex(&inputs.out)?;
-    Ok(failures)
+    Ok(seen)
+}
+
+/// Whether `ct` can check `sub`: a family with secret inputs, a `[bench]` adapter, the
+/// cc recipe (a campaign adds the step only then).
+pub fn applies(sub: &Submission) -> bool {
+    sub.family().is_ok_and(|f| f.ct.is_some()) && sub.bench.is_some() && sub.build.cmake.is_none()
+}
+
+/// The operations `ct` checks for `sub` by default.
+pub fn default_ops(sub: &Submission) -> Vec<&'static str> {
+    sub.family().ok().and_then(|f| f.ct).map(|c| c.ops.iter().map(|o| o.id).collect()).unwrap_or_default()
 }
 
 /// Only families with secret inputs, through a `[bench]` adapter, on the cc recipe.
-fn check(sub: &Submission, opts: &CtOptions) -> Result<()> {
+pub fn check(sub: &Submission, opts: &CtOptions) -> Result<()> {
     let family = sub.family()?;
     let Some(ct) = family.ct else {
         return crate::ui::usage(format!("{}: a {} has no secret input for ct to check", sub.id, family.noun));
@@ -115,16 +145,15 @@ struct Ctx<'a> {
     layout: &'a Layout,
 }
 
-fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source) -> Result<Vec<String>> {
+fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> Result<()> {
     let family = sub.family()?;
     let ct = family.ct.context("no ct driver")?;
     let ops = selected(&ct, &ctx.opts.ops, family.noun)?;
     let bctx = BuildCtx { sh: ctx.sh, env: ctx.env, tc: ctx.tc, sb: ctx.sb, sub, src, inputs: ctx.inputs };
     crate::say!("{} ({}): constant-time check under {}", sub.id, sub.name, ctx.layer.valgrind_version);
-    let mut failures = Vec::new();
     for inst in sub.instances.iter().filter(|i| ctx.inputs.selects(i)) {
         let Built::Ok(build) = bctx.ensure_ct(inst)? else {
-            failures
+            seen.failures
                 .push(format!("{} {}: the constant-time build failed (see `cargo xtask verify`)", sub.id, inst.label));
             continue;
         };
@@ -135,12 +164,16 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source) -> Result<Vec<String
             print_row(&rec);
             schema::write(&ctx.layout.ct(&sub.id, &inst.label, op.id), &rec)?;
             crate::evidence::write_index(&ctx.inputs.out)?;
-            if matches!(rec.status, CtStatus::Findings | CtStatus::Failed | CtStatus::Undetermined) {
-                failures.push(format!("{} {} {}: {}", sub.id, inst.label, op.id, summary(&rec)));
+            let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, summary(&rec));
+            match rec.status {
+                CtStatus::Findings => seen.findings.push(line),
+                CtStatus::NoneFound => {}
+                CtStatus::Undetermined | CtStatus::NothingPoisoned => seen.open.push(line),
+                CtStatus::Failed => seen.failures.push(line),
             }
         }
     }
-    Ok(failures)
+    Ok(())
 }
 
 /// The valgrind command line of one operation (the driver's path as the sandbox sees it).
