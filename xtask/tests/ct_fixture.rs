@@ -1,7 +1,8 @@
 //! `ct` on fixture instances written for this project: a KEM and a signature with a
 //! planted secret-dependent branch and table index (`tests/fixture/ct_plant.h`), their
 //! constant-time twins, and the hostile ones: a library that marks its secret defined
-//! to hide the leak, and one that prints forged report text on stdout and on fd 3.
+//! to hide the leak, one that prints forged report text on stdout and on fd 3, and one
+//! that floods the report's stream.
 //! Expected lines come from the markers in ct_plant.h, never from the tool.
 
 mod common;
@@ -51,6 +52,7 @@ fn kem_leaks_are_found_at_their_lines_and_the_twins_are_clean() {
         ("ct-twin", 16, "#define FIX_CT_TWIN 1\n".into()),
         ("ct-hide", 16, "#define FIX_CT_HIDE 1\n".into()),
         ("ct-chatty", 16, "#define _DEFAULT_SOURCE 1\n#define FIX_CT_CHATTY 1\n".into()),
+        ("ct-flood", 16, "#define _DEFAULT_SOURCE 1\n#define FIX_CT_FLOOD 1\n".into()),
     ];
     write_tree(&tmp.path().join("tree"), &insts);
     let zip = tmp.path().join("Fixture KEM v1.zip");
@@ -93,6 +95,9 @@ fn kem_leaks_are_found_at_their_lines_and_the_twins_are_clean() {
         CtStatus::Failed => assert!(chatty.detail.is_some()),
         other => panic!("ct-chatty dec: {other:?} {:?}", chatty.detail),
     }
+    // 80 MiB into the report's stream: past the cap, a failed run, never a clean one.
+    let flood = ct_record(&out, id, "ct-flood", "dec");
+    assert_eq!(flood.status, CtStatus::Failed, "{:?}", flood.detail);
     // Paths are the tree's, never the machine's.
     let text = std::fs::read_to_string(common::layout(&out).ct(id, "ct-leak", "dec")).unwrap();
     assert!(!text.contains("/src/") && !text.contains(tmp.path().to_str().unwrap()));
