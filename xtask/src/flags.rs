@@ -71,8 +71,9 @@ pub enum Cmd {
     /// pinned in toolchains/analysis/<toolchain>.toml, made on first use), and runs each
     /// secret-handling operation of the family under memcheck with its secrets marked
     /// undefined: KEM keygen and enc the DRNG output, dec the secret key; signature keygen
-    /// the DRNG output, sign the secret key and the DRNG output. Public outputs are
-    /// declassified when the call returns. Every conditional jump, memory address or
+    /// the DRNG output, sign the secret key and the DRNG output; key exchange init the DRNG
+    /// output, passes and derive both sides' secret keys and states (passes: and the DRNG
+    /// output). Public outputs are declassified when the call returns. Every conditional jump, memory address or
     /// system call argument computed from a secret is a finding, with its file:line in the
     /// candidate's tree and its call stack, in <out>/<system>/ct/<id>/<label>__<op>.json.
     /// No finding is no proof: only the paths run are seen, and stock memcheck sees no

@@ -91,9 +91,12 @@ fn a_key_exchange_campaign_times_each_instances_passes_and_resumes() {
     let first = xtask(&args, None);
     assert!(first.status.success());
     let text = stdout(&first);
-    for step in ["[2/4] verify fixture-kex", "[3/4] bench fixture-kex", "[4/4] profile fixture-kex"] {
+    let steps =
+        ["[2/5] verify fixture-kex", "[3/5] bench fixture-kex", "[4/5] profile fixture-kex", "[5/5] ct fixture-kex"];
+    for step in steps {
         assert!(text.contains(&format!("{step}: done in")), "{step}\n{text}");
     }
+    assert!(out.join("local/ct/fixture-kex/kex-p4__passes.json").is_file());
     let records = out.join("local/records/fixture-kex");
     assert!(records.join("kex-p4__pass4.json").is_file() && records.join("kex-p0__derive_b.json").is_file());
     assert!(!records.join("kex-p0__pass1.json").exists(), "a 0-pass instance has no pass");
@@ -101,7 +104,7 @@ fn a_key_exchange_campaign_times_each_instances_passes_and_resumes() {
     let resumed = xtask(&[&args[..], &["--resume"]].concat(), None);
     assert!(resumed.status.success());
     let text = stdout(&resumed);
-    for step in ["[2/4] verify fixture-kex", "[3/4] bench fixture-kex", "[4/4] profile fixture-kex"] {
+    for step in steps {
         assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{step}\n{text}");
     }
 }

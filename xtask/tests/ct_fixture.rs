@@ -128,3 +128,31 @@ fn signature_leaks_are_found_in_sign_and_the_twin_is_clean() {
     assert_eq!((twin.status, twin.secret_bytes > 0, twin.random_bytes > 0), (CtStatus::NoneFound, true, true));
     assert!(!common::layout(&out).ct(id, "sct-leak", "keygen").exists(), "--op sign runs sign only");
 }
+
+/// A key exchange: the planted lines in init, where the DRNG output (and so the secret
+/// key) is secret; the twin's init is clean. The fixture's own passes and derivation
+/// branch on the pass counter its state keeps: findings of their own, not asserted here.
+#[test]
+fn key_exchange_leaks_are_found_in_init_and_the_twin_is_clean() {
+    use common::kex_fixture as kex;
+    let tmp = tempfile::tempdir().unwrap();
+    let base = kex::subset(&["kex-p2"]).remove(0);
+    let insts = vec![
+        kex::KexInst { label: "xct-leak", defines: "#define FIX_CT_LEAK 1\n", ..base.clone() },
+        kex::KexInst { label: "xct-twin", defines: "#define FIX_CT_TWIN 1\n", ..base },
+    ];
+    let (_, zip) = kex::write_archive(tmp.path(), &insts);
+    let m = kex::manifest_dir(&tmp.path().join("m"), &zip, &insts);
+    let out = tmp.path().join("out");
+    let run = run_ct(&m, &zip, &out, &[]);
+    assert_eq!(run.status.code(), Some(1));
+    let leak = ct_record(&out, kex::ID, "xct-leak", "init");
+    assert_eq!(places(&leak), expected("xct-leak"), "{:#?}", leak.findings);
+    assert!(leak.random_bytes > 0);
+    let twin = ct_record(&out, kex::ID, "xct-twin", "init");
+    assert_eq!(twin.status, CtStatus::NoneFound, "{:#?}", twin.findings);
+    for op in ["passes", "derive"] {
+        let r = ct_record(&out, kex::ID, "xct-twin", op);
+        assert!(r.secret_bytes > 0 && r.status != CtStatus::Failed, "{op}: {r:#?}");
+    }
+}

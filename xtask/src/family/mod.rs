@@ -390,7 +390,14 @@ pub static KEX: Family = Family {
     sizes_extra: Some(kex::bandwidth),
     // The reference pages profile the whole protocol.
     profiled: &["exchange"],
-    ct: None,
+    ct: Some(CtCheck {
+        driver: Driver { source: "kex_ct.c", program: "kex_ct" },
+        ops: &[
+            CtOp { id: "init", secrets: DRNG },
+            CtOp { id: "passes", secrets: "both sides' secret keys and states, and the DRNG output" },
+            CtOp { id: "derive", secrets: "both sides' secret keys and states" },
+        ],
+    }),
 };
 
 impl FamilyId {

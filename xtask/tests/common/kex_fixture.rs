@@ -369,7 +369,7 @@ pub fn write_tree(dir: &Path, instances: &[KexInst]) -> PathBuf {
     for i in instances {
         let d = root.join(i.label);
         std::fs::create_dir_all(d.join("KAT")).unwrap();
-        for f in ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h"] {
+        for f in ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "ct_plant.h"] {
             std::fs::copy(Path::new(FIXTURE).join(f), d.join(f)).unwrap();
         }
         std::fs::write(d.join(format!("KEX_{}.h", i.label)), header(i)).unwrap();
