@@ -164,7 +164,7 @@ mod tests {
             error_xml("0x0", "UninitValue", "Use of uninitialised value of size 8", &[leak.clone(), caller.clone()]),
             error_xml("0x1", "UninitCondition", "Conditional jump or move depends on uninitialised value(s)", &[libc, leak.clone(), caller.clone()]),
             "<clientmsg><tid>1</tid><text>ngcc-ct op=dec runs=2 secret_bytes=64 random_bytes=0\n</text></clientmsg>".into(),
-            error_xml("0x2", "Leak_DefinitelyLost", "8 bytes in 1 blocks are definitely lost", &[caller.clone()]),
+            error_xml("0x2", "Leak_DefinitelyLost", "8 bytes in 1 blocks are definitely lost", std::slice::from_ref(&caller)),
             "<errorcounts><pair><count>5</count><unique>0x0</unique></pair><pair><count>2</count><unique>0x1</unique></pair></errorcounts>".into(),
         ];
         let r = parse(doc(&body.concat()).as_bytes(), &ROOTS).unwrap();
