@@ -11,24 +11,12 @@
  * the ciphertext with its first byte flipped (the implicit-rejection path).
  */
 #include "ct_core.h"
+#include "ct_keys.h"
 
 static const char *const ops[] = {"keygen", "enc", "dec"};
 
-static unsigned char *pk, *sk, *ct, *ss;
-static unsigned long long pk_len, sk_len, ct_len, ss_len;
-
-static void keygen(int secret_random) {
-    int ret;
-    pk_len = bench_pk_max();
-    sk_len = bench_sk_max();
-    ct_random(secret_random);
-    ret = bench_keygen(pk, &pk_len, sk, &sk_len);
-    ct_random(0);
-    ct_must(&ret, "keygen");
-    ct_public(&pk_len, sizeof pk_len);
-    ct_public(&sk_len, sizeof sk_len);
-    ct_public(pk, pk_len);
-}
+static unsigned char *ct, *ss;
+static unsigned long long ct_len, ss_len;
 
 static void enc(int secret_random) {
     int ret;
@@ -64,8 +52,7 @@ int main(int argc, char **argv) {
     if ((bad = ct_args(argc, argv, ops, 3, &op, &runs)) != 0) {
         return bad;
     }
-    pk = ct_alloc(bench_pk_max());
-    sk = ct_alloc(bench_sk_max());
+    ct_keys_alloc();
     ct = ct_alloc(bench_ct_max());
     ss = ct_alloc(bench_ss_max());
     for (run = 0; run < runs; run++) {

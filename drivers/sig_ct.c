@@ -11,24 +11,12 @@
  * the signature is declassified when the call returns.
  */
 #include "ct_core.h"
+#include "ct_keys.h"
 
 static const char *const ops[] = {"keygen", "sign"};
 
-static unsigned char *pk, *sk, *sig, msg[64];
-static unsigned long long pk_len, sk_len, sig_len;
-
-static void keygen(int secret_random) {
-    int ret;
-    pk_len = bench_pk_max();
-    sk_len = bench_sk_max();
-    ct_random(secret_random);
-    ret = bench_keygen(pk, &pk_len, sk, &sk_len);
-    ct_random(0);
-    ct_must(&ret, "keygen");
-    ct_public(&pk_len, sizeof pk_len);
-    ct_public(&sk_len, sizeof sk_len);
-    ct_public(pk, pk_len);
-}
+static unsigned char *sig, msg[64];
+static unsigned long long sig_len;
 
 static void sign(int run) {
     int ret;
@@ -51,8 +39,7 @@ int main(int argc, char **argv) {
     if ((bad = ct_args(argc, argv, ops, 2, &op, &runs)) != 0) {
         return bad;
     }
-    pk = ct_alloc(bench_pk_max());
-    sk = ct_alloc(bench_sk_max());
+    ct_keys_alloc();
     sig = ct_alloc(bench_sig_max());
     for (run = 0; run < runs; run++) {
         ct_seed(run);
