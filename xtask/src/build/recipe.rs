@@ -237,15 +237,10 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
 /// information and the DRNG wrapper (`ct_random.c`), and the family's ct driver; no
 /// other program. Otherwise the guide build: the same flags, sources and defines.
 pub fn ct_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
-    let ct = sub.family()?.ct.with_context(|| {
-        format!("{}: a {} has no secret input to check", sub.id, sub.family().map_or("", |f| f.noun))
-    })?;
-    if sub.build.cmake.is_some() || sub.bench.is_none() {
-        bail!(
-            "{}: ct needs the cc recipe and a [bench] section (its driver reaches the API through the adapter)",
-            sub.id
-        );
+    if let Some(why) = ct_refusal(sub)? {
+        bail!(why);
     }
+    let ct = sub.family()?.ct.context("no ct driver")?;
     let mut plan = plan(sub, inst, src, places)?;
     plan.steps.retain(|s| s.output.as_deref() == Some(LIBRARY));
     let lib = plan.steps.first_mut().context("no library step")?;
@@ -261,6 +256,23 @@ pub fn ct_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places)
     plan.run = vec![];
     plan.flag_set = format!("{}+ct", plan.flag_set);
     Ok(plan)
+}
+
+/// Why `sub` has no constant-time variant, if it has none: a family with no secret
+/// input, or no `[bench]` adapter on the cc recipe (the ct driver reaches the API
+/// through the adapter).
+pub fn ct_refusal(sub: &Submission) -> Result<Option<String>> {
+    let family = sub.family()?;
+    Ok(if family.ct.is_none() {
+        Some(format!("{}: a {} has no secret input for ct to check", sub.id, family.noun))
+    } else if sub.build.cmake.is_some() || sub.bench.is_none() {
+        Some(format!(
+            "{}: ct needs the cc recipe and a [bench] section (its driver reaches the API through the adapter)",
+            sub.id
+        ))
+    } else {
+        None
+    })
 }
 
 /// The DRNG wrapper linked into the constant-time variant of a library.

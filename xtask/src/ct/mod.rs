@@ -92,10 +92,9 @@ pub fn ct_all(
     Ok(seen)
 }
 
-/// Whether `ct` can check `sub`: a family with secret inputs, a `[bench]` adapter, the
-/// cc recipe (a campaign adds the step only then).
+/// Whether `ct` can check `sub` (a campaign adds the step only then).
 pub fn applies(sub: &Submission) -> bool {
-    sub.family().is_ok_and(|f| f.ct.is_some()) && sub.bench.is_some() && sub.build.cmake.is_none()
+    recipe::ct_refusal(sub).is_ok_and(|why| why.is_none())
 }
 
 /// The operations `ct` checks for `sub` by default.
@@ -103,19 +102,13 @@ pub fn default_ops(sub: &Submission) -> Vec<&'static str> {
     sub.family().ok().and_then(|f| f.ct).map(|c| c.ops.iter().map(|o| o.id).collect()).unwrap_or_default()
 }
 
-/// Only families with secret inputs, through a `[bench]` adapter, on the cc recipe.
+/// `sub` has a constant-time variant, and every `--op` is one of its family's.
 pub fn check(sub: &Submission, opts: &CtOptions) -> Result<()> {
-    let family = sub.family()?;
-    let Some(ct) = family.ct else {
-        return crate::ui::usage(format!("{}: a {} has no secret input for ct to check", sub.id, family.noun));
-    };
-    if sub.bench.is_none() || sub.build.cmake.is_some() {
-        return crate::ui::usage(format!(
-            "{}: ct needs the cc recipe and a [bench] section (its driver reaches the API through the adapter)",
-            sub.id
-        ));
+    if let Some(why) = recipe::ct_refusal(sub)? {
+        return crate::ui::usage(why);
     }
-    selected(&ct, &opts.ops, family.noun).map(drop)
+    let family = sub.family()?;
+    selected(&family.ct.context("no ct driver")?, &opts.ops, family.noun).map(drop)
 }
 
 /// The operations asked for (or all), each one the family's ct driver has.

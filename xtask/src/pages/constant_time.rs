@@ -58,12 +58,12 @@ pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<
         if let Some(d) = &r.detail {
             writeln!(w, "- {}", md(d))?;
         }
-        for (function, found) in by_function(&r.findings).into_iter().take(SHOWN) {
+        let groups = by_function(&r.findings);
+        for (function, found) in groups.iter().take(SHOWN) {
             writeln!(w, "- `{}`: {}", md(function), found.join("; "))?;
         }
-        let groups = by_function(&r.findings).len();
-        if groups > SHOWN {
-            writeln!(w, "- … {} more function(s) in the record", groups - SHOWN)?;
+        if groups.len() > SHOWN {
+            writeln!(w, "- … {} more function(s) in the record", groups.len() - SHOWN)?;
         }
     }
     Ok(())
