@@ -6,14 +6,19 @@
  *
  *   ngcc-ct op=<op> runs=<n> secret_bytes=<b> random_bytes=<b>
  *
- * Built with -DNGCC_CT and memcheck.h from the analysis image; run only under valgrind
- * (outside it the requests do nothing). Exit 2: a call failed; 64: bad arguments. */
+ * `<program> <op> <runs>` runs under valgrind (outside it the requests do nothing).
+ * `<program> --time <op>` is the timing mode, a child of ct_timer.c: for each class byte
+ * on fd 3 ('0': the fixed seed, '1': a random one) it seeds the DRNG, runs the setup in
+ * the clear and wraps the operation itself in `ct_open`/`ct_close` (its one timed window).
+ * Built with -DNGCC_CT and memcheck.h from the analysis image. Exit 2: a call failed; 3:
+ * the timer's protocol broke; 64: bad arguments. */
 #ifndef NGCC_CT_CORE_H
 #define NGCC_CT_CORE_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <valgrind/memcheck.h>
 
 extern int ngcc_ct_poison_random;
@@ -40,17 +45,6 @@ static void ct_must(int *ret, const char *what) {
     }
 }
 
-/* Run r's DRNG seed: 48 bytes (i + 17 r) mod 256, each run its own inputs. */
-static void ct_seed(int run) {
-    unsigned char seed[48];
-    int i, ret;
-    for (i = 0; i < (int)sizeof seed; i++) {
-        seed[i] = (unsigned char)(i + 17 * run);
-    }
-    ret = bench_seed(seed, sizeof seed);
-    ct_must(&ret, "seeding the DRNG");
-}
-
 /* A zeroed buffer of n bytes (one more, so that none is empty). */
 static unsigned char *ct_alloc(unsigned long long n) {
     unsigned char *p = calloc(1, (size_t)n + 1);
@@ -61,11 +55,110 @@ static unsigned char *ct_alloc(unsigned long long n) {
     return p;
 }
 
-/* `<program> <op> <runs>`: the index of op in ops, runs in 1..1000. */
+static void ct_report(const char *op, int runs) {
+    VALGRIND_PRINTF("ngcc-ct op=%s runs=%d secret_bytes=%llu random_bytes=%llu\n", op, runs, ct_secret_bytes,
+                    ngcc_ct_random_bytes);
+}
+
+static int ct_timing, ct_windows;
+
+static void ct_broken(const char *why) {
+    fprintf(stderr, "ct driver: the timer's protocol broke: %s\n", why);
+    exit(3);
+}
+
+static void ct_tell(char c) {
+    if (write(4, &c, 1) != 1) {
+        ct_broken("cannot answer on fd 4");
+    }
+}
+
+/* The timer's next byte; -1 at the end of its input. */
+static int ct_hear(void) {
+    unsigned char c;
+    return read(3, &c, 1) == 1 ? c : -1;
+}
+
+/* The timed window around the operation itself, in timing mode. */
+static void ct_open(int timed) {
+    if (ct_timing && timed) {
+        ct_windows++;
+        ct_tell('r');
+        if (ct_hear() != 'g') {
+            ct_broken("no go");
+        }
+    }
+}
+
+static void ct_close(int timed) {
+    if (ct_timing && timed) {
+        ct_tell('d');
+    }
+}
+
+/* Run r's seed in memcheck mode, and the fixed class's in timing mode. */
+static void ct_seed_pattern(unsigned char *seed, int run) {
+    int i;
+    for (i = 0; i < 48; i++) {
+        seed[i] = (unsigned char)(i + 17 * run);
+    }
+}
+
+/* The `<program> <op> <runs>` and `<program> --time <op>` loops; one(op, run) runs the
+ * setup and the operation once, on the seeded DRNG. */
+static void ct_loop(int op, int runs, const char *name, void (*one)(int op, int run)) {
+    static unsigned char pool[1024][48];
+    unsigned char fixed[48], cur[48];
+    long i;
+    int c, ret, run;
+    FILE *urandom;
+    if (!ct_timing) {
+        for (run = 0; run < runs; run++) {
+            ct_seed_pattern(cur, run);
+            ret = bench_seed(cur, sizeof cur);
+            ct_must(&ret, "seeding the DRNG");
+            one(op, run);
+        }
+        ct_report(name, runs);
+        return;
+    }
+    /* Both classes copy their seed from memory, so that their setup differs only in values. */
+    urandom = fopen("/dev/urandom", "rb");
+    if (urandom == NULL || fread(pool, sizeof pool, 1, urandom) != 1) {
+        fprintf(stderr, "cannot read /dev/urandom\n");
+        exit(2);
+    }
+    fclose(urandom);
+    ct_seed_pattern(fixed, 0);
+    for (i = 0; (c = ct_hear()) >= 0; i++) {
+        if (c != '0' && c != '1') {
+            ct_broken("a class byte other than 0 or 1");
+        }
+        memcpy(cur, c == '0' ? fixed : pool[i % 1024], sizeof cur);
+        ret = bench_seed(cur, sizeof cur);
+        ct_must(&ret, "seeding the DRNG");
+        ct_windows = 0;
+        one(op, 0);
+        if (ct_windows != 1) {
+            ct_broken("the operation opened no timed window, or more than one");
+        }
+    }
+}
+
+/* `<program> <op> <runs>` or `<program> --time <op>`: the index of op in ops, runs in
+ * 1..1000 (0 in timing mode). */
 static int ct_args(int argc, char **argv, const char *const *ops, int n_ops, int *op, int *runs) {
     char *end;
     long r;
-    if (argc == 3) {
+    if (argc == 3 && strcmp(argv[1], "--time") == 0) {
+        for (*op = 0; *op < n_ops; (*op)++) {
+            if (strcmp(argv[2], ops[*op]) == 0) {
+                ct_timing = 1;
+                *runs = 0;
+                return 0;
+            }
+        }
+    } else if (argc == 3) {
         for (*op = 0; *op < n_ops; (*op)++) {
             if (strcmp(argv[1], ops[*op]) == 0) {
                 r = strtol(argv[2], &end, 10);
@@ -76,13 +169,8 @@ static int ct_args(int argc, char **argv, const char *const *ops, int n_ops, int
             }
         }
     }
-    fprintf(stderr, "usage: %s <op> <runs 1..1000>\n", argv[0]);
+    fprintf(stderr, "usage: %s <op> <runs 1..1000> | --time <op>\n", argv[0]);
     return 64;
-}
-
-static void ct_report(const char *op, int runs) {
-    VALGRIND_PRINTF("ngcc-ct op=%s runs=%d secret_bytes=%llu random_bytes=%llu\n", op, runs, ct_secret_bytes,
-                    ngcc_ct_random_bytes);
 }
 
 #endif

@@ -11,6 +11,10 @@
  * secret. passes: after an init in the clear, both sides' secret keys and states are
  * secret, and the DRNG output, for every pass. derive: after init and passes in the clear,
  * both sides' secret keys and states are secret for kex_derive_ss_a and _b.
+ *
+ *   kex_ct --time <init|passes|derive>
+ *
+ * times that part (ct_timer.c), every earlier part in the clear from the measurement's seed.
  */
 #include "bench_core.h"
 #include "ct_core.h"
@@ -26,40 +30,43 @@ static void secret_sides(kex_run *r) {
     ct_secret(r->b.st, r->b.st_len);
 }
 
-static void one_run(int op, kex_run *r, const kex_sizes *sz) {
-    int k;
-    ct_random(op == 0);
-    kex_run_init(r, sz);
-    ct_random(0);
-    if (op == 1) {
-        secret_sides(r);
-    }
-    for (k = 1; k <= (int)sz->passes; k++) {
-        ct_random(op == 1);
-        kex_run_pass(r, sz, k, sz->total);
-        ct_random(0);
-    }
-    if (op == 2) {
-        secret_sides(r);
-    }
-    kex_run_derive_a(r, sz);
-    kex_run_derive_b(r, sz);
-}
-
 static kex_sizes sz;
 static kex_run r;
 
+static void one_run(int op, int run) {
+    int k;
+    (void)run;
+    ct_random(op == 0);
+    ct_open(op == 0);
+    kex_run_init(&r, &sz);
+    ct_close(op == 0);
+    ct_random(0);
+    if (op == 1) {
+        secret_sides(&r);
+    }
+    ct_open(op == 1);
+    for (k = 1; k <= (int)sz.passes; k++) {
+        ct_random(op == 1);
+        kex_run_pass(&r, &sz, k, sz.total);
+        ct_random(0);
+    }
+    ct_close(op == 1);
+    if (op == 2) {
+        secret_sides(&r);
+    }
+    ct_open(op == 2);
+    kex_run_derive_a(&r, &sz);
+    kex_run_derive_b(&r, &sz);
+    ct_close(op == 2);
+}
+
 int main(int argc, char **argv) {
-    int op, runs, run, bad;
+    int op, runs, bad;
     if ((bad = ct_args(argc, argv, ops, 3, &op, &runs)) != 0) {
         return bad;
     }
     sz = kex_ask();
     kex_run_bind(&r, &sz, ct_alloc(kex_run_bytes(&sz)));
-    for (run = 0; run < runs; run++) {
-        ct_seed(run);
-        one_run(op, &r, &sz);
-    }
-    ct_report(ops[op], runs);
+    ct_loop(op, runs, ops[op], one_run);
     return 0;
 }

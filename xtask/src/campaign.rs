@@ -342,7 +342,8 @@ impl Campaign {
             }
             Step::Ct(id) => {
                 let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
-                let (inputs, opts) = (self.inputs(Some(id)), crate::ct::CtOptions::default());
+                let opts = if self.quick { crate::ct::CtOptions::quick() } else { crate::ct::CtOptions::default() };
+                let inputs = self.inputs(Some(id));
                 let work = inputs.obtain(sh, &ctx.profile, |sub| crate::ct::check(sub, &opts))?;
                 // Findings and runs without a conclusion are the step's results (on the
                 // pages); a failed run or build fails it.

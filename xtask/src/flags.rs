@@ -77,7 +77,17 @@ pub enum Cmd {
     /// system call argument computed from a secret is a finding, with its file:line in the
     /// candidate's tree and its call stack, in <out>/<system>/ct/<id>/<label>__<op>.json.
     /// No finding is no proof: only the paths run are seen, and stock memcheck sees no
-    /// division. Exit 1 when any operation has findings or failed.
+    /// division.
+    ///
+    /// Then a dudect-style timing test, for a KEM's dec always and for every operation
+    /// with a finding (not under emulation): the driver, a child of the harness's timer
+    /// (process 1 of its container), runs the operation --measurements times, each on a
+    /// DRNG seed that is either always the same (class 0) or random (class 1), the classes
+    /// interleaved at random; the timer clocks the operation alone from outside its
+    /// process. Welch's t, the largest |t| over dudect's tests, above 4.5: the timings
+    /// differ. A low t is no proof of constant time.
+    ///
+    /// Exit 1 when any operation has findings, a timing difference, or failed.
     Ct(Ct),
     /// Image, verify, bench and profile for a set of submissions on one system, resumable.
     Campaign(Campaign),
@@ -369,9 +379,17 @@ pub struct Ct {
     /// Runs of each operation, each on its own DRNG seed (more runs reach more paths).
     #[arg(long, default_value_t = crate::ct::CtOptions::default().runs, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
-    /// Wall-time limit of one operation's memcheck run, in seconds.
+    /// Wall-time limit of one operation's memcheck run, and of its timing test, in seconds.
     #[arg(long, default_value_t = crate::ct::CtOptions::default().timeout_s, value_name = "SECS")]
     pub timeout: u64,
+    /// Measurements of the timing test (both classes), for decapsulation and for every
+    /// operation with a finding.
+    #[arg(long, default_value_t = crate::ct::CtOptions::default().measurements, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(crate::ct::timing::MIN_MEASUREMENTS..=crate::ct::timing::MAX_MEASUREMENTS))]
+    pub measurements: u64,
+    /// No timing test: memcheck only.
+    #[arg(long)]
+    pub no_timing: bool,
 }
 
 #[derive(Debug, Args)]
@@ -389,7 +407,8 @@ pub struct Campaign {
     /// Skip steps whose evidence exists and passes the index check.
     #[arg(long)]
     pub resume: bool,
-    /// Quick timing (CI): same record format, marked quick.
+    /// Quick timing (CI): same record format, marked quick; ct's timing test takes its
+    /// fewest measurements.
     #[arg(long)]
     pub quick: bool,
     /// Time even though the host gate failed (recorded in every record).

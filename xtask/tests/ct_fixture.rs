@@ -40,7 +40,7 @@ fn expected(dir: &str) -> Vec<(CtKind, String, u32)> {
 
 fn run_ct(m: &Path, zip: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     let (m, z, o) = (m.to_str().unwrap(), zip.to_str().unwrap(), out.to_str().unwrap());
-    let base = ["ct", m, "--archive", z, "--engine", "podman", "--out", o, "--runs", "2"];
+    let base = ["ct", m, "--archive", z, "--engine", "podman", "--out", o, "--runs", "2", "--measurements", "4000"];
     xtask(&[&base[..], extra].concat(), None)
 }
 
@@ -53,6 +53,9 @@ fn kem_leaks_are_found_at_their_lines_and_the_twins_are_clean() {
         ("ct-hide", 16, "#define FIX_CT_HIDE 1\n".into()),
         ("ct-chatty", 16, "#define _DEFAULT_SOURCE 1\n#define FIX_CT_CHATTY 1\n".into()),
         ("ct-flood", 16, "#define _DEFAULT_SOURCE 1\n#define FIX_CT_FLOOD 1\n".into()),
+        ("ct-slow", 16, "#define FIX_CT_SLOW 1\n".into()),
+        ("ct-helper", 16, "#define _DEFAULT_SOURCE 1\n#define FIX_CT_HELPER 1\n".into()),
+        ("ct-answer", 16, "#define FIX_CT_ANSWER 1\n".into()),
     ];
     write_tree(&tmp.path().join("tree"), &insts);
     let zip = tmp.path().join("Fixture KEM v1.zip");
@@ -98,9 +101,41 @@ fn kem_leaks_are_found_at_their_lines_and_the_twins_are_clean() {
     // 80 MiB into the report's stream: past the cap, a failed run, never a clean one.
     let flood = ct_record(&out, id, "ct-flood", "dec");
     assert_eq!(flood.status, CtStatus::Failed, "{:?}", flood.detail);
+    timing_is_measured_from_outside(&out, id);
     // Paths are the tree's, never the machine's.
     let text = std::fs::read_to_string(common::layout(&out).ct(id, "ct-leak", "dec")).unwrap();
     assert!(!text.contains("/src/") && !text.contains(tmp.path().to_str().unwrap()));
+}
+
+/// The timing test: decapsulation always, the rest only where memcheck found something.
+/// The planted slow path differs far past the threshold; the twins' t is recorded, not
+/// asserted (a low t is no proof, and a shared machine's noise is not the candidate's).
+fn timing_is_measured_from_outside(out: &Path, id: &str) {
+    use xtask::evidence::schema::CtTimingStatus;
+    let slow = ct_record(out, id, "ct-slow", "dec");
+    assert_eq!(places(&slow), expected("ct-slow"));
+    let t = slow.timing.expect("dec is always timed");
+    assert_eq!((t.status, t.taken, t.helpers), (CtTimingStatus::Differs, 4000, 0), "{t:#?}");
+    assert!(t.t.abs() > 10.0 && t.n[0] > 500 && t.n[1] > 500, "{t:#?}");
+    for label in ["ct-leak", "ct-twin", "ct-hide"] {
+        let t = ct_record(out, id, label, "dec").timing.unwrap_or_else(|| panic!("{label}: dec not timed"));
+        assert!(matches!(t.status, CtTimingStatus::Differs | CtTimingStatus::NoneFound), "{label}: {t:#?}");
+        assert_eq!(t.taken, 4000);
+        eprintln!("{label} dec: t = {:.2} ({})", t.t, t.test);
+    }
+    for op in ["keygen", "enc"] {
+        assert!(ct_record(out, id, "ct-twin", op).timing.is_none(), "{op}: no finding, no timing test");
+    }
+    // Memcheck failed: no timing test either.
+    assert!(ct_record(out, id, "ct-flood", "dec").timing.is_none());
+    // A helper thread could do the work outside the window: refused, never a figure.
+    let helper = ct_record(out, id, "ct-helper", "dec").timing.unwrap();
+    assert_eq!(helper.status, CtTimingStatus::Failed, "{helper:#?}");
+    assert!(helper.detail.as_deref().unwrap_or_default().contains("helper thread"), "{helper:?}");
+    // An early answer on the driver's channel breaks the protocol: refused too.
+    let answer = ct_record(out, id, "ct-answer", "dec").timing.unwrap();
+    assert_eq!((answer.status, answer.taken < 4000), (CtTimingStatus::Failed, true), "{answer:#?}");
+    assert!(answer.detail.as_deref().unwrap_or_default().contains("protocol"), "{answer:?}");
 }
 
 #[test]
@@ -124,8 +159,11 @@ fn signature_leaks_are_found_in_sign_and_the_twin_is_clean() {
     let leak = ct_record(&out, id, "sct-leak", "sign");
     assert_eq!(places(&leak), expected("sct-leak"), "{:#?}", leak.findings);
     assert!(leak.findings.iter().all(|f| f.stack.iter().any(|s| s.function == "sig_sign")));
+    let t = leak.timing.as_ref().expect("sign had findings: timed");
+    assert_eq!((t.taken, t.helpers), (4000, 0), "{t:#?}");
     let twin = ct_record(&out, id, "sct-twin", "sign");
     assert_eq!((twin.status, twin.secret_bytes > 0, twin.random_bytes > 0), (CtStatus::NoneFound, true, true));
+    assert!(twin.timing.is_none());
     assert!(!common::layout(&out).ct(id, "sct-leak", "keygen").exists(), "--op sign runs sign only");
 }
 
@@ -149,6 +187,8 @@ fn key_exchange_leaks_are_found_in_init_and_the_twin_is_clean() {
     let leak = ct_record(&out, kex::ID, "xct-leak", "init");
     assert_eq!(places(&leak), expected("xct-leak"), "{:#?}", leak.findings);
     assert!(leak.random_bytes > 0);
+    let t = leak.timing.as_ref().expect("init had findings: timed");
+    assert_eq!((t.taken, t.helpers), (4000, 0), "{t:#?}");
     let twin = ct_record(&out, kex::ID, "xct-twin", "init");
     assert_eq!(twin.status, CtStatus::NoneFound, "{:#?}", twin.findings);
     for op in ["passes", "derive"] {

@@ -3,11 +3,15 @@
 //! family poisons and declassifies is its ct driver's (`Family::ct`); this module builds,
 //! runs, reads memcheck's XML and writes one record per operation.
 //!
+//! Decapsulation, and every operation with a finding, also gets a dudect-style timing
+//! test (`timing`).
+//!
 //! A finding is a fact memcheck saw on the paths run. No finding is no proof, and a
 //! candidate's own code can mark its secrets defined: the library is scanned for valgrind
 //! client requests, and a record says how many it holds.
 
 pub mod memcheck;
+pub mod timing;
 
 use std::time::{Duration, Instant};
 
@@ -20,10 +24,13 @@ use crate::build::recipe;
 use crate::build::sources::Source;
 use crate::build::submission::{Instance, Submission};
 use crate::container::sandbox::Sandbox;
-use crate::evidence::schema::{self, AnalysisLayer, CtRecord, CtStatus, OpId, ResultRow, ToolchainRecord};
+use crate::evidence::schema::{
+    self, AnalysisLayer, CtRecord, CtStatus, CtTiming, CtTimingStatus, OpId, ResultRow, ToolchainRecord,
+};
 use crate::evidence::Layout;
 use crate::family::{CtCheck, CtOp};
 use crate::flags::{Ct, Inputs};
+use crate::measure::runner::RunnerBinary;
 use crate::project;
 
 /// What a `ct` run does beyond its inputs; the defaults live here.
@@ -32,17 +39,28 @@ pub struct CtOptions {
     pub ops: Vec<String>,
     pub runs: u32,
     pub timeout_s: u64,
+    /// The timing test's measurements, both classes together; 0: no timing test.
+    pub measurements: u64,
 }
 
 impl Default for CtOptions {
     fn default() -> CtOptions {
-        CtOptions { ops: vec![], runs: 4, timeout_s: 3600 }
+        CtOptions { ops: vec![], runs: 4, timeout_s: 3600, measurements: 20_000 }
+    }
+}
+
+impl CtOptions {
+    /// A quick campaign's (CI): the same records, with the fewest measurements the
+    /// timing test takes.
+    pub fn quick() -> CtOptions {
+        CtOptions { measurements: timing::MIN_MEASUREMENTS, ..CtOptions::default() }
     }
 }
 
 impl Ct {
     pub fn run(self, sh: &Shell) -> Result<()> {
-        let opts = CtOptions { ops: self.ops, runs: self.runs, timeout_s: self.timeout };
+        let measurements = if self.no_timing { 0 } else { self.measurements };
+        let opts = CtOptions { ops: self.ops, runs: self.runs, timeout_s: self.timeout, measurements };
         let seen = run_ct(sh, &self.inputs, &opts)?;
         let all: Vec<String> = seen.failures.iter().chain(&seen.open).chain(&seen.findings).cloned().collect();
         crate::ui::report("ct", (&self.inputs.system, &self.inputs.out), &all)?;
@@ -83,9 +101,20 @@ pub fn ct_all(
     let tc = analysis.record(sh, &sb)?;
     let layer =
         analysis.lock.as_ref().and_then(|l| l.analysis.clone()).context("no analysis layer in the image lock")?;
+    let timer = if opts.measurements > 0 && !tc.emulated { Some(timing::timer(sh, &sb)?) } else { None };
     let mut seen = Seen::default();
     for (sub, src) in work {
-        let ctx = Ctx { sh, inputs, opts, env: &analysis, sb: &sb, tc: &tc, layer: &layer, layout: &run.layout };
+        let ctx = Ctx {
+            sh,
+            inputs,
+            opts,
+            env: &analysis,
+            sb: &sb,
+            tc: &tc,
+            layer: &layer,
+            layout: &run.layout,
+            timer: timer.as_ref(),
+        };
         ct_submission(&ctx, sub, src, &mut seen)?;
     }
     crate::evidence::reindex(&inputs.out)?;
@@ -136,6 +165,8 @@ struct Ctx<'a> {
     tc: &'a ToolchainRecord,
     layer: &'a AnalysisLayer,
     layout: &'a Layout,
+    /// The timing test's timer; None when it is not run.
+    timer: Option<&'a RunnerBinary>,
 }
 
 fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> Result<()> {
@@ -163,6 +194,14 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
                 CtStatus::NoneFound => {}
                 CtStatus::Undetermined | CtStatus::NothingPoisoned => seen.open.push(line),
                 CtStatus::Failed => seen.failures.push(line),
+            }
+            if let Some(t) = &rec.timing {
+                let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, timing_summary(t));
+                match t.status {
+                    CtTimingStatus::Differs => seen.findings.push(line),
+                    CtTimingStatus::Failed => seen.failures.push(line),
+                    CtTimingStatus::NoneFound | CtTimingStatus::NotRun => {}
+                }
             }
         }
     }
@@ -223,6 +262,7 @@ fn record(
         Err(why) => (CtStatus::Failed, vec![], (0, 0), Some(why)),
     };
     let (status, detail) = with_requests(status, detail, requests);
+    let timing = time_op(ctx, (inst, build), (ct, op), status)?;
     Ok(CtRecord {
         schema: schema::version::<CtRecord>(),
         id: sub.id.clone(),
@@ -243,10 +283,45 @@ fn record(
         build_key: build.record.key.clone(),
         library_sha256: build.record.output_sha256(recipe::LIBRARY).context("no library")?.to_owned(),
         wall_s,
+        timing,
         harness_commit: project::harness_commit(ctx.sh),
         started,
         finished: project::now_utc(),
     })
+}
+
+/// The timing test of `op`, when it gets one.
+fn time_op(
+    ctx: &Ctx,
+    (inst, build): (&Instance, &Build),
+    (ct, op): (&CtCheck, &CtOp),
+    status: CtStatus,
+) -> Result<Option<CtTiming>> {
+    if !timing::wanted(op, status) || ctx.opts.measurements == 0 {
+        return Ok(None);
+    }
+    let Some(timer) = ctx.timer else {
+        let why = "qemu-user emulation: its timings are not the architecture's";
+        return Ok(Some(timing::not_run(why, ctx.opts.measurements)));
+    };
+    let _live = crate::ui::progress(format!("ct timing {} {}", inst.label, op.id), None);
+    let t = timing::Timing {
+        sh: ctx.sh,
+        sb: ctx.sb,
+        timer,
+        measurements: ctx.opts.measurements,
+        timeout: Duration::from_secs(ctx.opts.timeout_s),
+    };
+    timing::run(&t, build, ct.driver.program, op.id).map(Some)
+}
+
+fn timing_summary(t: &CtTiming) -> String {
+    match t.status {
+        CtTimingStatus::Differs | CtTimingStatus::NoneFound => {
+            format!("{}: |t| = {:.1} over {} measurements ({})", t.status.as_str(), t.t.abs(), t.taken, t.test)
+        }
+        _ => format!("{}: {}", t.status.as_str(), t.detail.as_deref().unwrap_or("")),
+    }
 }
 
 /// Client requests in the candidate's code say why a record may show nothing: a run
@@ -362,6 +437,9 @@ fn print_row(rec: &CtRecord) {
     );
     for f in rec.findings.iter().take(5) {
         crate::say!("      {} in {} at {}:{} (×{})", f.kind.as_str(), f.at.function, f.at.file, f.at.line, f.count);
+    }
+    if let Some(t) = &rec.timing {
+        crate::say!("      {}", timing_summary(t));
     }
     crate::ui::row(ResultRow {
         id: rec.id.clone(),

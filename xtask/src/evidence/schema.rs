@@ -157,7 +157,7 @@ evidence! {
     BuildRecord: "build record", 1, "cargo xtask verify (the build is made again)";
     ProfileRecord: "profile record", 3, "cargo xtask profile";
     Survey: "symmetric-primitive survey", 3, "cargo xtask profile";
-    CtRecord: "constant-time record", 1, "cargo xtask ct";
+    CtRecord: "constant-time record", 2, "cargo xtask ct";
 }
 
 /// The schema version this harness writes for `T`.
@@ -1166,9 +1166,65 @@ pub struct CtRecord {
     pub library_sha256: String,
     /// Wall time of the memcheck run, in seconds (the tool's clock).
     pub wall_s: f64,
+    /// The timing test, for the operations that get one (`ct::timing`).
+    pub timing: Option<CtTiming>,
     pub harness_commit: String,
     pub started: String,
     pub finished: String,
+}
+
+/// A dudect-style timing test of one operation: two classes of secret input, interleaved
+/// at random, each measurement timed from outside the operation's process. A low t is no
+/// proof of constant time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CtTiming {
+    pub status: CtTimingStatus,
+    /// Why it did not run, why it failed, or what limits it.
+    pub detail: Option<String>,
+    /// What the two classes are.
+    pub classes: String,
+    /// Measurements asked for, and taken.
+    pub asked: u64,
+    pub taken: u64,
+    /// The largest |t| of dudect's tests (signed: negative when class 1 is the slower),
+    /// which test gave it, and its measurements per class.
+    pub t: f64,
+    pub test: String,
+    pub n: [u64; 2],
+    /// Mean time per class over every kept measurement, in nanoseconds.
+    pub mean_ns: [f64; 2],
+    pub threshold: f64,
+    /// Threads beyond its first, and other processes, that the operation's process ran.
+    pub helpers: u32,
+    /// What was timed, and with which clock.
+    pub clock: String,
+    pub timer_sha256: String,
+    pub command: Vec<String>,
+    pub wall_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CtTimingStatus {
+    /// |t| above the threshold: the classes' timings differ.
+    Differs,
+    /// |t| at most the threshold on these measurements (no proof).
+    NoneFound,
+    /// Not run (emulation, or the operator's choice); `detail` says why.
+    NotRun,
+    /// The operation, the driver or the timer failed; `detail` says how.
+    Failed,
+}
+
+impl CtTimingStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CtTimingStatus::Differs => "timing differs",
+            CtTimingStatus::NoneFound => "no timing difference found",
+            CtTimingStatus::NotRun => "timing not run",
+            CtTimingStatus::Failed => "timing failed",
+        }
+    }
 }
 
 /// What a `ct` run of one operation found.

@@ -18,46 +18,67 @@ use crate::container::sandbox::{Job, Mount, Outcome, Sandbox, Session, Stopped};
 use crate::measure::hostcpu::HostCpu;
 use crate::project;
 
-const SOURCE: &str = "bench_runner.c";
-const PROGRAM: &str = "bench_runner";
-const GUEST: &str = "/runner";
+/// A harness program built from one source file of `drivers/`, in a sandbox of its own.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    pub source: &'static str,
+    pub program: &'static str,
+}
+
+/// The trial runner of `bench` and `profile`.
+pub const RUNNER: Tool = Tool { source: "bench_runner.c", program: "bench_runner" };
+/// Where a tool is mounted in its container.
+pub const GUEST: &str = "/runner";
 /// The most a trial may print (the runner kills it past this).
 const MAX_OUT: usize = 1 << 20;
 /// The most of a trial's stderr the runner keeps (it drops the rest).
 const MAX_ERR: usize = 64 << 10;
 
-/// The built runner: its host folder and digest.
+/// A built tool: its host folder (mounted read-only at [`GUEST`]), program and digest.
 #[derive(Debug, Clone)]
 pub struct RunnerBinary {
-    dir: Utf8PathBuf,
+    pub dir: Utf8PathBuf,
+    pub program: &'static str,
     pub sha256: String,
 }
 
-fn compile_argv() -> Vec<String> {
+impl RunnerBinary {
+    /// The program's path in the container.
+    pub fn guest_path(&self) -> String {
+        format!("{GUEST}/{}", self.program)
+    }
+}
+
+fn compile_argv(tool: Tool) -> Vec<String> {
     let words = ["gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"];
     let mut argv: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
-    argv.push(format!("/out/{PROGRAM}"));
-    argv.push(format!("{}/{SOURCE}", recipe::DRIVERS));
+    argv.push(format!("/out/{}", tool.program));
+    argv.push(format!("{}/{}", recipe::DRIVERS, tool.source));
     argv
 }
 
-/// The runner for this sandbox's image: reused while its digest is the one recorded,
-/// else built again.
+/// The trial runner for this sandbox's image.
 pub fn ensure(sh: &Shell, sb: &Sandbox) -> Result<RunnerBinary> {
-    let source = project::drivers_dir().join(SOURCE);
+    ensure_tool(sh, sb, RUNNER)
+}
+
+/// `tool` for this sandbox's image: reused while its digest is the one recorded, else
+/// built again.
+pub fn ensure_tool(sh: &Shell, sb: &Sandbox, tool: Tool) -> Result<RunnerBinary> {
+    let source = project::drivers_dir().join(tool.source);
     let source_sha = project::sha256_regular(&source)?;
     let image = sb.image.as_deref().unwrap_or("host");
-    let key = project::sha256_hex(format!("{image}\n{source_sha}\n{}", compile_argv().join(" ")).as_bytes());
+    let key = project::sha256_hex(format!("{image}\n{source_sha}\n{}", compile_argv(tool).join(" ")).as_bytes());
     let base = project::cache_dir().join("runner");
     let dir = base.join(&key[..16]);
-    if let Some(bin) = reuse(&dir)? {
+    if let Some(bin) = reuse(&dir, tool)? {
         return Ok(bin);
     }
     let tmp = base.join(format!("{}.tmp-{}", &key[..16], std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(tmp.join("out")).with_context(|| format!("cannot create {tmp}"))?;
     let job = Job {
-        argv: compile_argv(),
+        argv: compile_argv(tool),
         workdir: "/out".into(),
         mounts: vec![
             Mount { host: project::drivers_dir(), guest: recipe::DRIVERS, writable: false },
@@ -69,17 +90,17 @@ pub fn ensure(sh: &Shell, sb: &Sandbox) -> Result<RunnerBinary> {
     };
     let (f, out) = sb.run_captured(sh, &job, 1 << 20)?;
     if !f.outcome.success() {
-        bail!("the trial runner does not build ({}):\n{}{}", f.outcome, String::from_utf8_lossy(&out), f.stderr);
+        bail!("{} does not build ({}):\n{}{}", tool.source, f.outcome, String::from_utf8_lossy(&out), f.stderr);
     }
     // The host's own copy, written by the host: nothing the build sandbox made is kept.
-    let bytes = project::read_regular(&tmp.join("out").join(PROGRAM), 16 << 20)?;
+    let bytes = project::read_regular(&tmp.join("out").join(tool.program), 16 << 20)?;
     let _ = std::fs::remove_dir_all(&tmp);
     let sha256 = project::sha256_hex(&bytes);
     let _ = std::fs::remove_dir_all(&dir);
-    project::write_atomic(&dir.join("bin").join(PROGRAM), &bytes)?;
-    set_mode(&dir.join("bin").join(PROGRAM), 0o555)?;
+    project::write_atomic(&dir.join("bin").join(tool.program), &bytes)?;
+    set_mode(&dir.join("bin").join(tool.program), 0o555)?;
     project::write_atomic(&dir.join("sha256"), sha256.as_bytes())?;
-    reuse(&dir)?.context("the trial runner just built does not match its digest")
+    reuse(&dir, tool)?.with_context(|| format!("{} just built does not match its digest", tool.program))
 }
 
 fn set_mode(path: &Utf8Path, mode: u32) -> Result<()> {
@@ -88,14 +109,14 @@ fn set_mode(path: &Utf8Path, mode: u32) -> Result<()> {
         .with_context(|| format!("cannot chmod {path}"))
 }
 
-fn reuse(dir: &Utf8Path) -> Result<Option<RunnerBinary>> {
-    let (bin, recorded) = (dir.join("bin").join(PROGRAM), dir.join("sha256"));
+fn reuse(dir: &Utf8Path, tool: Tool) -> Result<Option<RunnerBinary>> {
+    let (bin, recorded) = (dir.join("bin").join(tool.program), dir.join("sha256"));
     if !project::is_regular(&bin) || !project::is_regular(&recorded) {
         return Ok(None);
     }
     let want = String::from_utf8_lossy(&project::read_regular(&recorded, 64)?).into_owned();
     let sha256 = project::sha256_regular(&bin)?;
-    Ok((sha256 == want).then(|| RunnerBinary { dir: dir.join("bin"), sha256 }))
+    Ok((sha256 == want).then(|| RunnerBinary { dir: dir.join("bin"), program: tool.program, sha256 }))
 }
 
 /// One trial as the runner saw it.
@@ -127,7 +148,7 @@ impl Runner {
         let mut mounts = like.mounts.clone();
         mounts.push(Mount { host: bin.dir.clone(), guest: GUEST, writable: false });
         let job = Job {
-            argv: vec![format!("{GUEST}/{PROGRAM}")],
+            argv: vec![bin.guest_path()],
             workdir: like.workdir.clone(),
             mounts,
             timeout: like.timeout,

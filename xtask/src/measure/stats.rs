@@ -346,6 +346,107 @@ fn erfc(x: f64) -> f64 {
     poly * (-x * x).exp()
 }
 
+// ---- dudect's test (Reparaz, Balasch, Verbauwhede 2017), for `ct`
+
+/// Percentile crops of dudect: each keeps the measurements below one percentile of the
+/// pooled set, 1 - 0.5^(10 (k + 1) / CROPS), so that noise in the upper tail cannot
+/// hide a difference.
+const CROPS: usize = 100;
+/// The first share of the measurements is dropped (caches, predictors, frequency).
+const WARMUP_SHARE: f64 = 0.02;
+/// A test counts only with this many measurements in each class.
+pub const MIN_PER_CLASS: u64 = 500;
+
+/// The largest |t| of dudect's tests: which test, its measurements per class, and the
+/// class means of all kept measurements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    pub test: String,
+    pub n: [u64; 2],
+    pub mean_ns: [f64; 2],
+}
+
+/// Running count, mean and sum of squared deviations (Welford).
+#[derive(Debug, Clone, Copy, Default)]
+struct Moments {
+    n: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Moments {
+    fn push(&mut self, x: f64) {
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+    }
+
+    fn var(&self) -> f64 {
+        if self.n < 2 {
+            0.0
+        } else {
+            self.m2 / (self.n - 1) as f64
+        }
+    }
+}
+
+/// Welch's t of class 0 against class 1; None without enough in each class.
+fn welch(m: [Moments; 2]) -> Option<f64> {
+    if m.iter().any(|c| c.n < MIN_PER_CLASS) {
+        return None;
+    }
+    let se = (m[0].var() / m[0].n as f64 + m[1].var() / m[1].n as f64).sqrt();
+    Some(if se > 0.0 {
+        (m[0].mean - m[1].mean) / se
+    } else if m[0].mean == m[1].mean {
+        0.0
+    } else {
+        f64::INFINITY
+    })
+}
+
+/// dudect's tests on (class, nanoseconds) in the order measured: the first order on all
+/// kept measurements and on each percentile crop, and the second order (squared
+/// distances from the class means) on all. None when no test has enough measurements.
+pub fn dudect(samples: &[(usize, f64)]) -> Option<Welch> {
+    let kept = &samples[(samples.len() as f64 * WARMUP_SHARE) as usize..];
+    let mut all = [Moments::default(); 2];
+    for &(c, x) in kept {
+        all[c.min(1)].push(x);
+    }
+    let mut best: Option<Welch> = None;
+    let mut consider = |test: String, m: [Moments; 2]| {
+        if let Some(t) = welch(m) {
+            if best.as_ref().is_none_or(|b| t.abs() > b.t.abs()) {
+                best = Some(Welch { t, test, n: [m[0].n, m[1].n], mean_ns: [all[0].mean, all[1].mean] });
+            }
+        }
+    };
+    consider("first order, all".into(), all);
+    let mut sorted: Vec<f64> = kept.iter().map(|s| s.1).collect();
+    sorted.sort_by(f64::total_cmp);
+    for k in 0..CROPS {
+        let q = 1.0 - 0.5f64.powf(10.0 * (k + 1) as f64 / CROPS as f64);
+        let Some(&limit) = sorted.get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1))) else {
+            break;
+        };
+        let mut m = [Moments::default(); 2];
+        for &(c, x) in kept.iter().filter(|s| s.1 < limit) {
+            m[c.min(1)].push(x);
+        }
+        consider(format!("first order, below percentile {:.1}", q * 100.0), m);
+    }
+    let mut second = [Moments::default(); 2];
+    for &(c, x) in kept {
+        let c = c.min(1);
+        second[c].push((x - all[c].mean).powi(2));
+    }
+    consider("second order, all".into(), second);
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,5 +563,49 @@ mod tests {
         clocked.push(t(10, 1000, 2500));
         assert!(disturbed(&clocked, true)[4]);
         assert!(!disturbed(&clocked, false)[4]);
+    }
+
+    /// A deterministic noise source for the dudect tests (splitmix64, uniform in [0, 1)).
+    fn noise(state: &mut u64) -> f64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as f64 / u64::MAX as f64
+    }
+
+    /// Interleaved classes with a heavy-tailed noise; class 1 slower by `shift` ns.
+    fn classes(n: usize, shift: f64) -> Vec<(usize, f64)> {
+        let mut state = 7;
+        (0..n)
+            .map(|_| {
+                let c = usize::from(noise(&mut state) < 0.5);
+                let u = noise(&mut state);
+                // Mostly 10 µs ± 1 µs, with a tail of interruptions up to a millisecond.
+                let tail = if u > 0.97 { 1e6 * noise(&mut state) } else { 0.0 };
+                (c, 10_000.0 + 2_000.0 * noise(&mut state) + tail + shift * c as f64)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dudect_finds_a_shift_the_tail_would_hide_and_nothing_where_there_is_none() {
+        let same = dudect(&classes(40_000, 0.0)).unwrap();
+        assert!(same.t.abs() < 4.5, "{same:?}");
+        assert!(same.n[0] >= MIN_PER_CLASS && same.n[1] >= MIN_PER_CLASS);
+        // 50 ns in 10 µs, under a tail whose spread is a thousand times more: only the
+        // crops see it.
+        let shifted = dudect(&classes(40_000, 50.0)).unwrap();
+        assert!(shifted.t < -4.5, "class 1 is the slower: {shifted:?}");
+        assert!(shifted.test.contains("percentile"), "{shifted:?}");
+        // A spread that differs without a shift is the second order's.
+        let mut state = 3;
+        let spread: Vec<(usize, f64)> = (0..40_000)
+            .map(|i| (i % 2, 10_000.0 + (1.0 + 4.0 * (i % 2) as f64) * 1_000.0 * (noise(&mut state) - 0.5)))
+            .collect();
+        let second = dudect(&spread).unwrap();
+        assert!(second.t.abs() > 4.5, "{second:?}");
+        // Too few of one class for any test.
+        assert!(dudect(&[(0, 1.0); 3000]).is_none());
     }
 }

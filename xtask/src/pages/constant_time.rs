@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::evidence::schema::{CtFinding, CtRecord, CtStatus};
+use crate::evidence::schema::{CtFinding, CtRecord, CtStatus, CtTimingStatus};
 use crate::family::Family;
 use crate::pages::report::md;
 
@@ -53,6 +53,7 @@ pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<
             r.wall_s
         )?;
     }
+    timing(w, records)?;
     for r in records.iter().filter(|r| r.detail.is_some() || !r.findings.is_empty()) {
         writeln!(w, "\n**{} {}** ({}):\n", md(&r.label), r.op.name(), r.status.as_str())?;
         if let Some(d) = &r.detail {
@@ -64,6 +65,44 @@ pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<
         }
         if groups.len() > SHOWN {
             writeln!(w, "- … {} more function(s) in the record", groups.len() - SHOWN)?;
+        }
+    }
+    Ok(())
+}
+
+/// The timing tests' table, when any operation had one.
+fn timing(w: &mut String, records: &[CtRecord]) -> Result<()> {
+    let timed: Vec<(&CtRecord, &crate::evidence::schema::CtTiming)> =
+        records.iter().filter_map(|r| r.timing.as_ref().map(|t| (r, t))).collect();
+    let Some((_, first)) = timed.first() else { return Ok(()) };
+    writeln!(
+        w,
+        "\nTiming test (dudect-style, for decapsulation and for every operation with a finding): {}; the two \
+         classes interleaved at random. Clock: {}. t is Welch's, the largest |t| of the first-order test on all \
+         measurements, on percentile crops and of the second-order test; above {} the classes' timings differ. \
+         A low t is no proof of constant time: only these inputs, on this machine, were timed.\n",
+        md(&first.classes),
+        md(&first.clock),
+        first.threshold
+    )?;
+    writeln!(
+        w,
+        "| instance | operation | timing | t | test of the largest \\|t\\| | measurements (class 0 / 1) | mean class 0 | mean class 1 |\n|---|---|---|---|---|---|---|---|"
+    )?;
+    for (r, t) in &timed {
+        let figures = matches!(t.status, CtTimingStatus::Differs | CtTimingStatus::NoneFound);
+        let (tv, n, m0, m1) = if figures {
+            let ns = |v: f64| crate::measure::stats::human_time(v);
+            (format!("{:.2}", t.t), format!("{} / {}", t.n[0], t.n[1]), ns(t.mean_ns[0]), ns(t.mean_ns[1]))
+        } else {
+            ("–".into(), "–".into(), "–".into(), "–".into())
+        };
+        let (label, op, test) = (md(&r.label), r.op.name(), md(&t.test));
+        writeln!(w, "| {label} | {op} | {} | {tv} | {test} | {n} | {m0} | {m1} |", t.status.as_str())?;
+    }
+    for (r, t) in &timed {
+        if let Some(d) = &t.detail {
+            writeln!(w, "\n- {} {} timing: {}", md(&r.label), r.op.name(), md(d))?;
         }
     }
     Ok(())
@@ -104,7 +143,15 @@ pub fn cell(records: &[CtRecord], label: &str) -> String {
         .filter(|r| matches!(r.status, CtStatus::Failed | CtStatus::Undetermined | CtStatus::NothingPoisoned))
         .map(|r| r.op.name())
         .collect();
-    let head = if n == 0 { format!("none found ({} ops)", mine.len()) } else { format!("{n} finding(s)") };
+    let mut head = if n == 0 { format!("none found ({} ops)", mine.len()) } else { format!("{n} finding(s)") };
+    let differs: Vec<&str> = mine
+        .iter()
+        .filter(|r| r.timing.as_ref().is_some_and(|t| t.status == CtTimingStatus::Differs))
+        .map(|r| r.op.name())
+        .collect();
+    if !differs.is_empty() {
+        head = format!("{head}; timing differs: {}", differs.join(", "));
+    }
     if open.is_empty() {
         head
     } else {

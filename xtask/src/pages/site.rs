@@ -250,7 +250,7 @@ fn submission_table(h: &mut String, s: &Shown) {
     h.push_str("<table>\n<tr><th>instance</th><th>KAT</th>");
     let ct = !e.ct.is_empty();
     if ct {
-        h.push_str("<th>constant time<br><small>memcheck findings</small></th>");
+        h.push_str("<th>constant time<br><small>memcheck findings, timing</small></th>");
     }
     for op in &ops {
         let unit = if cycles { "median time<br>cycles" } else { "median time" };
