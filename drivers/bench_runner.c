@@ -2,10 +2,10 @@
  * ngcc-repro trial runner: process 1 of one timing container, which runs the trials of
  * one (instance, operation) one after another, each in its own fresh process.
  *
- * Built by the harness from this file alone (no candidate build can replace it) and
- * mounted read-only; it runs no candidate code itself. As the namespace's init it
- * cannot be killed or stopped from inside the container, and it is non-dumpable, so a
- * trial cannot open its descriptors or memory through /proc.
+ * Built by the harness from this file and runner_io.h alone (no candidate build can
+ * replace it) and mounted read-only; it runs no candidate code itself. As the
+ * namespace's init it cannot be killed or stopped from inside the container, and it is
+ * non-dumpable, so a trial cannot open its descriptors or memory through /proc.
  *
  * Protocol (the host writes stdin, reads stdout; nothing else holds either):
  *   -> "ngcc-runner ready\n" once started
@@ -28,55 +28,18 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_LINE 4096
+#include "runner_io.h"
+
 #define MAX_ARGS 32
 #define MAX_OUT (1 << 20)
 #define MAX_ERR (64 << 10)
 
 static char out_buf[MAX_OUT];
 static char err_buf[MAX_ERR];
-
-static void write_all(const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(1, p, n);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            _exit(71);
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-/* One line of stdin without its newline; 0 at end of input. */
-static int read_line(char *line) {
-    size_t n = 0;
-    for (;;) {
-        char c;
-        ssize_t r = read(0, &c, 1);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r <= 0) {
-            return 0;
-        }
-        if (c == '\n') {
-            line[n] = 0;
-            return 1;
-        }
-        if (n + 1 >= MAX_LINE) {
-            _exit(72);
-        }
-        line[n++] = c;
-    }
-}
 
 static void child(char **argv, int out, int err) {
     int null = open("/dev/null", O_RDONLY);
@@ -166,20 +129,6 @@ static void collect(stream *out, stream *err, pid_t pid, int *status, struct rus
     close(err->fd);
 }
 
-/* Kill every process of the container but this one, and reap them all. */
-static unsigned leftovers(void) {
-    unsigned n = 0;
-    kill(-1, SIGKILL);
-    for (;;) {
-        pid_t w = waitpid(-1, NULL, 0);
-        if (w > 0) {
-            n++;
-        } else if (errno != EINTR) {
-            return n;
-        }
-    }
-}
-
 /* What a trial could leave for the next: the entries of the writable folders and the
  * System V IPC objects of the container's namespace (a header line each). */
 static unsigned residue(void) {
@@ -252,27 +201,15 @@ static void trial(const char *nonce, char **argv) {
     }
     int n = snprintf(head, sizeof head, "ngcc-trial %s %s %d %llu %u %u %zu %zu\n", nonce, kind, value, cpu_us, left,
                      residue_n, out.len, err.len);
-    write_all(head, (size_t)n);
-    write_all(out_buf, out.len);
-    write_all(err_buf, err.len);
+    write_all(1, head, (size_t)n);
+    write_all(1, out_buf, out.len);
+    write_all(1, err_buf, err.len);
 }
 
 int main(void) {
     static char line[MAX_LINE];
-    static const char ready[] = "ngcc-runner ready\n";
-
-    /* Its protections hold only as the namespace's init, which every orphan is
-     * reparented to already (no PR_SET_CHILD_SUBREAPER: qemu-user refuses it). */
-    if (getpid() != 1 || prctl(PR_SET_DUMPABLE, 0) != 0) {
-        static const char msg[] = "bench_runner: must run as process 1 of its container, non-dumpable\n";
-        if (write(2, msg, sizeof msg - 1) < 0) {
-            return 70;
-        }
-        return 70;
-    }
-    signal(SIGPIPE, SIG_IGN);
+    become_init("bench_runner", "ngcc-runner ready\n");
     baseline = residue();
-    write_all(ready, sizeof ready - 1);
     while (read_line(line)) {
         char *argv[MAX_ARGS + 1];
         int argc = 0;

@@ -5,8 +5,8 @@
  * cannot reach its clock, its memory or its descriptors (non-dumpable, the namespace's
  * init); what the child controls is only when it answers.
  *
- * Built by the harness from this file alone and mounted read-only; it runs no candidate
- * code itself.
+ * Built by the harness from this file and runner_io.h alone and mounted read-only; it
+ * runs no candidate code itself.
  *
  * Protocol with the host (stdin, stdout):
  *   -> "ngcc-timer ready\n"
@@ -31,13 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LINE 4096
+#include "runner_io.h"
+
 #define MAX_ARGS 32
 #define MAX_N 1000000
 #define MAX_ERR (64 << 10)
@@ -46,43 +46,6 @@
 static uint32_t samples[MAX_N];
 static char err_buf[MAX_ERR];
 static size_t err_len;
-
-static void write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            _exit(71);
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static int read_line(char *line) {
-    size_t n = 0;
-    for (;;) {
-        char c;
-        ssize_t r = read(0, &c, 1);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r <= 0) {
-            return 0;
-        }
-        if (c == '\n') {
-            line[n] = 0;
-            return 1;
-        }
-        if (n + 1 >= MAX_LINE) {
-            _exit(72);
-        }
-        line[n++] = c;
-    }
-}
 
 static void child(char **argv, int cmd, int reply, int err) {
     int null = open("/dev/null", O_RDONLY);
@@ -160,19 +123,6 @@ static unsigned helpers_now(pid_t pid) {
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     unsigned threads = count_dir(path, 0), procs = count_dir("/proc", 1);
     return (threads > 1 ? threads - 1 : 0) + (procs > 2 ? procs - 2 : 0);
-}
-
-static unsigned leftovers(void) {
-    unsigned n = 0;
-    kill(-1, SIGKILL);
-    for (;;) {
-        pid_t w = waitpid(-1, NULL, 0);
-        if (w > 0) {
-            n++;
-        } else if (errno != EINTR) {
-            return n;
-        }
-    }
 }
 
 static uint64_t now_ns(void) {
@@ -298,16 +248,7 @@ static void timing(const char *nonce, long n, char **argv) {
 
 int main(void) {
     static char line[MAX_LINE];
-    static const char ready[] = "ngcc-timer ready\n";
-    if (getpid() != 1 || prctl(PR_SET_DUMPABLE, 0) != 0) {
-        static const char msg[] = "ct_timer: must run as process 1 of its container, non-dumpable\n";
-        if (write(2, msg, sizeof msg - 1) < 0) {
-            return 70;
-        }
-        return 70;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    write_all(1, ready, sizeof ready - 1);
+    become_init("ct_timer", "ngcc-timer ready\n");
     while (read_line(line)) {
         char *argv[MAX_ARGS + 1], *save = NULL, *end = NULL;
         int argc = 0;

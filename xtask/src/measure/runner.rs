@@ -18,7 +18,8 @@ use crate::container::sandbox::{Job, Mount, Outcome, Sandbox, Session, Stopped};
 use crate::measure::hostcpu::HostCpu;
 use crate::project;
 
-/// A harness program built from one source file of `drivers/`, in a sandbox of its own.
+/// A harness program built from one source file of `drivers/` (and `runner_io.h`), in a
+/// sandbox of its own.
 #[derive(Debug, Clone, Copy)]
 pub struct Tool {
     pub source: &'static str,
@@ -27,6 +28,8 @@ pub struct Tool {
 
 /// The trial runner of `bench` and `profile`.
 pub const RUNNER: Tool = Tool { source: "bench_runner.c", program: "bench_runner" };
+/// The header every tool includes (its digest is in the build's key too).
+const SHARED: &str = "runner_io.h";
 /// Where a tool is mounted in its container.
 pub const GUEST: &str = "/runner";
 /// The most a trial may print (the runner kills it past this).
@@ -65,10 +68,11 @@ pub fn ensure(sh: &Shell, sb: &Sandbox) -> Result<RunnerBinary> {
 /// `tool` for this sandbox's image: reused while its digest is the one recorded, else
 /// built again.
 pub fn ensure_tool(sh: &Shell, sb: &Sandbox, tool: Tool) -> Result<RunnerBinary> {
-    let source = project::drivers_dir().join(tool.source);
-    let source_sha = project::sha256_regular(&source)?;
+    let source_sha = project::sha256_regular(&project::drivers_dir().join(tool.source))?;
+    let shared_sha = project::sha256_regular(&project::drivers_dir().join(SHARED))?;
     let image = sb.image.as_deref().unwrap_or("host");
-    let key = project::sha256_hex(format!("{image}\n{source_sha}\n{}", compile_argv(tool).join(" ")).as_bytes());
+    let argv = compile_argv(tool).join(" ");
+    let key = project::sha256_hex(format!("{image}\n{source_sha}\n{shared_sha}\n{argv}").as_bytes());
     let base = project::cache_dir().join("runner");
     let dir = base.join(&key[..16]);
     if let Some(bin) = reuse(&dir, tool)? {
