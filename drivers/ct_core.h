@@ -4,7 +4,7 @@
  * (the library's wrapper, ct_random.c, or the NIST adapter's randombytes), the seeding of
  * each run, and the one line of facts (a client message in memcheck's XML):
  *
- *   ngcc-ct op=<op> runs=<n> secret_bytes=<b> random_bytes=<b>
+ *   ngcc-ct op=<op> runs=<n> secret_bytes=<b> random_bytes=<b> declassified_bytes=<b>
  *
  * `<program> <op> <runs>` runs under valgrind (outside it the requests do nothing).
  * `<program> --time <op>` is the timing mode, a child of ct_timer.c: for each class byte
@@ -33,6 +33,30 @@ static void ct_secret(const void *p, unsigned long long n) {
 
 static void ct_public(const void *p, unsigned long long n) { VALGRIND_MAKE_MEM_DEFINED(p, n); }
 
+static unsigned long long ct_declassified_bytes;
+
+/* A secret key, less the bytes the manifest says are public (`ct_public_sk`, passed as
+ * -DNGCC_CT_PUBLIC_SK={from,to},...): a copy of the public key inside it, say. */
+static void ct_secret_key(const unsigned char *sk, unsigned long long len) {
+    ct_secret(sk, len);
+#ifdef NGCC_CT_PUBLIC_SK
+    {
+        static const unsigned long long ranges[][2] = {NGCC_CT_PUBLIC_SK};
+        size_t i;
+        for (i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+            if (ranges[i][1] > len) {
+                fprintf(stderr, "ct_public_sk: %llu..%llu is beyond the %llu-byte secret key\n", ranges[i][0],
+                        ranges[i][1], len);
+                exit(64);
+            }
+            ct_public(sk + ranges[i][0], ranges[i][1] - ranges[i][0]);
+            ct_secret_bytes -= ranges[i][1] - ranges[i][0];
+            ct_declassified_bytes += ranges[i][1] - ranges[i][0];
+        }
+    }
+#endif
+}
+
 static void ct_random(int on) { ngcc_ct_poison_random = on; }
 
 /* A return value or length is public (the API says whether a call failed); declassified
@@ -56,8 +80,8 @@ static unsigned char *ct_alloc(unsigned long long n) {
 }
 
 static void ct_report(const char *op, int runs) {
-    VALGRIND_PRINTF("ngcc-ct op=%s runs=%d secret_bytes=%llu random_bytes=%llu\n", op, runs, ct_secret_bytes,
-                    ngcc_ct_random_bytes);
+    VALGRIND_PRINTF("ngcc-ct op=%s runs=%d secret_bytes=%llu random_bytes=%llu declassified_bytes=%llu\n", op, runs,
+                    ct_secret_bytes, ngcc_ct_random_bytes, ct_declassified_bytes);
 }
 
 static int ct_timing, ct_windows;

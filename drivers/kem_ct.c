@@ -42,7 +42,7 @@ static void dec(void) {
     int ret, flip;
     for (flip = 0; flip < 2; flip++) {
         ct[0] ^= (unsigned char)flip;
-        ct_secret(sk, sk_len);
+        ct_secret_key(sk, sk_len);
         ss_len = bench_ss_max();
         ct_open(flip == 0);
         ret = bench_dec(sk, sk_len, ct, ct_len, ss, &ss_len);

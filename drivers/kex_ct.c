@@ -24,8 +24,8 @@
 static const char *const ops[] = {"init", "passes", "derive"};
 
 static void secret_sides(kex_run *r) {
-    ct_secret(r->a.sk, r->a.sk_len);
-    ct_secret(r->b.sk, r->b.sk_len);
+    ct_secret_key(r->a.sk, r->a.sk_len);
+    ct_secret_key(r->b.sk, r->b.sk_len);
     ct_secret(r->a.st, r->a.st_len);
     ct_secret(r->b.st, r->b.st_len);
 }

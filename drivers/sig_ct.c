@@ -30,7 +30,7 @@ static void sign(int run) {
         msg[i] = (unsigned char)(i * 131 + 64 + run);
     }
     sig_len = bench_sig_max();
-    ct_secret(sk, sk_len);
+    ct_secret_key(sk, sk_len);
     ct_random(1);
     ct_open(1);
     ret = bench_sign(sk, sk_len, msg, sizeof msg, sig, &sig_len);

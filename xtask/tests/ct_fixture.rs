@@ -56,11 +56,16 @@ fn kem_leaks_are_found_at_their_lines_and_the_twins_are_clean() {
         ("ct-slow", 16, "#define FIX_CT_SLOW 1\n".into()),
         ("ct-helper", 16, "#define _DEFAULT_SOURCE 1\n#define FIX_CT_HELPER 1\n".into()),
         ("ct-answer", 16, "#define FIX_CT_ANSWER 1\n".into()),
+        ("ct-public", 16, "#define FIX_CT_LEAK 1\n".into()),
     ];
     write_tree(&tmp.path().join("tree"), &insts);
     let zip = tmp.path().join("Fixture KEM v1.zip");
     zip_tree(&tmp.path().join("tree"), &zip);
     let m = manifest_dir(&tmp.path().join("m"), &zip, false, &insts);
+    // ct-public's manifest says the three planted bytes of its key are public.
+    let text = std::fs::read_to_string(&m).unwrap();
+    let public = "label = \"ct-public\"\nct_public_sk = [{ from = 0, to = 3, why = \"the planted bytes\" }]\n";
+    std::fs::write(&m, text.replace("label = \"ct-public\"\n", public)).unwrap();
     let out = tmp.path().join("out");
     let run = run_ct(&m, &zip, &out, &[]);
     assert_eq!(run.status.code(), Some(1), "findings are the command's failure");
@@ -101,6 +106,13 @@ fn kem_leaks_are_found_at_their_lines_and_the_twins_are_clean() {
     // 80 MiB into the report's stream: past the cap, a failed run, never a clean one.
     let flood = ct_record(&out, id, "ct-flood", "dec");
     assert_eq!(flood.status, CtStatus::Failed, "{:?}", flood.detail);
+    // Declassified by the manifest: the leak is on public bytes, so no finding, and the
+    // record says which bytes and why.
+    let public = ct_record(&out, id, "ct-public", "dec");
+    assert_eq!(public.status, CtStatus::NoneFound, "{:#?}", public.findings);
+    assert_eq!((public.secret_bytes, public.declassified_bytes), (2 * 2 * 13, 2 * 2 * 3));
+    assert_eq!(public.declassified, ["secret key bytes 0..3 (the planted bytes)"]);
+    assert_eq!(ct_record(&out, id, "ct-leak", "dec").declassified_bytes, 0);
     timing_is_measured_from_outside(&out, id);
     // Paths are the tree's, never the machine's.
     let text = std::fs::read_to_string(common::layout(&out).ct(id, "ct-leak", "dec")).unwrap();

@@ -249,6 +249,9 @@ pub fn ct_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places)
     let adapter = Adapter { what: "constant-time driver".into(), driver: ct.driver, optional: false };
     let mut driver = adapter_step(sub, inst, src, places, &plan.flags, adapter)?;
     driver.argv.insert(1, "-DNGCC_CT".into());
+    if let Some(public) = public_sk_define(inst) {
+        driver.argv.insert(2, public);
+    }
     plan.steps.push(driver);
     for step in &mut plan.steps {
         step.argv.insert(1, "-g".into());
@@ -256,6 +259,13 @@ pub fn ct_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places)
     plan.run = vec![];
     plan.flag_set = format!("{}+ct", plan.flag_set);
     Ok(plan)
+}
+
+/// The manifest's public bytes of the secret key for the ct driver (`ct_core.h`'s
+/// `ct_secret_key`): `-DNGCC_CT_PUBLIC_SK={from,to},...`.
+fn public_sk_define(inst: &Instance) -> Option<String> {
+    let ranges: Vec<String> = inst.ct_public_sk.iter().map(|r| format!("{{{}u,{}u}}", r.from, r.to)).collect();
+    (!ranges.is_empty()).then(|| format!("-DNGCC_CT_PUBLIC_SK={}", ranges.join(",")))
 }
 
 /// Why `sub` has no constant-time variant, if it has none: a family with no secret

@@ -344,7 +344,31 @@ pub struct Instance {
     /// from the initial states); the drivers check the library says the same.
     #[serde(default)]
     pub passes: Option<u32>,
+    /// Bytes of the secret key that are public (a copy of the public key inside it, say):
+    /// `ct` marks them defined again whenever it makes the key secret.
+    #[serde(default)]
+    pub ct_public_sk: Vec<PublicBytes>,
 }
+
+/// Bytes `[from, to)` of a secret key that are public, and why (the record and the page
+/// repeat it).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PublicBytes {
+    pub from: u64,
+    pub to: u64,
+    pub why: String,
+}
+
+impl PublicBytes {
+    /// `secret key bytes 768..1568 (why)`.
+    pub fn describe(&self) -> String {
+        format!("secret key bytes {}..{} ({})", self.from, self.to, self.why)
+    }
+}
+
+/// The most public ranges an instance may declare.
+pub const MAX_PUBLIC_RANGES: usize = 8;
 
 /// The widest digest the KAT Loop can chain (it rotates an 8192-bit message by it).
 pub const MAX_DIGEST_BITS: u32 = 8192;
@@ -508,6 +532,7 @@ impl Submission {
             }
             self.validate_width(inst)?;
             self.validate_passes(inst)?;
+            self.validate_public(inst)?;
         }
         Ok(())
     }
@@ -545,6 +570,31 @@ impl Submission {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Public ranges of a secret key: only where `ct` makes a key secret, each non-empty,
+    /// explained, in order and apart.
+    fn validate_public(&self, inst: &Instance) -> Result<()> {
+        let ranges = &inst.ct_public_sk;
+        let at = || format!("{}: instance {}: ct_public_sk", self.path, inst.label);
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        if self.family().is_ok_and(|f| f.ct.is_none()) {
+            bail!("{}: a {} has no secret key for ct", at(), self.family);
+        }
+        if ranges.len() > MAX_PUBLIC_RANGES {
+            bail!("{}: {} ranges, at most {MAX_PUBLIC_RANGES}", at(), ranges.len());
+        }
+        for (i, r) in ranges.iter().enumerate() {
+            if r.from >= r.to || r.why.trim().is_empty() {
+                bail!("{}: {}..{} must be a non-empty range with a reason", at(), r.from, r.to);
+            }
+            if i > 0 && ranges[i - 1].to > r.from {
+                bail!("{}: {}..{} overlaps or precedes the range before it", at(), r.from, r.to);
+            }
+        }
+        Ok(())
     }
 
     /// The KAT files of `inst`, one per part of its family, with their names
@@ -795,6 +845,33 @@ mod tests {
         let e = format!("{:#}", check_selection(&given, &subs).unwrap_err());
         assert!(e.contains("20000 unknown label(s): \"nope-0\", \"nope-1\"") && e.contains("and 19990 more"), "{e}");
         assert!(e.ends_with("bad has instances L") && e.len() < 400, "{e}");
+    }
+
+    #[test]
+    fn public_bytes_of_a_secret_key_are_ranges_in_order_with_a_reason() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let with = |ranges: &str| {
+            let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");
+            format!("{good}ct_public_sk = [{ranges}]\n")
+        };
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, with("{ from = 0, to = 32, why = \"rho\" }, { from = 64, to = 128, why = \"tr\" }"))
+            .unwrap();
+        let sub = Submission::load(path.as_str()).unwrap();
+        assert_eq!(sub.instances[0].ct_public_sk[1].describe(), "secret key bytes 64..128 (tr)");
+        for (ranges, why) in [
+            ("{ from = 8, to = 8, why = \"x\" }", "non-empty range with a reason"),
+            ("{ from = 0, to = 8, why = \" \" }", "non-empty range with a reason"),
+            ("{ from = 0, to = 8, why = \"a\" }, { from = 4, to = 9, why = \"b\" }", "overlaps"),
+            ("{ from = 0, to = 8 }", "missing field `why`"),
+        ] {
+            let e = format!("{:#}", load_text(dir, &with(ranges)));
+            assert!(e.contains(why), "{ranges}: {e}");
+        }
+        let hash = with("{ from = 0, to = 8, why = \"x\" }").replace("id = \"bad\"", "id = \"bad\"\nfamily = \"hash\"");
+        let e = format!("{:#}", load_text(dir, &hash.replace("dir = \"d\"", "dir = \"d\"\ndigest_bits = 256")));
+        assert!(e.contains("has no secret key for ct"), "{e}");
     }
 
     #[test]

@@ -259,7 +259,7 @@ fn record(
     };
     let (status, findings, bytes, detail) = match seen {
         Ok(j) => (j.status, j.findings, j.bytes, None),
-        Err(why) => (CtStatus::Failed, vec![], (0, 0), Some(why)),
+        Err(why) => (CtStatus::Failed, vec![], [0; 3], Some(why)),
     };
     let (status, detail) = with_requests(status, detail, requests);
     let timing = time_op(ctx, (inst, build), (ct, op), status)?;
@@ -274,8 +274,10 @@ fn record(
         status,
         detail,
         findings,
-        secret_bytes: bytes.0,
-        random_bytes: bytes.1,
+        secret_bytes: bytes[0],
+        random_bytes: bytes[1],
+        declassified_bytes: bytes[2],
+        declassified: inst.ct_public_sk.iter().map(|r| r.describe()).collect(),
         client_requests: requests,
         command,
         toolchain: ctx.tc.clone(),
@@ -342,8 +344,8 @@ fn with_requests(status: CtStatus, detail: Option<String>, requests: u32) -> (Ct
 struct Judged {
     status: CtStatus,
     findings: Vec<crate::evidence::schema::CtFinding>,
-    /// (secret bytes, DRNG bytes poisoned), from the driver's line.
-    bytes: (u64, u64),
+    /// Secret bytes, DRNG bytes poisoned and key bytes declassified, from the driver's line.
+    bytes: [u64; 3],
 }
 
 /// The status a report gives; `Err` when it cannot be read as a whole run's.
@@ -361,10 +363,10 @@ fn judge(xml: &[u8], roots: &memcheck::Roots) -> std::result::Result<Judged, Str
         let word = line.split(' ').find_map(|w| w.strip_prefix(name).and_then(|r| r.strip_prefix('=')));
         word.and_then(|v| v.parse().ok()).ok_or_else(|| format!("the driver's line has no {name}: {line:?}"))
     };
-    let bytes = (field("secret_bytes")?, field("random_bytes")?);
+    let bytes = [field("secret_bytes")?, field("random_bytes")?, field("declassified_bytes")?];
     let status = match (bytes, report.findings.is_empty()) {
         (_, false) => CtStatus::Findings,
-        ((0, 0), true) => CtStatus::NothingPoisoned,
+        ([0, 0, _], true) => CtStatus::NothingPoisoned,
         (_, true) => CtStatus::NoneFound,
     };
     Ok(Judged { status, findings: report.findings, bytes })
@@ -469,7 +471,9 @@ mod tests {
     #[test]
     fn a_status_needs_the_drivers_line_and_something_poisoned() {
         let line = |s, r| {
-            format!("<clientmsg><text>ngcc-ct op=keygen runs=4 secret_bytes={s} random_bytes={r}</text></clientmsg>")
+            format!(
+                "<clientmsg><text>ngcc-ct op=keygen runs=4 secret_bytes={s} random_bytes={r} declassified_bytes=0</text></clientmsg>"
+            )
         };
         assert_eq!(judge(&xml(&line(0, 128)), &ROOTS).unwrap().status, CtStatus::NoneFound);
         assert_eq!(judge(&xml(&line(0, 0)), &ROOTS).unwrap().status, CtStatus::NothingPoisoned);

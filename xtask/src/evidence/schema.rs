@@ -1157,6 +1157,10 @@ pub struct CtRecord {
     /// (a client message in memcheck's XML).
     pub secret_bytes: u64,
     pub random_bytes: u64,
+    /// Bytes of secret keys marked defined again as the manifest says (`ct_public_sk`),
+    /// and the manifest's ranges with their reasons.
+    pub declassified_bytes: u64,
+    pub declassified: Vec<String>,
     /// Valgrind client requests found in the candidate's own code (they can hide a leak).
     pub client_requests: u32,
     pub command: Vec<String>,

@@ -53,6 +53,7 @@ pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<
             r.wall_s
         )?;
     }
+    declassified(w, records)?;
     timing(w, records)?;
     for r in records.iter().filter(|r| r.detail.is_some() || !r.findings.is_empty()) {
         writeln!(w, "\n**{} {}** ({}):\n", md(&r.label), r.op.name(), r.status.as_str())?;
@@ -65,6 +66,19 @@ pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<
         }
         if groups.len() > SHOWN {
             writeln!(w, "- … {} more function(s) in the record", groups.len() - SHOWN)?;
+        }
+    }
+    Ok(())
+}
+
+/// What the manifests declare public in each instance's secret key, once per instance.
+fn declassified(w: &mut String, records: &[CtRecord]) -> Result<()> {
+    let mut seen: Vec<&str> = Vec::new();
+    for r in records.iter().filter(|r| !r.declassified.is_empty()) {
+        if !seen.contains(&r.label.as_str()) {
+            seen.push(&r.label);
+            let ranges: Vec<String> = r.declassified.iter().map(|d| md(d)).collect();
+            writeln!(w, "\nDeclassified by the manifest for {}: {}.", md(&r.label), ranges.join("; "))?;
         }
     }
     Ok(())
