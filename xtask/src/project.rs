@@ -267,6 +267,13 @@ pub fn harness_commit(sh: &Shell) -> String {
 
 /// Text from a sandbox made safe to print: control characters (terminal escapes among
 /// them) are shown escaped, newlines and tabs kept, very long lines cut.
+/// The last `n` lines of a sandbox's text, safe to print (for error messages).
+pub fn last_lines(text: &str, n: usize) -> String {
+    let text = printable(text.trim_end());
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 pub fn printable(text: &str) -> String {
     const LINE: usize = 2000;
     let mut out = String::with_capacity(text.len());

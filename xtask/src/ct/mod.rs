@@ -248,14 +248,7 @@ fn record(
     let seen = if finished.outcome.success() {
         judge(&xml, &roots)
     } else {
-        let stderr = project::printable(finished.stderr.trim_end());
-        let lines: Vec<&str> = stderr.lines().collect();
-        Err(format!(
-            "`{}` {}: {}",
-            command.join(" "),
-            finished.outcome,
-            lines[lines.len().saturating_sub(4)..].join("\n")
-        ))
+        Err(format!("`{}` {}: {}", command.join(" "), finished.outcome, project::last_lines(&finished.stderr, 4)))
     };
     let (status, findings, bytes, detail) = match seen {
         Ok(j) => (j.status, j.findings, j.bytes, None),

@@ -124,7 +124,7 @@ fn stopped_record(t: &Timing, stopped: Stopped, stderr: String) -> CtTiming {
         Stopped::TimedOut => format!("timed out after {} s", t.timeout.as_secs()),
         Stopped::Ended(o) => format!("the timer's container ended ({o})"),
     };
-    blank(CtTimingStatus::Failed, Some(format!("{how}: {}", last_lines(&stderr))), t.measurements)
+    blank(CtTimingStatus::Failed, Some(format!("{how}: {}", project::last_lines(&stderr, 4))), t.measurements)
 }
 
 /// (class, nanoseconds) of each measurement, in the order taken.
@@ -137,12 +137,6 @@ fn samples(raw: &[u8]) -> Vec<(usize, f64)> {
         .collect()
 }
 
-fn last_lines(text: &str) -> String {
-    let text = project::printable(text.trim_end());
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(4)..].join("\n")
-}
-
 /// The record of a complete frame.
 fn judge(frame: &Frame, samples: &[(usize, f64)], asked: u64, printed: &[u8]) -> CtTiming {
     let fail = |why: String| {
@@ -152,7 +146,7 @@ fn judge(frame: &Frame, samples: &[(usize, f64)], asked: u64, printed: &[u8]) ->
         r
     };
     if frame.kind != "done" {
-        let said = last_lines(&String::from_utf8_lossy(printed));
+        let said = project::last_lines(&String::from_utf8_lossy(printed), 4);
         return fail(format!(
             "the driver stopped after {} of {asked} measurements ({} {}): {said}",
             frame.taken, frame.kind, frame.value

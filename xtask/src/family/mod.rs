@@ -128,9 +128,7 @@ impl CheckCtx<'_> {
         job.stdin = Some(stdin);
         let (f, out) = self.sb.run_captured(self.sh, &job, cap)?;
         if !f.outcome.success() {
-            let stderr = crate::project::printable(f.stderr.trim_end());
-            let lines: Vec<&str> = stderr.lines().collect();
-            let tail = lines[lines.len().saturating_sub(4)..].join("\n");
+            let tail = crate::project::last_lines(&f.stderr, 4);
             return Ok(Err(format!("`{}` {}: {tail}", argv.join(" "), f.outcome)));
         }
         Ok(Ok(out))
