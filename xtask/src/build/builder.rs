@@ -18,6 +18,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use xshell::Shell;
 
+use crate::build::inputs;
 use crate::build::recipe::{self, Places, Plan, Step};
 use crate::container::engine::Backend;
 use crate::container::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
@@ -256,16 +257,16 @@ impl BuildCtx<'_> {
         let (inputs, out) = (tmp.join("src"), tmp.join("out"));
         std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
         let mut log = String::new();
+        let mut seen_digests = BTreeMap::new();
         if self.env.backend == Backend::Host && !self.sub.iccs_files(inst).is_empty() {
             bail!("{}: the official ICCS files are given to container builds only", self.sub.id);
         }
         if self.env.backend != Backend::Host {
-            let seen = recipe::inputs(self.sub, inst, self.src, self.env.arch)?;
-            copy_inputs(&self.src.root, &seen.files, &inputs)?;
+            let Some(seen) = self.assemble(tmp, inst, &plan, &mut log)? else {
+                return Ok(Err(Built::Failed { plan, key, log }));
+            };
+            seen_digests = copy_inputs(&self.src.root, &seen.files, &inputs)?;
             self.copy_iccs(inst, &inputs)?;
-            for rel in &seen.left_out {
-                log.push_str(&format!("left out of the build's inputs (not a regular file): {rel}\n"));
-            }
         }
         let mut optional_failures = Vec::new();
         let mut failed = false;
@@ -293,6 +294,7 @@ impl BuildCtx<'_> {
             schema: crate::evidence::schema::version::<BuildRecord>(),
             key,
             plan,
+            inputs: seen_digests,
             files,
             optional_failures,
             finished: project::now_utc(),
@@ -303,6 +305,41 @@ impl BuildCtx<'_> {
         }
         crate::evidence::schema::write(&tmp.join("build.json"), &record)?;
         Ok(Ok(record))
+    }
+
+    /// What the build of `inst` sees: the tree without its KAT data, to the dependency
+    /// pass in a sandbox of its own; then the files the manifest names and the pass
+    /// listed. None: the pass failed (its output is in `log`).
+    fn assemble(
+        &self,
+        tmp: &Utf8Path,
+        inst: &Instance,
+        plan: &Plan,
+        log: &mut String,
+    ) -> Result<Option<inputs::BuildInputs>> {
+        let view = inputs::view(self.sub, self.src)?;
+        let listed = match inputs::dependency_pass(plan) {
+            None => None,
+            Some(pass) => {
+                let (tree, out) = (tmp.join("view"), tmp.join("view-out"));
+                std::fs::create_dir_all(&out).with_context(|| format!("cannot create {out}"))?;
+                copy_inputs(&self.src.root, &view.files, &tree)?;
+                self.copy_iccs(inst, &tree)?;
+                let ran = self.run_step(&pass, (&tree, &out), log);
+                std::fs::remove_dir_all(&tree).ok();
+                let listing = ran?.map_err(drop).and_then(|()| {
+                    project::read_regular(&out.join(inputs::LISTING), inputs::LISTING_MAX).map_err(|e| {
+                        log.push_str(&format!("the dependency pass left no listing the harness reads: {e:#}\n"))
+                    })
+                });
+                std::fs::remove_dir_all(&out).ok();
+                let Ok(listing) = listing else { return Ok(None) };
+                Some(inputs::listed(&String::from_utf8_lossy(&listing)))
+            }
+        };
+        let seen = inputs::select(self.sub, inst, self.src, self.env.arch, &view, listed.as_ref())?;
+        log.push_str(&seen.account(&view));
+        Ok(Some(seen))
     }
 
     /// The official ICCS files a manifest takes, into the build's inputs.
@@ -316,7 +353,7 @@ impl BuildCtx<'_> {
             bail!("{}: the source tree has a folder {} of its own", self.sub.id, recipe::ICCS_DIR);
         }
         let files = api.files()?.into_iter().collect();
-        copy_inputs(&api.dir, &files, &dest)
+        copy_inputs(&api.dir, &files, &dest).map(drop)
     }
 
     /// Run one build step in a fresh sandbox that can write only `out`. `Ok(Err(log))`
@@ -437,18 +474,46 @@ fn missing_output(record: &BuildRecord) -> Option<String> {
 }
 
 /// Copy `files` (relative to `root`) into the fresh folder `dest`, never through a link.
-fn copy_inputs(root: &Utf8Path, files: &std::collections::BTreeSet<String>, dest: &Utf8Path) -> Result<()> {
+/// Copy `files` of `root` under `dest`; the SHA-256 of each copy, taken from the bytes
+/// as they are written (what the sandbox reads is what is recorded).
+fn copy_inputs(
+    root: &Utf8Path,
+    files: &std::collections::BTreeSet<String>,
+    dest: &Utf8Path,
+) -> Result<BTreeMap<String, String>> {
+    use sha2::Digest;
     std::fs::create_dir_all(dest).with_context(|| format!("cannot create {dest}"))?;
+    let mut digests = BTreeMap::new();
     for rel in files {
         let to = dest.join(rel);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {parent}"))?;
         }
         let mut from = project::open_regular(&root.join(rel))?;
-        let mut file = std::fs::File::create(&to).with_context(|| format!("cannot create {to}"))?;
-        std::io::copy(&mut from, &mut file).with_context(|| format!("cannot copy {rel} into the build inputs"))?;
+        let file = std::fs::File::create(&to).with_context(|| format!("cannot create {to}"))?;
+        let mut copy = Hashing { file, hasher: sha2::Sha256::new() };
+        std::io::copy(&mut from, &mut copy).with_context(|| format!("cannot copy {rel} into the build inputs"))?;
+        digests.insert(rel.clone(), project::hex(&copy.hasher.finalize()));
     }
-    Ok(())
+    Ok(digests)
+}
+
+/// A file being written and the digest of what was written.
+struct Hashing {
+    file: std::fs::File,
+    hasher: sha2::Sha256,
+}
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        sha2::Digest::update(&mut self.hasher, &buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// Remove the folders an interrupted or killed run left while building `key`.

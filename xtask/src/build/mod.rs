@@ -4,6 +4,7 @@
 pub mod archives;
 pub mod builder;
 pub mod iccs;
+pub mod inputs;
 pub mod recipe;
 pub mod sources;
 pub mod submission;

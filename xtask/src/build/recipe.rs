@@ -457,57 +457,9 @@ fn iccs_sources(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<S
     Ok(files.iter().map(|f| format!("{ICCS_DIR}/{f}")).collect())
 }
 
-/// Extensions of the files a C build compiles or reads through `#include`.
-const CODE: &[&str] = &["c", "h", "inc", "S", "s", "cc", "cpp", "cxx", "hh", "hpp", "hxx", "ipp", "tcc", "def"];
-/// Extensions of KAT request and response files, which no build may see.
-const KAT_DATA: &[&str] = &["rsp", "req", "kat"];
-
-/// The files of the tree a build of `inst` may see (relative paths): the files its plan
-/// compiles or force-includes and the code files of every folder it compiles from or
-/// includes; the cmake recipe, every file. Never KAT files: a build that could read the
-/// published KAT text could print it instead of computing it.
-pub fn inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<Inputs> {
-    let code = |rel: &str| sub.build.cmake.is_some() || has_extension(rel, CODE);
-    let kat_data = kat_files(sub, inst);
-    let mut files = std::collections::BTreeSet::new();
-    let mut left_out = std::collections::BTreeSet::new();
-    let mut folders = Vec::new();
-    for rel in named_inputs(sub, inst, src, arch)? {
-        folders.push(Utf8Path::new(&rel).parent().map(Utf8Path::to_string).unwrap_or_default());
-        let regular = std::fs::symlink_metadata(src.root.join(&rel)).is_ok_and(|m| m.is_file());
-        if regular { &mut files } else { &mut left_out }.insert(rel);
-    }
-    let included = Parts::of(sub, inst, arch).include.into_iter().chain(&sub.kat.include).map(|i| inst.expand(i));
-    folders.extend(included.filter(|i| !i.starts_with("driver:")));
-    if sub.build.cmake.is_some() {
-        folders.push(String::new());
-    }
-    for folder in folders {
-        for entry in walkdir::WalkDir::new(src.root.join(&folder)).sort_by_file_name() {
-            let entry = entry.with_context(|| format!("cannot walk {folder} in {}", src.root))?;
-            let Some(path) = Utf8Path::from_path(entry.path()) else { continue };
-            let rel = path.strip_prefix(&src.root).unwrap_or(path).to_string();
-            if entry.file_type().is_file() && code(&rel) {
-                files.insert(rel);
-            } else if !entry.file_type().is_dir() && code(&rel) {
-                left_out.insert(rel);
-            }
-        }
-    }
-    files.retain(|f| !has_extension(f, KAT_DATA) && !kat_data.iter().any(|k| f == k || f.ends_with(&format!("/{k}"))));
-    Ok(Inputs { files, left_out })
-}
-
-/// What a build may see of the tree, and the code files left out as no regular files
-/// (links, FIFOs, devices).
-pub struct Inputs {
-    pub files: std::collections::BTreeSet<String>,
-    pub left_out: std::collections::BTreeSet<String>,
-}
-
 /// The files a manifest names for `inst`: compiled sources, KAT program sources of the
 /// tree, the API and timing headers.
-fn named_inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<Vec<String>> {
+pub(crate) fn named_inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<Vec<String>> {
     let mut named = Vec::new();
     if sub.build.cmake.is_none() {
         for pattern in Parts::of(sub, inst, arch).sources.into_iter().map(|p| inst.expand(p)) {
@@ -521,18 +473,6 @@ fn named_inputs(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> 
     // The harness's own files are no part of the tree.
     named.retain(|p| !p.starts_with("driver:"));
     Ok(named)
-}
-
-/// The instance's KAT file name and shipped reference KAT text, as the manifest names them.
-fn kat_files(sub: &Submission, inst: &Instance) -> Vec<String> {
-    let mut names = vec![inst.expand(&sub.kat.file)];
-    names.extend(sub.kat_files(inst).unwrap_or_default().into_iter().map(|(_, f)| f));
-    names.extend(sub.kat.reference.iter().map(|r| inst.expand(r)));
-    names
-}
-
-fn has_extension(rel: &str, set: &[&str]) -> bool {
-    Utf8Path::new(rel).extension().is_some_and(|e| set.contains(&e))
 }
 
 /// Digest of the harness's drivers folder, so that a changed driver or adapter rebuilds.
@@ -691,25 +631,5 @@ extra_flags = ["-DX=1"]
         std::fs::write(src.root.join("i1/demo.c"), "").unwrap();
         std::fs::remove_file(src.root.join("i1/api.h")).unwrap();
         assert!(format!("{:#}", check(&sub, &sub.instances[0], &src, Arch::host()).unwrap_err()).contains("API header"));
-    }
-
-    #[test]
-    fn a_build_sees_its_code_and_never_a_kat_file() {
-        let (_t, sub, src) = fixture();
-        for f in
-            ["i1/KAT_L1.rsp", "i1/k_L1.txt", "i1/sub/x.h", "common/tables.inc", "Test_Vectors/k_L1.txt", "other/o.c"]
-        {
-            std::fs::create_dir_all(src.root.join(f).parent().unwrap()).unwrap();
-            std::fs::write(src.root.join(f), "Count = 0\n").unwrap();
-        }
-        std::os::unix::fs::symlink("a.c", src.root.join("i1/link.c")).unwrap();
-        let inputs = inputs(&sub, &sub.instances[0], &src, Arch::host()).unwrap();
-        assert_eq!(inputs.left_out.into_iter().collect::<Vec<_>>(), ["i1/link.c"]);
-        let seen: Vec<String> = inputs.files.into_iter().collect();
-        assert_eq!(
-            seen,
-            ["common/c.c", "common/tables.inc", "i1/a.c", "i1/api.h", "i1/b.c", "i1/demo.c", "i1/sub/x.h"],
-            "compiled and included folders' code only: no notes, no KAT files, no other folder"
-        );
     }
 }

@@ -154,7 +154,7 @@ evidence! {
     Environment: "environment manifest", 1, "cargo xtask bench";
     SizeAudit: "size audit", 2, "cargo xtask bench";
     ImageLock: "image lock", 1, "cargo xtask image build";
-    BuildRecord: "build record", 1, "cargo xtask verify (the build is made again)";
+    BuildRecord: "build record", 2, "cargo xtask verify (the build is made again)";
     ProfileRecord: "profile record", 3, "cargo xtask profile";
     Survey: "symmetric-primitive survey", 3, "cargo xtask profile";
     CtRecord: "constant-time record", 2, "cargo xtask ct";
@@ -809,6 +809,10 @@ pub struct BuildRecord {
     pub schema: u32,
     pub key: String,
     pub plan: Plan,
+    /// The files of the source tree the build saw (relative path → SHA-256 of the copy it
+    /// read): what the manifest names and the compiler's dependency pass listed. Empty for
+    /// a host build, which compiles the tree in place.
+    pub inputs: BTreeMap<String, String>,
     /// Every file the build left in `out/` (relative path → `file <sha256>`,
     /// `link <target>` or `special`), read without following links.
     pub files: BTreeMap<String, String>,

@@ -12,6 +12,7 @@ pub mod fixture;
 pub mod golden_set;
 pub mod hash_fixture;
 pub mod kex_fixture;
+pub mod real_tree;
 pub mod sig_fixture;
 use std::process::{Command, Output};
 
