@@ -58,7 +58,7 @@ fn check_record(r: &Record, op: &str, failures: usize) {
     assert_eq!(r.sizes.api, Sizes::of([("pk", 800), ("sk", 1632), ("ct", 768), ("ss", 32)]));
     assert_eq!(r.sizes.external.as_ref().unwrap().basis, Basis::Encoded);
     // Memory: the library's PT_LOAD sizes as readelf reads them; peak >= baseline > 0.
-    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ngcc-repro/builds/pqclean-ml-kem");
+    let lib = common::default_cache().join("builds/pqclean-ml-kem");
     let library = lib.join(&r.build_key[..20]).join("out/libinstance.so");
     assert_eq!(r.memory.static_image_bytes, readelf_load_bytes(&library));
     assert_eq!(r.library_sha256, sha256(&std::fs::read(&library).unwrap()));

@@ -128,15 +128,16 @@ fn every_status(c: &Case) {
     // Messages name files inside the evidence set or the source tree, no folder of this machine.
     let summary = std::fs::read_to_string(common::layout(out).kat_summary("fixture-kem")).unwrap();
     assert!(summary.contains("(reference `fix-tweak/KAT/KAT_KEM_fix-tweak.txt` of the source tree)"));
-    for host in [out_s, "target/ngcc-repro"] {
+    let cache = common::default_cache();
+    for host in [out_s, cache.to_str().unwrap(), "target/ngcc-repro"] {
         assert!(!summary.contains(host), "summary.json names {host}");
     }
     // The never-compile files stayed out (their #error would have been a BUILDFAIL) and
     // the shipped binary was neither run nor left executable.
     assert!(!Path::new("/tmp/ngcc-fixture-binary-was-run").exists());
     let sha = sha256(&std::fs::read(zip).unwrap());
-    let extracted = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/ngcc-repro/sources")
+    let extracted = cache
+        .join("sources")
         .join(&sha)
         .join(WRAP)
         .join(ROOT)

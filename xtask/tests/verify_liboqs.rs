@@ -28,8 +28,8 @@ fn liboqs_cmake_recipe_passes_against_kats_json() {
     // The committed expectations are liboqs's published values, read back from the
     // kats.json inside the very crate the run verified.
     let checksum = s.source.digest();
-    let kats_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/ngcc-repro/sources")
+    let kats_path = common::default_cache()
+        .join("sources")
         .join(checksum)
         .join("oqs-sys-0.11.0+liboqs-0.13.0/liboqs/tests/KATs/kem/kats.json");
     // kats.json: algorithm → {"single": digest, ...}.

@@ -32,6 +32,12 @@ pub fn xtask(args: &[&str], cache: Option<&Path>) -> Output {
     out
 }
 
+/// The cache the tool uses when a test sets no `NGCC_CACHE` of its own: the tool's own
+/// rule (`NGCC_CACHE` when the user set it, else `target/ngcc-repro` of the checkout).
+pub fn default_cache() -> std::path::PathBuf {
+    xtask::project::cache_dir().into_std_path_buf()
+}
+
 /// End-to-end tests need a working podman: say so in one line, naming the doctor.
 pub fn require_podman() {
     let ok = Command::new("podman").args(["--runtime", "runc", "info"]).output().is_ok_and(|o| o.status.success());
