@@ -136,12 +136,7 @@ fn every_status(c: &Case) {
     // the shipped binary was neither run nor left executable.
     assert!(!Path::new("/tmp/ngcc-fixture-binary-was-run").exists());
     let sha = sha256(&std::fs::read(zip).unwrap());
-    let extracted = cache
-        .join("sources")
-        .join(&sha)
-        .join(WRAP)
-        .join(ROOT)
-        .join("fix-16/prebuilt/kat_gen");
+    let extracted = cache.join("sources").join(&sha).join(WRAP).join(ROOT).join("fix-16/prebuilt/kat_gen");
     assert_eq!(std::fs::metadata(&extracted).unwrap().permissions().mode() & 0o111, 0);
     // The patch went to a copy: the extracted original still has the #error line.
     let original = extracted.parent().unwrap().parent().unwrap().parent().unwrap().join("fix-patch/KEM_fix-patch.c");
