@@ -66,7 +66,9 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
         assert!(!common::layout(&out).record("fixture-kem", label, "keygen").exists(), "{label}: no record");
     }
     // SIGSTOP and SIGKILL to the runner, its stream and its memory through /proc: none
-    // reaches it, so the trials run on and are checked like the honest twin's.
+    // reaches it, so the trials run on and are checked like the honest twin's (their
+    // times are not compared: records timed one after another are as far apart as the
+    // machine's load puts them).
     let (honest, tamper) =
         (record(&out, "fixture-kem", "fix-16", "keygen"), record(&out, "fixture-kem", "fix-tamper", "keygen"));
     // Its stderr travels in the frame, capped: the trials of the noisy one are timed too.
@@ -76,8 +78,6 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
         assert!(r.trials.iter().all(|t| t.host_cpu_ns.is_some()), "{}: the host read every trial", r.label);
         assert_eq!(r.trials.iter().filter(|t| !t.trial.replaced).count(), 3);
     }
-    let ratio = tamper.aggregate.mean_ns / honest.aggregate.mean_ns;
-    assert!((0.33..3.0).contains(&ratio), "fix-tamper / fix-16 = {ratio}");
 }
 
 #[test]

@@ -19,8 +19,6 @@ use crate::measure::runner::{self, RunnerBinary, Tool, GUEST};
 use crate::measure::stats;
 use crate::project;
 
-/// dudect's threshold on |t|.
-pub const THRESHOLD: f64 = 4.5;
 const TIMER: Tool = Tool { source: "ct_timer.c", program: "ct_timer" };
 /// The most of the driver's stdout and stderr the timer keeps.
 const MAX_ERR: usize = 64 << 10;
@@ -72,7 +70,7 @@ fn blank(status: CtTimingStatus, detail: Option<String>, asked: u64) -> CtTiming
         test: String::new(),
         n: [0, 0],
         mean_ns: [0.0, 0.0],
-        threshold: THRESHOLD,
+        threshold: stats::THRESHOLD,
         helpers: 0,
         clock: CLOCK.into(),
         timer_sha256: String::new(),
@@ -161,7 +159,7 @@ fn judge(frame: &Frame, samples: &[(usize, f64)], asked: u64, printed: &[u8]) ->
     let Some(w) = stats::dudect(samples) else {
         return fail(format!("fewer than {} measurements in a class", stats::MIN_PER_CLASS));
     };
-    let status = if w.t.abs() > THRESHOLD { CtTimingStatus::Differs } else { CtTimingStatus::NoneFound };
+    let status = if w.differs() { CtTimingStatus::Differs } else { CtTimingStatus::NoneFound };
     let mut r = blank(status, None, asked);
     (r.taken, r.t, r.test, r.n, r.mean_ns) = (frame.taken, w.t, w.test, w.n, w.mean_ns);
     r
@@ -230,7 +228,7 @@ mod tests {
         let whole = Frame { taken: 4000, ..done };
         assert_eq!(judge(&whole, &even, 4000, b"").status, CtTimingStatus::NoneFound);
         let r = judge(&whole, &slow, 4000, b"");
-        assert_eq!((r.status, r.t < -THRESHOLD), (CtTimingStatus::Differs, true), "{r:?}");
+        assert_eq!((r.status, r.t < -stats::THRESHOLD), (CtTimingStatus::Differs, true), "{r:?}");
         let helped = Frame { helpers: 1, ..whole };
         assert!(judge(&helped, &slow, 4000, b"").detail.unwrap().contains("helper"));
         let ended = Frame { kind: "exited".into(), value: 2, taken: 10, helpers: 0, err_len: 0 };

@@ -31,7 +31,7 @@ use crate::container::sandbox::{Limits, Outcome};
 use crate::flags::Arch;
 use crate::kat;
 use crate::measure::hostgate::Gate;
-use crate::measure::stats::{Aggregate, PlanSpec, Trial};
+use crate::measure::stats::{Aggregate, PlanSpec, Trial, Welch};
 use crate::measure::systems::SystemProfile;
 use crate::sha::Sha256Hex;
 
@@ -150,7 +150,7 @@ macro_rules! evidence {
 
 evidence! {
     Summary: "KAT summary", 4, "cargo xtask verify";
-    Record: "timing record", 4, "cargo xtask bench";
+    Record: "timing record", 5, "cargo xtask bench";
     Environment: "environment manifest", 1, "cargo xtask bench";
     SizeAudit: "size audit", 2, "cargo xtask bench";
     ImageLock: "image lock", 1, "cargo xtask image build";
@@ -430,8 +430,8 @@ pub struct Record {
     /// page compares only with baselines of its own run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    /// Hash functions: the same size on content drawn at run time against the fixed
-    /// reference content, over every timed trial.
+    /// Hash functions: content drawn at run time against the fixed reference content,
+    /// over every run of the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<ContentControl>,
     pub memory: Memory,
@@ -452,22 +452,37 @@ pub struct Record {
     pub finished: String,
 }
 
-/// Calls on content drawn at run time beside the timed calls on the reference content: a
-/// speed that depends on the content shows as a ratio away from 1.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// Hash functions: calls on the reference content and on content drawn at run time,
+/// interleaved in a random order, and dudect's tests on their times
+/// (`measure::stats::dudect`, computed by the host from every measurement).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContentControl {
-    pub iterations: u64,
-    pub ns: u64,
-    /// Time per call on drawn content over time per call on the reference content: the
-    /// median over the runs.
-    pub ratio: f64,
-    /// Outside [1/`CONTENT_RATIO_LIMIT`, `CONTENT_RATIO_LIMIT`].
-    pub flagged: bool,
+    pub verdict: ContentVerdict,
+    /// What the two classes are.
+    pub classes: String,
+    /// Measurements received over every run, per class.
+    pub taken: [u64; 2],
+    /// A verdict needs this many measurements in each class.
+    pub min_per_class: u64,
+    /// |t| above it: the speed depends on the content.
+    pub threshold: f64,
+    /// The largest |t| (negative when drawn content is the slower); None with too few.
+    pub welch: Option<Welch>,
+    /// Mean time per call on drawn content over that on the reference content: a figure,
+    /// not the verdict.
+    pub ratio: Option<f64>,
 }
 
-/// How far the drawn-content calls may be from the reference ones before a page says
-/// the speed depends on the content.
-pub const CONTENT_RATIO_LIMIT: f64 = 2.0;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContentVerdict {
+    /// |t| above the threshold: the time per call depends on the content.
+    Depends,
+    /// |t| at most the threshold on these measurements.
+    NoneFound,
+    /// Fewer measurements in a class than a verdict needs: none either way.
+    TooFewMeasurements,
+}
 
 /// Lengths one operation returned: as the driver counts them, summed over trials.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -492,6 +492,11 @@ impl Family {
     pub fn size(&self, field: &str) -> Option<&SizeName> {
         self.sizes.iter().find(|s| s.field == field)
     }
+
+    /// The message an operation hashes (`hash_4096`: 4096); None for every other.
+    pub fn message_bytes(&self, op: &OpId) -> Option<u64> {
+        self.ops.iter().find(|o| o.id == op.name()).and_then(|o| o.bytes)
+    }
 }
 
 /// Every family, for readers that meet evidence of any family.

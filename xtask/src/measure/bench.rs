@@ -17,8 +17,8 @@ use crate::container::engine::Backend;
 use crate::container::sandbox::{Limits, Sandbox};
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
-    self, Calibration, Commands, ContentControl, Counter, Credibility, Disagreement, Environment, HostCheck, LenStats,
-    Memory, PlanRecord, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord, CONTENT_RATIO_LIMIT,
+    self, Calibration, Commands, ContentControl, ContentVerdict, Counter, Credibility, Disagreement, Environment,
+    HostCheck, LenStats, Memory, PlanRecord, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
 };
 use crate::evidence::Layout;
 use crate::family::{Family, OpId};
@@ -54,11 +54,10 @@ pub struct DriverReport {
     /// Calls that failed and were retried (signing attempts).
     #[serde(default)]
     pub failed_attempts: u64,
-    /// Hash functions: the control loop on content drawn at run time.
+    /// Hash functions: the content control's measurements in the order taken, (class,
+    /// nanoseconds of one call); see [`CONTENT_CLASSES`].
     #[serde(default)]
-    pub control_ns: u64,
-    #[serde(default)]
-    pub control_iterations: u64,
+    pub control: Vec<(u8, u64)>,
     /// Wrapped-call counts of the profiling variant (`-DNGCC_PROFILE`), in symbol order.
     #[serde(default)]
     pub profile: Vec<WrappedCount>,
@@ -106,6 +105,17 @@ impl DriverReport {
             return Err(format!(
                 "impossible timings ({} ns, {} ticks, {} ns accounted)",
                 self.ns, self.ticks, self.accounted_ns
+            ));
+        }
+        if let Some(&(class, _)) = self.control.iter().find(|m| m.0 > 1) {
+            return Err(format!("a content-control measurement of class {class}"));
+        }
+        // The control's calls run between the start and the timed loop.
+        let control_ns = self.control.iter().fold(0u64, |a, m| a.saturating_add(m.1));
+        if self.ns.saturating_add(control_ns) > self.accounted_ns {
+            return Err(format!(
+                "content-control calls of {control_ns} ns beside {} ns timed, in {} ns accounted",
+                self.ns, self.accounted_ns
             ));
         }
         Ok(())
@@ -464,7 +474,7 @@ impl Bench {
     /// disturbed ones a bounded number of times.
     pub(crate) fn time_op(&self, ctx: &Ctx, op: &OpId) -> Result<Timed> {
         let spec = self.plan_spec();
-        let mut calibration = Vec::new();
+        let (mut calibration, mut control) = (Vec::new(), Vec::new());
         let mut checked = Vec::new();
         crate::ui::doing("starting the trial container");
         let runner = &mut ctx.runner()?;
@@ -473,6 +483,7 @@ impl Bench {
             let r = ctx.run(runner, op, 1, 1)?;
             checked.push(HostRun::of(&r));
             calibration.push(Calibration { iterations: 1, ns: r.ns });
+            control.extend(r.control);
             let est = r.ns as f64;
             (stats::Plan { iterations: n, warmups: stats::plan(&spec, est).warmups }, est)
         } else {
@@ -480,6 +491,7 @@ impl Bench {
             let first = ctx.run(runner, op, 1, 1)?;
             checked.push(HostRun::of(&first));
             calibration.push(Calibration { iterations: 1, ns: first.ns });
+            control.extend(first.control);
             let mut est = first.ns as f64;
             let n = ((spec.trial_target_s * 1e8) / est.max(1.0)).floor() as u64;
             if n > 1 {
@@ -487,6 +499,7 @@ impl Bench {
                 let r = ctx.run(runner, op, n, 1)?;
                 checked.push(HostRun::of(&r));
                 calibration.push(Calibration { iterations: n, ns: r.ns });
+                control.extend(r.control);
                 est = r.ns as f64 / n as f64;
             }
             (stats::plan(&spec, est), est)
@@ -524,7 +537,16 @@ impl Bench {
         }
         checked.extend(slots.iter().flatten().map(|(_, r)| HostRun::of(r)));
         let host_check = HostCheck::of(&checked);
-        Ok(Timed { spec, plan, estimate, calibration, slots, disturbed_total, host_check })
+        Ok(Timed {
+            spec,
+            plan,
+            estimate,
+            calibration,
+            calibration_control: control,
+            slots,
+            disturbed_total,
+            host_check,
+        })
     }
 
     fn trial(
@@ -556,6 +578,7 @@ impl Bench {
         let emulated = tc.emulated;
         let reports = || timed.slots.iter().flatten().map(|(_, r)| r);
         let out_len = reports().fold(LenStats::default(), |a, r| a.merge(r.out_len));
+        let content = ctx.family.message_bytes(op).map(|_| content_control(timed.control()));
         Record {
             schema: schema::version::<Record>(),
             id: sub.id.clone(),
@@ -593,7 +616,7 @@ impl Bench {
             out_len: (ctx.family.variable_output.is_some() && out_len.count > 0).then_some(out_len),
             failed_attempts: reports().map(|r| r.failed_attempts).sum(),
             run_id: Some(facts.run_id.clone()),
-            content: content_control(reports()),
+            content,
             memory,
             environment: facts.environment.clone(),
             toolchain: tc.clone(),
@@ -661,24 +684,32 @@ impl HostRun {
     }
 }
 
-/// The drawn-content control calls against the timed calls: the median over runs of
-/// each run's ratio of time per call (one noisy run moves it little); None when the
-/// driver made none (families other than hash).
-fn content_control<'a>(reports: impl Iterator<Item = &'a DriverReport>) -> Option<ContentControl> {
-    let (mut iterations, mut ns, mut ratios) = (0u64, 0u64, Vec::new());
-    for r in reports.filter(|r| r.control_iterations > 0 && r.ns > 0) {
-        (iterations, ns) = (iterations + r.control_iterations, ns + r.control_ns);
-        let per_call = |n: u64, i: u64| n as f64 / i as f64;
-        ratios.push(per_call(r.control_ns, r.control_iterations) / per_call(r.ns, r.iterations));
+/// What the content control's classes are (`drivers/hash_bench.c`).
+pub const CONTENT_CLASSES: &str = "class 0: the reference content; class 1: content drawn at run time, once \
+per run; one call per measurement, its class drawn at random, its message copied into the same buffer first";
+
+/// dudect's tests on the content control's measurements (class, ns) in the order taken;
+/// too few in a class is no verdict either way.
+pub fn content_control<'a>(control: impl Iterator<Item = &'a (u8, u64)>) -> ContentControl {
+    let samples: Vec<(usize, f64)> = control.map(|&(c, ns)| (usize::from(c.min(1)), ns as f64)).collect();
+    let mut taken = [0u64; 2];
+    samples.iter().for_each(|&(c, _)| taken[c] += 1);
+    let welch = stats::dudect(&samples);
+    let verdict = match &welch {
+        None => ContentVerdict::TooFewMeasurements,
+        Some(w) if w.differs() => ContentVerdict::Depends,
+        Some(_) => ContentVerdict::NoneFound,
+    };
+    let ratio = welch.as_ref().map(|w| w.mean_ns[1] / w.mean_ns[0]).filter(|r| r.is_finite());
+    ContentControl {
+        verdict,
+        classes: CONTENT_CLASSES.into(),
+        taken,
+        min_per_class: stats::MIN_PER_CLASS,
+        threshold: stats::THRESHOLD,
+        welch,
+        ratio,
     }
-    if ratios.is_empty() {
-        return None;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let mid = ratios.len() / 2;
-    let ratio = if ratios.len() % 2 == 1 { ratios[mid] } else { (ratios[mid - 1] + ratios[mid]) / 2.0 };
-    let flagged = !(1.0 / CONTENT_RATIO_LIMIT..=CONTENT_RATIO_LIMIT).contains(&ratio);
-    Some(ContentControl { iterations, ns, ratio, flagged })
 }
 
 /// Whether the host's reading is within the bound of the driver's accounted time.
@@ -854,6 +885,8 @@ pub(crate) struct Timed {
     pub plan: stats::Plan,
     pub estimate: f64,
     pub calibration: Vec<Calibration>,
+    /// The content control's measurements of the calibration runs (hash functions).
+    pub calibration_control: Vec<(u8, u64)>,
     pub slots: Vec<Vec<(Trial, DriverReport)>>,
     pub disturbed_total: usize,
     /// Every run of this operation (calibration included) against the host's reading.
@@ -866,6 +899,12 @@ impl Timed {
     pub fn run_ns(&self) -> u64 {
         let calibration: u64 = self.calibration.iter().map(|c| c.ns).sum();
         calibration + self.slots.iter().flatten().map(|(_, r)| r.accounted_ns).sum::<u64>()
+    }
+
+    /// The content control's measurements of every run, in the order taken.
+    fn control(&self) -> impl Iterator<Item = &(u8, u64)> {
+        let trials = self.slots.iter().flatten().flat_map(|(_, r)| &r.control);
+        self.calibration_control.iter().chain(trials)
     }
 
     /// The runs that count: the last of each slot (earlier ones were replaced).
@@ -972,17 +1011,46 @@ mod tests {
         }
     }
 
+    /// `n` measurements alternating class 0 and 1 with a spread of ±50 ns around 1 µs;
+    /// class 1 `scale` times slower.
+    fn control(n: u64, scale: f64) -> Vec<(u8, u64)> {
+        (0..n)
+            .map(|i| {
+                let class = (i % 2) as u8;
+                let ns = 950.0 + (i * 7919 % 101) as f64;
+                (class, (ns * if class == 1 { scale } else { 1.0 }) as u64)
+            })
+            .collect()
+    }
+
     #[test]
-    fn content_dependent_speed_is_flagged() {
-        let with =
-            |control_ns, control_iterations| DriverReport { control_ns, control_iterations, ..report(800, 800_000, 1) };
-        assert_eq!(content_control([report(800, 800_000, 1)].iter()), None, "no control loop, no figure");
-        let even = content_control([with(100_000, 100), with(110_000, 100), with(900_000, 100)].iter()).unwrap();
-        assert!(!even.flagged && (even.ratio - 1.1).abs() < 1e-9, "one noisy run moves the median little: {even:?}");
-        let slow = content_control([with(800_000, 100)].iter()).unwrap();
-        assert!(slow.flagged && (slow.ratio - 8.0).abs() < 1e-9, "{slow:?}");
-        assert!(content_control([with(10_000, 100)].iter()).unwrap().flagged, "faster on drawn content is flagged too");
-        assert!(!content_control([with(180_000, 100)].iter()).unwrap().flagged, "within the limit");
+    fn content_dependent_speed_is_dudects_verdict_on_enough_measurements() {
+        let judge = |m: Vec<(u8, u64)>| content_control(m.iter());
+        let none = judge(vec![]);
+        assert_eq!(
+            (none.verdict, none.taken, none.welch, none.ratio),
+            (ContentVerdict::TooFewMeasurements, [0, 0], None, None)
+        );
+        let few = judge(control(2 * stats::MIN_PER_CLASS, 50.0));
+        assert_eq!(few.verdict, ContentVerdict::TooFewMeasurements, "the first 2 % are warm-up: {few:?}");
+        assert_eq!(few.taken, [stats::MIN_PER_CLASS; 2]);
+        let even = judge(control(2_000, 1.0));
+        assert_eq!(even.verdict, ContentVerdict::NoneFound, "{even:?}");
+        assert!((even.ratio.unwrap() - 1.0).abs() < 0.01 && even.welch.unwrap().t.abs() <= stats::THRESHOLD);
+        let slow = judge(control(2_000, 50.0));
+        let t = slow.welch.as_ref().unwrap().t;
+        assert_eq!(slow.verdict, ContentVerdict::Depends, "{slow:?}");
+        assert!(t < -stats::THRESHOLD && (slow.ratio.unwrap() - 50.0).abs() < 0.5, "{slow:?}");
+        let fast = judge(control(2_000, 0.5));
+        assert!(fast.verdict == ContentVerdict::Depends && fast.welch.unwrap().t > stats::THRESHOLD, "faster too");
+        // A class 0 of zero nanoseconds has no ratio; the verdict stands.
+        let zero: Vec<(u8, u64)> = control(2_000, 1.0).into_iter().map(|(c, ns)| (c, ns * u64::from(c))).collect();
+        let z = judge(zero);
+        assert_eq!((z.verdict, z.ratio), (ContentVerdict::Depends, None), "{z:?}");
+        assert_eq!(
+            (z.threshold, z.min_per_class, z.classes.as_str()),
+            (stats::THRESHOLD, stats::MIN_PER_CLASS, CONTENT_CLASSES)
+        );
     }
 
     fn report(iterations: u64, ns: u64, ticks: u64) -> DriverReport {
@@ -999,8 +1067,7 @@ mod tests {
             api_sizes: Sizes::default(),
             returned_sizes: Sizes::default(),
             out_len: LenStats::default(),
-            control_ns: 0,
-            control_iterations: 0,
+            control: Vec::new(),
             failed_attempts: 0,
             profile: Vec::new(),
             host_cpu: None,
@@ -1016,6 +1083,12 @@ mod tests {
         assert!(report(100, 1000, u64::MAX).check(100).is_err());
         let inside = DriverReport { accounted_ns: 999_999, ..report(100, 1_000_000, 3_000_000) };
         assert!(inside.check(100).unwrap_err().contains("accounted"), "the loop is part of what it accounts");
+        let with =
+            |control: Vec<(u8, u64)>| DriverReport { control, accounted_ns: 1_500_000, ..report(100, 1_000_000, 3) };
+        assert!(with(vec![(0, 250_000), (1, 250_000)]).check(100).is_ok());
+        assert!(with(vec![(0, 250_000), (1, 250_001)]).check(100).unwrap_err().contains("content-control calls"));
+        assert!(with(vec![(0, 1), (2, 1)]).check(100).unwrap_err().contains("of class 2"));
+        assert!(with(vec![(1, u64::MAX), (1, u64::MAX)]).check(100).is_err(), "no overflow");
         let json = r#"{"iterations":1,"ns":5,"ticks":5,"accounted_ns":5,"counter":"rdtsc-forged","counter_nominal_hz":0,"perf_errno":0,
             "baseline_rss_kib":1,"peak_rss_kib":1,"api_sizes":{"pk":1,"sk":1,"ct":1,"ss":1},
             "returned_sizes":{"pk":1,"sk":1,"ct":1,"ss":1}}"#;

@@ -680,6 +680,7 @@ mod tests {
             plan: crate::measure::stats::Plan { iterations: 10, warmups: 0 },
             estimate: 100.0,
             calibration: Vec::new(),
+            calibration_control: Vec::new(),
             slots: vec![vec![(trial, report)]],
             disturbed_total: 0,
             host_check: crate::evidence::schema::HostCheck::of(&[]),

@@ -356,15 +356,24 @@ const CROPS: usize = 100;
 const WARMUP_SHARE: f64 = 0.02;
 /// A test counts only with this many measurements in each class.
 pub const MIN_PER_CLASS: u64 = 500;
+/// dudect's threshold on |t|: above it, the classes' timings differ.
+pub const THRESHOLD: f64 = 4.5;
 
 /// The largest |t| of dudect's tests: which test, its measurements per class, and the
 /// class means of all kept measurements.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Welch {
     pub t: f64,
     pub test: String,
     pub n: [u64; 2],
     pub mean_ns: [f64; 2],
+}
+
+impl Welch {
+    /// The verdict of every dudect-style test: |t| above [`THRESHOLD`].
+    pub fn differs(&self) -> bool {
+        self.t.abs() > THRESHOLD
+    }
 }
 
 /// Running count, mean and sum of squared deviations (Welford).
@@ -398,12 +407,13 @@ fn welch(m: [Moments; 2]) -> Option<f64> {
         return None;
     }
     let se = (m[0].var() / m[0].n as f64 + m[1].var() / m[1].n as f64).sqrt();
+    // No spread at all but a difference: the largest t there is (JSON has no infinity).
     Some(if se > 0.0 {
         (m[0].mean - m[1].mean) / se
     } else if m[0].mean == m[1].mean {
         0.0
     } else {
-        f64::INFINITY
+        f64::MAX.copysign(m[0].mean - m[1].mean)
     })
 }
 
@@ -591,12 +601,12 @@ mod tests {
     #[test]
     fn dudect_finds_a_shift_the_tail_would_hide_and_nothing_where_there_is_none() {
         let same = dudect(&classes(40_000, 0.0)).unwrap();
-        assert!(same.t.abs() < 4.5, "{same:?}");
+        assert!(!same.differs(), "{same:?}");
         assert!(same.n[0] >= MIN_PER_CLASS && same.n[1] >= MIN_PER_CLASS);
         // 50 ns in 10 µs, under a tail whose spread is a thousand times more: only the
         // crops see it.
         let shifted = dudect(&classes(40_000, 50.0)).unwrap();
-        assert!(shifted.t < -4.5, "class 1 is the slower: {shifted:?}");
+        assert!(shifted.differs() && shifted.t < 0.0, "class 1 is the slower: {shifted:?}");
         assert!(shifted.test.contains("percentile"), "{shifted:?}");
         // A spread that differs without a shift is the second order's.
         let mut state = 3;
@@ -604,8 +614,11 @@ mod tests {
             .map(|i| (i % 2, 10_000.0 + (1.0 + 4.0 * (i % 2) as f64) * 1_000.0 * (noise(&mut state) - 0.5)))
             .collect();
         let second = dudect(&spread).unwrap();
-        assert!(second.t.abs() > 4.5, "{second:?}");
+        assert!(second.differs(), "{second:?}");
         // Too few of one class for any test.
         assert!(dudect(&[(0, 1.0); 3000]).is_none());
+        // No spread but a difference: the largest finite t, signed (a record holds it).
+        let constant: Vec<(usize, f64)> = (0..2_000).map(|i| (i % 2, 1.0 + (i % 2) as f64)).collect();
+        assert_eq!(dudect(&constant).unwrap().t, -f64::MAX);
     }
 }

@@ -11,8 +11,8 @@ use crate::build::sources::Provenance;
 use crate::build::submission::GroupKind;
 use crate::build::submission::Submission;
 use crate::evidence::schema::{
-    self, Credibility, CtRecord, Disagreement, Environment, InstanceResult, ProfileRecord, Record, SizeAudit, Summary,
-    Survey,
+    self, ContentControl, ContentVerdict, Credibility, CtRecord, Disagreement, Environment, InstanceResult,
+    ProfileRecord, Record, SizeAudit, Summary, Survey,
 };
 use crate::evidence::{self, Layout};
 use crate::family::{Family, SizeName};
@@ -423,7 +423,7 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
 
 /// The message size an operation of the family hashes (`hash_4096`: 4096).
 pub(crate) fn message_bytes(family: &Family, r: &Record) -> Option<u64> {
-    family.ops.iter().find(|o| o.id == r.op.name()).and_then(|o| o.bytes)
+    family.message_bytes(&r.op)
 }
 
 /// Hash functions: one row per message size, with per-byte figures, and the calls on
@@ -432,7 +432,7 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
     let per_byte = head.replace("mean ", "").replace(" (", "/byte (");
     let per_byte = if per_byte == "cycles" { "cycles/byte".to_owned() } else { per_byte };
     writeln!(w, "| instance | message | {head} | {per_byte} | mean time | MB/s | n |\n|---|---|---|---|---|---|---|")?;
-    let mut flagged = Vec::new();
+    let (mut depends, mut too_few) = (Vec::new(), Vec::new());
     for r in &e.records {
         let a = &r.aggregate;
         let Some(bytes) = message_bytes(e.family, r) else {
@@ -463,22 +463,48 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
             a.trials,
             a.iterations
         )?;
-        if let Some(c) = r.content.filter(|c| c.flagged) {
-            flagged.push(format!("{} {bytes} B: {:.2} × the reference content's time per call", r.label, c.ratio));
+        if let Some(c) = &r.content {
+            content_row(&mut depends, &mut too_few, &format!("{} {bytes} B", r.label), c);
         }
     }
     writeln!(
         w,
         "\nMessages as the reference method gives them (`msg[i] = (i·131 + N) mod 256`); every call XORs the \
-         previous digest into the message's first bytes, so no call repeats an input. Beside them, calls on \
-         content drawn at run time (an eighth as many per trial) check that the speed does not depend on \
-         the content (limit ×{}).",
-        schema::CONTENT_RATIO_LIMIT
+         previous digest into the message's first bytes, so no call repeats an input."
     )?;
-    if !flagged.is_empty() {
-        writeln!(w, "\nSpeed depends on the message content: {}.", md(&flagged.join("; ")))?;
+    if let Some(c) = e.records.iter().find_map(|r| r.content.as_ref()) {
+        writeln!(
+            w,
+            "\nContent control ({}): dudect's tests on the calls' times (Welch's t, as in the constant-time test); \
+             |t| above {} says the speed depends on the content, and a verdict needs {} measurements of each class.",
+            md(&c.classes),
+            c.threshold,
+            c.min_per_class
+        )?;
+    }
+    if !depends.is_empty() {
+        writeln!(w, "\nSpeed depends on the message content: {}.", md(&depends.join("; ")))?;
+    }
+    if !too_few.is_empty() {
+        writeln!(w, "\nToo few content-control measurements for a verdict: {}.", md(&too_few.join("; ")))?;
     }
     baselines(w, e)
+}
+
+/// One record's content control, where it says more than "none found".
+fn content_row(depends: &mut Vec<String>, too_few: &mut Vec<String>, what: &str, c: &ContentControl) {
+    match (c.verdict, &c.welch) {
+        (ContentVerdict::Depends, Some(t)) => {
+            let ratio = c.ratio.map_or(String::new(), |r| {
+                format!("; {} × the reference content's time per call", stats::three_digits(r))
+            });
+            depends.push(format!("{what} (t = {:.1}{ratio})", t.t));
+        }
+        (ContentVerdict::TooFewMeasurements, _) => {
+            too_few.push(format!("{what} ({} and {} measurements)", c.taken[0], c.taken[1]))
+        }
+        _ => {}
+    }
 }
 
 /// The same-run baselines' own figures, and each instance's time per message over
@@ -851,6 +877,25 @@ fn compact(src: &Provenance) -> String {
 mod tests {
     use super::*;
     use crate::sha::Sha256Hex;
+
+    #[test]
+    fn the_content_control_names_what_depends_and_what_had_too_few() {
+        let control = |verdict, t: Option<f64>| ContentControl {
+            verdict,
+            classes: "classes".into(),
+            taken: [600, 400],
+            min_per_class: 500,
+            threshold: 4.5,
+            welch: t.map(|t| stats::Welch { t, test: "first order, all".into(), n: [588, 392], mean_ns: [1e3, 5e4] }),
+            ratio: t.map(|_| 50.0),
+        };
+        let (mut depends, mut too_few) = (Vec::new(), Vec::new());
+        content_row(&mut depends, &mut too_few, "h 4096 B", &control(ContentVerdict::Depends, Some(-80.04)));
+        content_row(&mut depends, &mut too_few, "h 8192 B", &control(ContentVerdict::NoneFound, Some(1.2)));
+        content_row(&mut depends, &mut too_few, "h 65536 B", &control(ContentVerdict::TooFewMeasurements, None));
+        assert_eq!(depends, ["h 4096 B (t = -80.0; 50 × the reference content's time per call)"]);
+        assert_eq!(too_few, ["h 65536 B (600 and 400 measurements)"]);
+    }
 
     #[test]
     fn timing_of_a_library_the_kat_run_did_not_pass_is_marked() {

@@ -359,6 +359,17 @@ fn hash_ns(system: &str, label: &str, op: &str) -> f64 {
     (180.0 + per_byte * bytes) * machine
 }
 
+/// A hash record's content control, by the tool's own rule: 1,200 calls around
+/// `ns_per_op` in a fixed pseudo-random order of classes, alike in both.
+fn content(ns_per_op: f64) -> schema::ContentControl {
+    let control: Vec<(u8, u64)> = (0..1_200u64)
+        .map(|i| {
+            ((i.wrapping_mul(2_654_435_761) >> 7 & 1) as u8, (ns_per_op * (1.0 + (i * 7919 % 101) as f64 / 1e3)) as u64)
+        })
+        .collect();
+    xtask::measure::bench::content_control(control.iter())
+}
+
 /// One timing record: five trials around [`mean_ns`], aggregated by the tool's own rule.
 pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
     let mut r: Record = golden("record.json");
@@ -429,12 +440,7 @@ pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
     };
     // One bench run per system: the hash function and its baselines share it.
     r.run_id = Some(format!("golden run {system}"));
-    r.content = op.name().starts_with("hash_").then(|| schema::ContentControl {
-        iterations: 5 * iterations.div_ceil(8),
-        ns: (5.0 * ns_per_op * 1.01 * iterations.div_ceil(8) as f64) as u64,
-        ratio: 1.01,
-        flagged: false,
-    });
+    r.content = family.message_bytes(op).map(|_| content(ns_per_op));
     r.environment = environment(system);
     r.toolchain = toolchain(system);
     r.library_sha256 = library_sha256(system, id, label);
