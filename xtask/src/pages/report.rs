@@ -765,7 +765,8 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         return Ok(());
     };
     let notes = if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) };
-    writeln!(w, "Survey verdict: {}{notes}\n", s.verdict)?;
+    let mark = if s.caveat.is_some() { " ¹" } else { "" };
+    writeln!(w, "Survey verdict: {}{notes}{mark}\n", s.verdict)?;
     for i in s.instances.iter().filter(|i| i.verdict != s.verdict || !i.notes.is_empty()) {
         writeln!(
             w,
@@ -776,6 +777,9 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     writeln!(w, "\nRule: {}\n", s.rule)?;
+    if let Some(c) = &s.caveat {
+        writeln!(w, "¹ Not seen by the wrappers: {}.\n", md(c))?;
+    }
     writeln!(
         w,
         "Share of each operation spent in the wrapped functions (profiling variant with link-time wrappers, \
