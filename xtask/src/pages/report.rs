@@ -136,7 +136,7 @@ impl Report {
             None => self.system.clone(),
         };
         let layout = Layout::new(&self.out, &folder);
-        evidence::refuse_unsafe(&self.out)?;
+        evidence::refuse_unindexed(&self.out)?;
         for id in &self.ids {
             let sub = Submission::load(id)?;
             let page = render(&layout, &sub)?;
