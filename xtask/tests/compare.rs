@@ -39,6 +39,8 @@ fn edit_where(out: &Path, system: &str, id: &str, only: &dyn Fn(&str, &str) -> b
             schema::write(&path, &r).unwrap();
         }
     }
+    // As the run that wrote them would have left them: indexed.
+    xtask::evidence::write_index(Utf8Path::from_path(out).unwrap()).unwrap();
 }
 
 fn edit_records(out: &Path, system: &str, id: &str, edit: &dyn Fn(&mut Record)) {

@@ -65,6 +65,7 @@ fn a_summary_linked_outside_the_set_is_a_defect_and_is_never_rendered() {
     std::fs::write(&outside, golden_summary().replace(MANIFEST_SHA256, MARKER)).unwrap();
     // The control: the same text inside the set is rendered, marker and all.
     std::fs::copy(&outside, out.join(SUMMARY)).unwrap();
+    xtask::evidence::write_index(camino::Utf8Path::from_path(&out).unwrap()).unwrap();
     let control = tmp.path().join("control-site");
     assert!(site(&out, &control).status.success());
     let page = std::fs::read_to_string(control.join("local/pqclean-ml-kem.md")).unwrap();

@@ -71,4 +71,6 @@ fn a_real_trees_includes_build_and_pass_and_its_dead_keccak_is_seen_dead() {
     assert!(brqc.compiled_in.get("Keccak").unwrap().iter().any(|e| e.contains("round constants")), "{brqc:?}");
     assert_eq!(brqc.verdict, Verdict::IccsOnly, "{brqc:?}");
     assert!(brqc.notes.contains(&"Keccak dead".to_owned()), "{:?}", brqc.notes);
+    // True of what the groups wrap, and no more: the verdict says what it cannot see.
+    assert_eq!(brqc.caveat.as_deref(), Some(xtask::measure::profile::UNSEEN));
 }

@@ -135,6 +135,7 @@ fn sections_two_to_six_equal_the_seed_page() {
     for row in &FIGURES {
         schema::write(&layout.record("kem-07", row.0, row.1), &record(row, &env)).unwrap();
     }
+    xtask::evidence::write_index(&out).unwrap();
     let run = common::xtask(&["report", "kem-07", "--system", "x86_1", "--out", out.as_str()], None);
     assert!(run.status.success());
     let page = std::fs::read_to_string(layout.report("kem-07")).unwrap();

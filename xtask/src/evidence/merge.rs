@@ -115,6 +115,37 @@ fn rederive(shard: &Utf8Path, manifest_of: &dyn Fn(&str) -> Result<Manifest>) ->
     Ok(())
 }
 
+/// An earlier result of `summary` (`<system>/kat/<id>/summary.json`, relative to `root`)
+/// is evidence only while every log it names is the indexed file and every PASS it
+/// records is derived again from its own log against `manifest` (what `merge` demands).
+pub(crate) fn check_kept(
+    root: &Utf8Path,
+    index: &BTreeMap<String, String>,
+    (summary, manifest): (&str, &Manifest),
+    r: &InstanceResult,
+) -> Result<()> {
+    let dir = summary.strip_suffix("/summary.json").with_context(|| format!("{summary} is no KAT summary"))?;
+    for v in r.file_views() {
+        if let Some(log) = v.log {
+            indexed(root, index, log)?;
+        }
+        if v.status == Some(Status::Pass) {
+            let log = format!("{dir}/{}", super::kat_log_name(&r.label, v.part));
+            check_pass(root, &log, manifest, (r, &v)).with_context(|| format!("its PASS for {}", r.label))?;
+        }
+    }
+    Ok(())
+}
+
+/// `rel` is in the index with the digest it has now.
+pub(crate) fn indexed(root: &Utf8Path, index: &BTreeMap<String, String>, rel: &str) -> Result<()> {
+    let want = index.get(rel).with_context(|| format!("{rel} is not in the evidence index"))?;
+    if &project::sha256_regular(&root.join(rel))? != want {
+        bail!("{rel} changed since it was indexed");
+    }
+    Ok(())
+}
+
 fn check_pass(shard: &Utf8Path, log: &str, manifest: &Manifest, (r, v): (&InstanceResult, &FileView)) -> Result<()> {
     let entry = v
         .file
@@ -184,6 +215,29 @@ mod tests {
 
     fn merged(dir: &Utf8Path, manifest: &Manifest) -> std::result::Result<(), String> {
         rederive(dir, &|_| Ok(manifest.clone())).map_err(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn a_kept_pass_is_the_indexed_log_and_gives_the_published_digest() {
+        let text = "count = 0\nss = 00\n";
+        let t = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(t.path()).unwrap();
+        let manifest = shard(dir, Some(text), text);
+        let summary = "local/kat/fixture-kem/summary.json";
+        let kept = |dir: &Utf8Path| {
+            let s: Summary = schema::read(&dir.join(summary)).unwrap().unwrap();
+            let index = evidence::read_index(dir).unwrap();
+            check_kept(dir, &index, (summary, &manifest), &s.instances[0]).map_err(|e| format!("{e:#}"))
+        };
+        assert_eq!(kept(dir), Ok(()));
+        // One byte more in the log: no longer the indexed file.
+        std::fs::write(dir.join(LOG), format!("{text}x")).unwrap();
+        assert!(kept(dir).unwrap_err().contains("fix-a.log changed since it was indexed"));
+        // Indexed again by whoever edited it: the log no longer gives the digest.
+        std::fs::write(dir.join(LOG), "count = 0\nss = 01\n").unwrap();
+        evidence::write_index(dir).unwrap();
+        let e = kept(dir).unwrap_err();
+        assert!(e.contains("its PASS for fix-a") && e.contains("gives sha256"), "{e}");
     }
 
     #[test]

@@ -171,6 +171,23 @@ pub fn refuse_unsafe(root: &Utf8Path) -> Result<()> {
     refuse(root, &scan(root)?)
 }
 
+/// Refuse to make pages from an evidence set that does not match its index (an edited
+/// or removed file is no evidence of the run that indexed it): a finding, exit 1. Files
+/// the index does not list are no claim of it; pages list them as unindexed.
+pub fn refuse_unindexed(root: &Utf8Path) -> Result<()> {
+    refuse_unsafe(root)?;
+    let why = match check(root).map(|p| Problems { extra: Vec::new(), ..p }) {
+        Ok(p) if p.is_clean() => return Ok(()),
+        Ok(p) => p.summary(),
+        Err(e) => format!("{e:#}"),
+    };
+    Err(crate::ui::Findings(format!(
+        "evidence {root} does not match its index ({why}); run `cargo xtask evidence check {root}`, and run again \
+         the commands that wrote what changed"
+    ))
+    .into())
+}
+
 fn refuse(root: &Utf8Path, scan: &Scan) -> Result<()> {
     let refused = &scan.refused;
     if refused.is_empty() {
@@ -225,6 +242,20 @@ pub struct Problems {
 }
 
 impl Problems {
+    /// The first few problems, in words.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = self.index.iter().cloned().collect();
+        for (what, list) in [("changed", &self.changed), ("missing", &self.missing), ("extra", &self.extra)] {
+            if !list.is_empty() {
+                let more = list.len().saturating_sub(5);
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                parts.push(format!("{what}: {}{more}", list[..list.len().min(5)].join(", ")));
+            }
+        }
+        parts.extend(self.schema.iter().chain(&self.refused).take(5).cloned());
+        parts.join("; ")
+    }
+
     pub fn is_clean(&self) -> bool {
         self.index.is_none()
             && self.changed.is_empty()

@@ -156,7 +156,7 @@ evidence! {
     ImageLock: "image lock", 1, "cargo xtask image build";
     BuildRecord: "build record", 2, "cargo xtask verify (the build is made again)";
     ProfileRecord: "profile record", 3, "cargo xtask profile";
-    Survey: "symmetric-primitive survey", 3, "cargo xtask profile";
+    Survey: "symmetric-primitive survey", 4, "cargo xtask profile";
     CtRecord: "constant-time record", 2, "cargo xtask ct";
 }
 
@@ -694,6 +694,8 @@ pub struct Survey {
     /// The rule that produced the verdicts, in words.
     pub rule: String,
     pub notes: Vec<String>,
+    /// What a verdict of absence cannot exclude, when some instance claims one.
+    pub caveat: Option<String>,
     pub instances: Vec<InstanceSurvey>,
 }
 
@@ -706,6 +708,8 @@ pub struct InstanceSurvey {
     /// Groups with at least one measured call, with the operations that made them.
     pub reached: BTreeMap<String, Vec<OpId>>,
     pub notes: Vec<String>,
+    /// What its verdict or a "dead" note cannot exclude (ICCS-only, none, dead).
+    pub caveat: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

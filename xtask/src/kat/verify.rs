@@ -246,7 +246,7 @@ impl Verify {
             build_timeout_secs: self.inputs.build_timeout,
             instances: Vec::new(),
         };
-        self.keep_earlier(layout, sub, &mut summary);
+        self.keep_earlier(layout, (sub, manifest), &mut summary);
         let ctx = Ctx {
             build: BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs },
             layout,
@@ -342,22 +342,36 @@ impl Verify {
     }
 
     /// Keep the entries of an earlier summary made with the same toolchain, source and
-    /// KAT manifest; say so when they are dropped.
-    fn keep_earlier(&self, layout: &Layout, sub: &Submission, summary: &mut Summary) {
+    /// KAT manifest, while they are the indexed evidence and each PASS is derived again
+    /// from its own log; say so when they are dropped (those instances run again).
+    fn keep_earlier(&self, layout: &Layout, (sub, manifest): (&Submission, &Manifest), summary: &mut Summary) {
         let path = layout.kat_summary(&sub.id);
-        match schema::read::<Summary>(&path) {
-            Ok(Some(prev)) if prev.same_run(summary) => {
-                summary.started = prev.started.clone();
-                for r in prev.instances.into_iter().filter(|r| sub.instances.iter().any(|i| i.label == r.label)) {
-                    summary.put(r, sub);
-                }
+        let prev = match schema::read::<Summary>(&path) {
+            Ok(Some(prev)) if prev.same_run(summary) => prev,
+            Ok(Some(prev)) => {
+                return crate::say!(
+                    "  earlier results ({} instances) dropped: made with another toolchain, source or KAT manifest",
+                    prev.instances.len()
+                )
             }
-            Ok(Some(prev)) => crate::say!(
-                "  earlier results ({} instances) dropped: made with another toolchain, source or KAT manifest",
-                prev.instances.len()
-            ),
-            Ok(None) => {}
-            Err(e) => crate::say!("  earlier results dropped: {e:#}"),
+            Ok(None) => return,
+            Err(e) => return crate::say!("  earlier results dropped: {e:#}"),
+        };
+        let rel = layout.relative(&path);
+        let root = &self.inputs.out;
+        let index = match evidence::read_index(root).and_then(|i| evidence::merge::indexed(root, &i, &rel).map(|()| i))
+        {
+            Ok(index) => index,
+            Err(e) => {
+                return crate::warning!("earlier results of {} dropped, every instance runs again: {e:#}", sub.id)
+            }
+        };
+        summary.started = prev.started.clone();
+        for r in prev.instances.into_iter().filter(|r| sub.instances.iter().any(|i| i.label == r.label)) {
+            match evidence::merge::check_kept(root, &index, (&rel, manifest), &r) {
+                Ok(()) => summary.put(r, sub),
+                Err(e) => crate::warning!("{} {}: earlier result dropped, it runs again: {e:#}", sub.id, r.label),
+            }
         }
     }
 }

@@ -44,8 +44,12 @@ in the library), no wrapper of it saw a call, and the library shows no way aroun
 undetermined when there is one: a call site no wrapper of its family covers (inside its own objects, \
 under an alias, through `__real_`, nested in another family's wrapped code, or an address taken), or \
 its constants in code or data that no wrapped function of its family alone refers to. An instance \
-with an undetermined family, or with timings the host's CPU check found not credible, is never \
-ICCS-only or none: it is undetermined.";
+with an undetermined family is never ICCS-only or none: it is undetermined; so is every instance \
+whose timings the host's CPU check found not credible, whatever its calls.";
+
+/// What no verdict of absence can exclude: the wrappers see only what the groups name.
+pub const UNSEEN: &str = "primitives the manifest's [profile] groups do not name: a private copy under another \
+name, or one whose constants are made at run time, is neither counted nor excluded";
 
 /// What the profiling library shows without running it.
 #[derive(Debug, Default, Clone)]
@@ -303,6 +307,7 @@ pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileR
         .first()
         .map(|s| s.notes.iter().filter(|n| surveyed.iter().all(|o| o.notes.contains(n))).cloned().collect())
         .unwrap_or_default();
+    let caveat = surveyed.iter().find_map(|s| s.caveat.clone());
     Survey {
         schema: schema::version::<Survey>(),
         id: id.to_owned(),
@@ -310,6 +315,7 @@ pub fn survey(id: &str, system: &str, instances: &[(String, Static, Vec<ProfileR
         verdict,
         rule: RULE.to_owned(),
         notes: common,
+        caveat,
         instances: surveyed,
     }
 }
@@ -357,12 +363,19 @@ fn survey_instance(label: &str, st: &Static, recs: &[(OpId, &[GroupShare])], cre
     if !credible {
         notes.push("timings not credible (host CPU check): calls and shares are the candidate's word".into());
     }
-    let undetermined = !credible || notes.iter().any(|n| n.contains(" undetermined ("));
+    let undetermined = notes.iter().any(|n| n.contains(" undetermined ("));
     let verdict = match verdict {
+        _ if !credible => Verdict::Undetermined,
         Verdict::IccsOnly | Verdict::None if undetermined => Verdict::Undetermined,
         v => v,
     };
-    InstanceSurvey { label: label.to_owned(), verdict, compiled_in: st.compiled_in.clone(), reached, notes }
+    let caveat = claims_absence(verdict, &notes).then(|| UNSEEN.to_owned());
+    InstanceSurvey { label: label.to_owned(), verdict, compiled_in: st.compiled_in.clone(), reached, notes, caveat }
+}
+
+/// A verdict or note that says something was not used: ICCS-only, none, "… dead".
+fn claims_absence(verdict: Verdict, notes: &[String]) -> bool {
+    matches!(verdict, Verdict::IccsOnly | Verdict::None) || notes.iter().any(|n| n.ends_with(" dead"))
 }
 
 /// `drng 11, pseudohash 2`: every symbol with calls, mean per operation.
@@ -605,6 +618,9 @@ fn print_survey(s: &Survey) {
         s.verdict,
         if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) }
     );
+    if let Some(c) = &s.caveat {
+        crate::say!("    (not seen by the wrappers: {c})");
+    }
     for i in &s.instances {
         let compiled: Vec<&str> = i.compiled_in.keys().map(String::as_str).collect();
         let reached: Vec<&str> = i.reached.keys().map(String::as_str).collect();
@@ -658,12 +674,34 @@ mod tests {
         let s = survey_instance("x", &copied, &[(OpId::new("enc"), &[iccs(1), keccak(0)][..])], true);
         assert_eq!(s.notes, ["Keccak undetermined (its constants: in code at 0x1000 outside its wrapped functions)"]);
         assert_eq!(s.verdict, Verdict::Undetermined);
-        // A bypass stays a bypass; timings the host found not credible decide nothing.
+        // A bypass stays a bypass; timings the host found not credible decide nothing,
+        // whatever the calls they report.
         let s = survey_instance("x", &hidden, &[(OpId::new("enc"), &[iccs(0), keccak(3)][..])], true);
         assert_eq!(s.verdict, Verdict::Bypass);
-        let s = survey_instance("x", &compiled(&[]), &[(OpId::new("enc"), &[iccs(1), keccak(0)][..])], false);
-        assert_eq!(s.verdict, Verdict::Undetermined);
-        assert!(s.notes[0].starts_with("timings not credible"), "{:?}", s.notes);
+        for calls in [[iccs(1), keccak(0)], [iccs(1), keccak(1)], [iccs(0), keccak(2)]] {
+            let s = survey_instance("x", &compiled(&[]), &[(OpId::new("enc"), &calls[..])], false);
+            assert_eq!(s.verdict, Verdict::Undetermined, "{calls:?}");
+            assert!(s.notes[0].starts_with("timings not credible"), "{:?}", s.notes);
+        }
+    }
+
+    #[test]
+    fn a_claim_of_absence_says_what_it_cannot_see() {
+        let iccs = |n| group("hash", GroupKind::IccsHash, "ICCS", n);
+        let keccak = |n| group("keccak", GroupKind::Direct, "Keccak", n);
+        let v = |st: &Static, groups: &[GroupShare]| survey_instance("x", st, &[(OpId::new("dec"), groups)], true);
+        // ICCS-only with the wrapped Keccak dead: true of what was wrapped, and no more.
+        let only = v(&compiled(&["Keccak"]), &[iccs(2), keccak(0)]);
+        assert_eq!((only.verdict, only.notes.as_slice()), (Verdict::IccsOnly, &["Keccak dead".to_owned()][..]));
+        assert_eq!(only.caveat.as_deref(), Some(UNSEEN));
+        assert_eq!(v(&compiled(&[]), &[iccs(0)]).caveat.as_deref(), Some(UNSEEN), "none");
+        // Mixed claims no absence; a bypass beside a dead family does.
+        assert!(v(&compiled(&[]), &[iccs(1), keccak(1)]).caveat.is_none());
+        assert!(v(&compiled(&["AES"]), &[iccs(0), keccak(1), group("aes", GroupKind::Direct, "AES", 0)])
+            .caveat
+            .is_some());
+        let s = survey("t", "local", &[]);
+        assert!(s.caveat.is_none());
     }
 
     fn timed(counts: Vec<crate::measure::bench::WrappedCount>, ticks: u64) -> Timed {

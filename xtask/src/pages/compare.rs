@@ -50,7 +50,7 @@ impl Side {
         if !root.is_dir() {
             return ui::usage(format!("no evidence directory {root}"));
         }
-        crate::evidence::refuse_unsafe(&root)?;
+        crate::evidence::refuse_unindexed(&root)?;
         let mut systems: Vec<String> = root
             .read_dir_utf8()
             .with_context(|| format!("cannot read evidence set {root}"))?

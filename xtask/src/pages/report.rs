@@ -136,7 +136,7 @@ impl Report {
             None => self.system.clone(),
         };
         let layout = Layout::new(&self.out, &folder);
-        evidence::refuse_unsafe(&self.out)?;
+        evidence::refuse_unindexed(&self.out)?;
         for id in &self.ids {
             let sub = Submission::load(id)?;
             let page = render(&layout, &sub)?;
@@ -791,7 +791,8 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         return Ok(());
     };
     let notes = if s.notes.is_empty() { String::new() } else { format!(" — {}", s.notes.join("; ")) };
-    writeln!(w, "Survey verdict: {}{notes}\n", s.verdict)?;
+    let mark = if s.caveat.is_some() { " ¹" } else { "" };
+    writeln!(w, "Survey verdict: {}{notes}{mark}\n", s.verdict)?;
     for i in s.instances.iter().filter(|i| i.verdict != s.verdict || !i.notes.is_empty()) {
         writeln!(
             w,
@@ -802,6 +803,9 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     writeln!(w, "\nRule: {}\n", s.rule)?;
+    if let Some(c) = &s.caveat {
+        writeln!(w, "¹ Not seen by the wrappers: {}.\n", md(c))?;
+    }
     writeln!(
         w,
         "Share of each operation spent in the wrapped functions (profiling variant with link-time wrappers, \

@@ -35,6 +35,7 @@ code{background:#f3f3f3;padding:0 .2em}";
 impl Site {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         refuse_overlap(&self.dir, &self.out)?;
+        evidence::refuse_unindexed(&self.dir)?;
         let files = evidence::files(&self.dir)?;
         let systems = systems(&self.dir)?;
         if systems.is_empty() {
