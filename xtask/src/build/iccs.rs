@@ -1,12 +1,14 @@
 //! The ICCS API package: the official `drng.c`/`auxfunc.c` that a manifest takes with
 //! `[build] iccs` where a tree lacks them or ships edited copies. A pinned archive the
-//! user brings, checked by SHA-256 and extracted like a submission's.
+//! user brings, copied into the cache, checked by SHA-256 and extracted like a
+//! submission's (`build::trees`).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Deserialize;
 
-use crate::build::sources::{self, ExtractLimits, PatchRecord};
+use crate::build::sources::{ExtractLimits, PatchRecord};
+use crate::build::trees;
 use crate::project;
 use crate::sha::Sha256Hex;
 
@@ -70,11 +72,10 @@ impl IccsApi {
         if let Some(why) = pin.missing(Some(&path)) {
             return crate::ui::usage(format!("{why}.\nTo build with the official ICCS files, {SUPPLY}."));
         }
-        let actual = project::sha256_file(&path)?;
-        if pin.sha256 != *actual {
-            bail!("refusing {path}: SHA-256 {actual}, but the ICCS API package is pinned as {}", pin.sha256);
-        }
-        let tree = sources::extract(&path, pin.sha256.as_str(), limits)?;
+        let refuse = |c: &trees::Copied| {
+            anyhow!("refusing {path}: SHA-256 {}, but the ICCS API package is pinned as {}", c.sha256, pin.sha256)
+        };
+        let tree = trees::Cache::sources().pinned(&path, &pin.sha256, limits, refuse)?;
         let dir = files_dir(&tree).with_context(|| format!("{}: the ICCS API package", pin.file))?;
         let mut records = Vec::new();
         for f in crate::build::submission::ICCS_FILES {
