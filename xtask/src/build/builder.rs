@@ -353,7 +353,7 @@ impl BuildCtx<'_> {
             bail!("{}: the source tree has a folder {} of its own", self.sub.id, recipe::ICCS_DIR);
         }
         let files = api.files()?.into_iter().collect();
-        copy_inputs(&api.dir, &files, &dest).map(drop)
+        api.check_copies(&copy_inputs(&api.dir, &files, &dest)?)
     }
 
     /// Run one build step in a fresh sandbox that can write only `out`. `Ok(Err(log))`
