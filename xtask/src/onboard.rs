@@ -15,8 +15,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use sha2::{Digest, Sha256};
 use xshell::Shell;
 
-use crate::build::sources::{self, ExtractLimits};
+use crate::build::sources::ExtractLimits;
 use crate::build::submission::{Instance, Submission};
+use crate::build::trees;
 use crate::family::FamilyId;
 use crate::flags::{Given, Inputs, Onboard, Verify};
 use crate::kat::{self, Canonical, Mode};
@@ -131,7 +132,7 @@ impl Tree {
             let e = e.with_context(|| format!("cannot walk {top}"))?;
             let Some(path) = Utf8Path::from_path(e.path()) else { continue };
             let Ok(rel) = path.strip_prefix(top) else { continue };
-            if !e.file_type().is_file() || rel.as_str() == ".complete" {
+            if !e.file_type().is_file() {
                 continue;
             }
             if rel.as_str().contains(['{', '}']) {
@@ -1071,10 +1072,12 @@ impl Onboard {
                 return crate::ui::usage(format!("onboard: {p} exists; --force overwrites it"));
             }
         }
-        let sha256 = project::sha256_file(&self.archive)?;
-        let bytes = std::fs::metadata(&self.archive)?.len();
+        // The digest the draft pins is that of the very bytes extracted.
+        let cache = trees::Cache::sources();
+        let copy = cache.copy_in(&self.archive)?;
+        let (sha256, bytes) = (copy.sha256.clone(), copy.bytes);
         crate::note!("onboard: extracting {} ({bytes} bytes, SHA-256 {sha256})", self.archive);
-        let tree = sources::extract(&self.archive, &sha256, ExtractLimits::default())?;
+        let tree = cache.extracted(copy, ExtractLimits::default())?;
         let analysis = analyse(&Tree::scan(&tree)?)?;
         let draft = Draft { id: &id, archive: &self.archive, sha256: &sha256, bytes };
         let (text, kats) = render(&draft, &analysis)?;

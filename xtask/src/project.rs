@@ -78,17 +78,26 @@ pub fn sha256_file(path: &Utf8Path) -> Result<String> {
     hash_reader(file, path)
 }
 
-fn hash_reader(mut file: impl Read, path: &Utf8Path) -> Result<String> {
+fn hash_reader(file: impl Read, path: &Utf8Path) -> Result<String> {
+    copy_hashing(file, std::io::sink(), path).map(|(sha256, _)| sha256)
+}
+
+/// Copy `from` (the file at `path`) into `to`; the SHA-256 and length of the bytes
+/// copied, taken as they are written.
+pub fn copy_hashing(mut from: impl Read, mut to: impl std::io::Write, path: &Utf8Path) -> Result<(String, u64)> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
+    let mut len = 0u64;
     loop {
-        let n = file.read(&mut buf).with_context(|| format!("cannot read {path}"))?;
+        let n = from.read(&mut buf).with_context(|| format!("cannot read {path}"))?;
         if n == 0 {
             break;
         }
+        to.write_all(&buf[..n]).with_context(|| format!("cannot write the copy of {path}"))?;
         hasher.update(&buf[..n]);
+        len += n as u64;
     }
-    Ok(hex(&hasher.finalize()))
+    Ok((hex(&hasher.finalize()), len))
 }
 
 /// Content digest of a directory tree: SHA-256 over sorted `path\0kind\0detail\n` lines.
@@ -132,6 +141,21 @@ pub fn open_regular(path: &Utf8Path) -> Result<std::fs::File> {
 /// SHA-256 of a regular file, without following links.
 pub fn sha256_regular(path: &Utf8Path) -> Result<String> {
     hash_reader(open_regular(path)?, path)
+}
+
+/// One entry of a tree a sandbox could have written, read without following it:
+/// `file <sha256>`, `link <target>`, `dir`, or `special` (a FIFO, a socket, a device).
+pub fn entry_kind(path: &Utf8Path, ft: std::fs::FileType) -> Result<String> {
+    Ok(if ft.is_file() {
+        format!("file {}", sha256_regular(path)?)
+    } else if ft.is_symlink() {
+        let target = std::fs::read_link(path).with_context(|| format!("cannot read the link {path}"))?;
+        format!("link {}", target.display())
+    } else if ft.is_dir() {
+        "dir".to_owned()
+    } else {
+        "special".to_owned()
+    })
 }
 
 /// The most a JSON evidence file (summary, record, manifest, audit, survey) or an

@@ -167,3 +167,36 @@ fn bad_paths_and_plan_flags_are_refused_up_front() {
     let e = refused(&["bench", m, "--engine", "podman", "--cpu", "4095", "--allow-unfixed-host"]);
     assert!(e.contains("--cpu 4095: this machine has no CPU 4095"), "{e}");
 }
+
+/// A cached source tree edited on disk (the issue's poisoned `drng.c`) is named, discarded
+/// and extracted again from the archive, checked anew. The engine is a fake that fails,
+/// so each run stops (exit 3) right after the sources are obtained: no container runs.
+#[test]
+fn an_edited_cached_tree_is_named_and_extracted_again() {
+    let c = case();
+    let (bin, cache) = (c.dir.join("bin"), c.dir.join("cache"));
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::write(bin.join("podman"), "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(bin.join("podman"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = || {
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let (m, zip, out) = (c.manifest.to_str().unwrap(), c.zip.to_str().unwrap(), c.dir.join("out"));
+        let args = ["verify", m, "--engine", "podman", "--archive", zip, "--out", out.to_str().unwrap()];
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"));
+        let run = cmd.args(args).env("PATH", path).env("NGCC_CACHE", &cache).output().unwrap();
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        eprintln!("$ xtask {}\n{err}", args.join(" "));
+        assert_eq!(run.status.code(), Some(3), "the fake engine fails the run: {err}");
+        err
+    };
+    assert!(!run().contains("made again"));
+    let sha = common::sha256(&std::fs::read(&c.zip).unwrap());
+    let drng = cache.join("sources").join(&sha).join(WRAP).join(ROOT).join("fix-16/drng.c");
+    let genuine = std::fs::read(&drng).unwrap();
+    std::fs::write(&drng, "/* not the official drng.c */\n").unwrap();
+    let err = run();
+    let named = format!("{WRAP}/{ROOT}/fix-16/drng.c\" changed");
+    assert!(err.contains("is made again: its files changed since it was made") && err.contains(&named), "{err}");
+    assert_eq!(std::fs::read(&drng).unwrap(), genuine);
+    assert!(!run().contains("made again"), "the tree made again is reused");
+}

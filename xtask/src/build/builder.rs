@@ -353,7 +353,7 @@ impl BuildCtx<'_> {
             bail!("{}: the source tree has a folder {} of its own", self.sub.id, recipe::ICCS_DIR);
         }
         let files = api.files()?.into_iter().collect();
-        copy_inputs(&api.dir, &files, &dest).map(drop)
+        api.check_copies(&copy_inputs(&api.dir, &files, &dest)?)
     }
 
     /// Run one build step in a fresh sandbox that can write only `out`. `Ok(Err(log))`
@@ -527,17 +527,18 @@ fn remove_unfinished(work: &Utf8Path, key: &str) {
 }
 
 /// One build key's lock (`flock`): exclusive while the build is checked or made, shared
-/// while it is used, so no run removes a build another is running.
+/// while it is used, so no run removes a build another is running. A cached source tree
+/// has one too, held while it is checked or made (`build::trees`).
 pub struct KeyLock(std::fs::File);
 
 impl KeyLock {
-    fn exclusive(path: &Utf8Path) -> Result<KeyLock> {
+    pub fn exclusive(path: &Utf8Path) -> Result<KeyLock> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)
-            .with_context(|| format!("cannot open the build lock {path}"))?;
+            .with_context(|| format!("cannot open the lock {path}"))?;
         let lock = KeyLock(file);
         lock.take(libc::LOCK_EX, path)?;
         Ok(lock)
@@ -562,7 +563,7 @@ impl KeyLock {
                 return Err(e).with_context(|| format!("cannot lock {path}"));
             }
             if !said {
-                crate::say!("  waiting for another run that is using or making this build ({path})");
+                crate::say!("  waiting for another run that holds the lock {path}");
                 said = true;
             }
             crate::container::interrupt::check()?;
@@ -608,17 +609,9 @@ fn listing(dir: &Utf8Path) -> Result<BTreeMap<String, String>> {
             bail!("more than {MAX_FILES} files");
         }
         let rel = path.strip_prefix(dir).unwrap_or(path).to_string();
-        let ft = entry.file_type();
-        let what = if ft.is_file() {
-            format!("file {}", project::sha256_regular(path)?)
-        } else if ft.is_symlink() {
-            format!("link {}", std::fs::read_link(path)?.display())
-        } else if ft.is_dir() {
-            continue;
-        } else {
-            "special".to_owned()
-        };
-        files.insert(rel, what);
+        if !entry.file_type().is_dir() {
+            files.insert(rel, project::entry_kind(path, entry.file_type())?);
+        }
     }
     Ok(files)
 }

@@ -1,12 +1,16 @@
 //! The ICCS API package: the official `drng.c`/`auxfunc.c` that a manifest takes with
 //! `[build] iccs` where a tree lacks them or ships edited copies. A pinned archive the
-//! user brings, checked by SHA-256 and extracted like a submission's.
+//! user brings, copied into the cache, checked by SHA-256 and extracted like a
+//! submission's (`build::trees`).
 
-use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Deserialize;
 
-use crate::build::sources::{self, ExtractLimits, PatchRecord};
+use crate::build::sources::{ExtractLimits, PatchRecord};
+use crate::build::trees;
 use crate::project;
 use crate::sha::Sha256Hex;
 
@@ -70,11 +74,10 @@ impl IccsApi {
         if let Some(why) = pin.missing(Some(&path)) {
             return crate::ui::usage(format!("{why}.\nTo build with the official ICCS files, {SUPPLY}."));
         }
-        let actual = project::sha256_file(&path)?;
-        if pin.sha256 != *actual {
-            bail!("refusing {path}: SHA-256 {actual}, but the ICCS API package is pinned as {}", pin.sha256);
-        }
-        let tree = sources::extract(&path, pin.sha256.as_str(), limits)?;
+        let refuse = |c: &trees::Copied| {
+            anyhow!("refusing {path}: SHA-256 {}, but the ICCS API package is pinned as {}", c.sha256, pin.sha256)
+        };
+        let tree = trees::Cache::sources().pinned(&path, &pin.sha256, limits, refuse)?;
         let dir = files_dir(&tree).with_context(|| format!("{}: the ICCS API package", pin.file))?;
         let mut records = Vec::new();
         for f in crate::build::submission::ICCS_FILES {
@@ -86,6 +89,18 @@ impl IccsApi {
             });
         }
         Ok(IccsApi { dir, records })
+    }
+
+    /// The official files a build got (name → SHA-256 of its copy) are the ones its
+    /// records name: a cached package edited since it was checked is no official file.
+    pub fn check_copies(&self, copies: &BTreeMap<String, String>) -> Result<()> {
+        for (f, record) in crate::build::submission::ICCS_FILES.iter().zip(&self.records) {
+            let copied = copies.get(*f).map_or("none", String::as_str);
+            if copied != record.sha256.as_str() {
+                bail!("{} changed since it was checked: {f} has SHA-256 {copied}, not {}", self.dir, record.sha256);
+            }
+        }
+        Ok(())
     }
 
     /// The files a build's inputs get (every regular C file and header of the folder).
@@ -119,5 +134,38 @@ fn files_dir(tree: &Utf8Path) -> Result<Utf8PathBuf> {
         1 => Ok(found.remove(0)),
         0 => bail!("no folder holds both drng.c and auxfunc.c"),
         n => bail!("{n} folders hold drng.c and auxfunc.c: which is official is not clear"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A build's official files are those its records name: a copy of anything else (a
+    /// cached package edited after it was checked) fails the build, naming the file.
+    #[test]
+    fn a_copy_that_is_not_the_recorded_file_is_refused() {
+        let sha = |text: &str| project::sha256_hex(text.as_bytes());
+        let record = |f: &str, text: &str| PatchRecord {
+            file: format!("API_PKC.zip:{f}"),
+            sha256: Sha256Hex::computed(sha(text)),
+            reason: String::new(),
+            arches: vec![],
+        };
+        let api = IccsApi { dir: "API".into(), records: vec![record("drng.c", "d"), record("auxfunc.c", "a")] };
+        let copies = |drng: &str| {
+            let mut c = BTreeMap::from([("auxfunc.c".to_owned(), sha("a")), ("drng.h".to_owned(), sha("h"))]);
+            c.insert("drng.c".to_owned(), sha(drng));
+            c
+        };
+        api.check_copies(&copies("d")).unwrap();
+        let e = format!("{:#}", api.check_copies(&copies("forged")).unwrap_err());
+        assert_eq!(
+            e,
+            format!("API changed since it was checked: drng.c has SHA-256 {}, not {}", sha("forged"), sha("d"))
+        );
+        let mut none = copies("d");
+        none.remove("auxfunc.c");
+        assert!(format!("{:#}", api.check_copies(&none).unwrap_err()).contains("auxfunc.c has SHA-256 none"));
     }
 }

@@ -1,5 +1,6 @@
-//! Building: manifests, obtaining and extracting sources, plans (the exact compiler
-//! command lines), builds in the sandbox and the build cache.
+//! Building: manifests, obtaining and extracting sources (cached trees with the host's
+//! record of their files), plans (the exact compiler command lines), builds in the
+//! sandbox and the build cache.
 
 pub mod archives;
 pub mod builder;
@@ -8,3 +9,4 @@ pub mod inputs;
 pub mod recipe;
 pub mod sources;
 pub mod submission;
+pub mod trees;

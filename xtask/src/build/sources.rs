@@ -1,16 +1,18 @@
 //! Obtaining submission sources: a pinned crate, a pinned archive, or a local tree.
-//! Archives are checked by SHA-256 before anything is extracted, and extracted
-//! into a cache keyed by that digest with every execute bit dropped, so nothing
-//! that came inside a source package can be run.
+//! An archive is copied into the cache and checked by SHA-256 before anything is
+//! extracted; the checked copy is extracted (`build::trees`), into a cache keyed by that
+//! digest, with every execute bit dropped, so nothing that came inside a source package
+//! can be run.
 
 use std::io::Read;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use xshell::{cmd, Shell};
 
 use crate::build::submission::{SourceSpec, Submission};
+use crate::build::trees;
 use crate::flags::Arch;
 use crate::project;
 use crate::sha::Sha256Hex;
@@ -219,26 +221,17 @@ fn apply_patches(sh: &Shell, sub: &Submission, src: Source, arch: Arch) -> Resul
     let key_input: Vec<&str> =
         std::iter::once(src.provenance.digest()).chain(patches.iter().map(|p| p.sha256.as_str())).collect();
     let key = project::sha256_hex(key_input.join("\n").as_bytes());
-    let base = project::cache_dir().join("patched");
-    let dest = base.join(&key);
-    if !dest.join(".complete").exists() {
-        std::fs::create_dir_all(&base)?;
-        let tmp = tempfile::Builder::new().prefix(".patch-").tempdir_in(&base)?;
-        let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
-        copy_tree(&src.root, &tmp_path)?;
+    let dest = trees::Cache::patched().tree(&key, |tmp| {
+        copy_tree(&src.root, tmp)?;
         for f in &files {
-            cmd!(sh, "patch --batch --forward --no-backup-if-mismatch -p1 -d {tmp_path} -i {f}")
+            cmd!(sh, "patch --batch --forward --no-backup-if-mismatch -p1 -d {tmp} -i {f}")
                 .quiet()
                 .ignore_stdout()
                 .run()
                 .with_context(|| format!("patch {f} does not apply to {}", src.root))?;
         }
-        std::fs::write(tmp_path.join(".complete"), &key)?;
-        let kept = tmp.keep();
-        if std::fs::rename(&kept, &dest).is_err() && !dest.join(".complete").exists() {
-            bail!("cannot move the patched tree to {dest}");
-        }
-    }
+        Ok(())
+    })?;
     Ok(Source::new(dest, src.provenance, patches))
 }
 
@@ -295,12 +288,8 @@ fn from_crate(name: &str, version: &str, subdir: &str) -> Result<Source> {
     let registry =
         unpacked.parent().and_then(|p| p.parent()).and_then(|p| p.parent()).context("unexpected registry layout")?;
     let crate_file = registry.join("cache").join(index_dir).join(format!("{name}-{version}.crate"));
-    let actual = project::sha256_file(&crate_file)
-        .with_context(|| format!("cannot check the downloaded crate file {crate_file}"))?;
-    if checksum != *actual {
-        bail!("{crate_file} has SHA-256 {actual}, but Cargo.lock pins {checksum}");
-    }
-    let tree = extract(&crate_file, checksum.as_str(), ExtractLimits::default())?;
+    let refuse = |c: &trees::Copied| anyhow!("{crate_file} has SHA-256 {}, but Cargo.lock pins {checksum}", c.sha256);
+    let tree = trees::Cache::sources().pinned(&crate_file, &checksum, ExtractLimits::default(), refuse)?;
     let root = tree.join(format!("{name}-{version}")).join(subdir);
     if !root.is_dir() {
         bail!("crate {name} {version} has no folder {subdir:?}");
@@ -365,16 +354,16 @@ fn from_archive(sh: &Shell, sub: &Submission, given: Option<&Utf8Path>, limits: 
         }
         _ => archive_path(file, given),
     };
-    let actual = project::sha256_file(&path)?;
-    if *sha256 != *actual {
-        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-        bail!(
-            "refusing {path}: SHA-256 {actual} ({size} bytes), but {} pins {file} as {sha256} ({bytes} bytes). \
+    let refuse = |c: &trees::Copied| {
+        anyhow!(
+            "refusing {path}: SHA-256 {} ({} bytes), but {} pins {file} as {sha256} ({bytes} bytes). \
              Nothing was extracted.",
+            c.sha256,
+            c.bytes,
             sub.id
-        );
-    }
-    let tree = extract(&path, sha256.as_str(), limits)?;
+        )
+    };
+    let tree = trees::Cache::sources().pinned(&path, sha256, limits, refuse)?;
     let root = find_root(&tree, root).with_context(|| format!("{file} has no folder {root:?}"))?;
     Ok(Source::new(root, Provenance::Archive { file: file.clone(), sha256: sha256.clone() }, vec![]))
 }
@@ -441,43 +430,29 @@ fn kind(head: &[u8]) -> Option<Kind> {
     }
 }
 
-/// Extract a verified archive (zip, tar, tar.gz/.crate) once into the cache, within
-/// `limits`.
-pub fn extract(archive: &Utf8Path, sha256: &str, limits: ExtractLimits) -> Result<Utf8PathBuf> {
-    let base = project::cache_dir().join("sources");
-    let dest = base.join(sha256);
-    if dest.join(".complete").exists() {
-        return Ok(dest);
-    }
-    std::fs::create_dir_all(&base)?;
-    let tmp = tempfile::Builder::new().prefix(".extract-").tempdir_in(&base)?;
-    let tmp_path = Utf8Path::from_path(tmp.path()).context("non-UTF-8 cache path")?.to_owned();
-    unpack(archive, &tmp_path, limits)?;
-    std::fs::write(tmp_path.join(".complete"), sha256)?;
-    let kept = tmp.keep();
-    if std::fs::rename(&kept, &dest).is_err() && !dest.join(".complete").exists() {
-        bail!("cannot move the extracted tree to {dest}");
-    }
-    Ok(dest)
-}
-
-/// Unpack `archive` into the empty folder `dest`, within `limits`.
-pub fn unpack(archive: &Utf8Path, dest: &Utf8Path, limits: ExtractLimits) -> Result<()> {
+/// Unpack the archive (zip, tar, tar.gz/.crate) open as `file` into the empty folder
+/// `dest`, within `limits`; `name` is what messages call it. Only that descriptor is read,
+/// from its start.
+pub fn unpack(file: &std::fs::File, name: &str, dest: &Utf8Path, limits: ExtractLimits) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut reader = file;
     let mut head = Vec::new();
-    std::fs::File::open(archive)?.take(512).read_to_end(&mut head)?;
+    reader.seek(SeekFrom::Start(0))?;
+    reader.take(512).read_to_end(&mut head)?;
     let kind = kind(&head).with_context(|| {
         let first: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        format!("{archive} is neither a zip nor a tar archive (it begins {})", first.join(" "))
+        format!("{name} is neither a zip nor a tar archive (it begins {})", first.join(" "))
     })?;
-    let size = std::fs::metadata(archive)?.len();
+    let size = file.metadata()?.len();
     let mut budget =
         Budget { limits, bytes_left: limits.max_bytes.min(size.saturating_mul(limits.max_ratio)), entries: 0 };
+    reader.seek(SeekFrom::Start(0))?;
     let result = match kind {
-        Kind::Zip => extract_zip(archive, dest, &mut budget),
-        Kind::Gzip => extract_tar(flate2::read::GzDecoder::new(std::fs::File::open(archive)?), dest, &mut budget),
-        Kind::Tar => extract_tar(std::fs::File::open(archive)?, dest, &mut budget),
+        Kind::Zip => extract_zip(file, dest, &mut budget),
+        Kind::Gzip => extract_tar(flate2::read::GzDecoder::new(file), dest, &mut budget),
+        Kind::Tar => extract_tar(file, dest, &mut budget),
     };
-    result.with_context(|| format!("cannot extract {archive}"))
+    result.with_context(|| format!("cannot extract {name}"))
 }
 
 /// What an extraction may still write.
@@ -530,8 +505,8 @@ fn write_file(dest: &Utf8Path, rel: &Utf8Path, reader: impl Read, budget: &mut B
     Ok(())
 }
 
-fn extract_zip(archive: &Utf8Path, dest: &Utf8Path, budget: &mut Budget) -> Result<()> {
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(archive)?)?;
+fn extract_zip(archive: &std::fs::File, dest: &Utf8Path, budget: &mut Budget) -> Result<()> {
+    let mut zip = zip::ZipArchive::new(archive)?;
     for i in 0..zip.len() {
         budget.entry()?;
         let entry = zip.by_index(i)?;

@@ -13,6 +13,7 @@
 //! | `<out>/<system>/profile/<id>/survey.json` | [`Survey`] |
 //! | `<cache>/images/<tag>.<engine>.lock.json` | [`ImageLock`] |
 //! | `<cache>/builds/<id>/<key>/build.json` | [`BuildRecord`] |
+//! | `<cache>/sources/<sha256>.tree.json`, `<cache>/patched/<key>.tree.json` | [`TreeRecord`] |
 //!
 //! Field types that carry a rule of their own (statistics, gate, sizes, plans) live
 //! with that rule and are used here.
@@ -155,6 +156,7 @@ evidence! {
     SizeAudit: "size audit", 2, "cargo xtask bench";
     ImageLock: "image lock", 1, "cargo xtask image build";
     BuildRecord: "build record", 2, "cargo xtask verify (the build is made again)";
+    TreeRecord: "source tree record", 1, "cargo xtask verify (the tree is made again)";
     ProfileRecord: "profile record", 3, "cargo xtask profile";
     Survey: "symmetric-primitive survey", 4, "cargo xtask profile";
     CtRecord: "constant-time record", 2, "cargo xtask ct";
@@ -840,6 +842,19 @@ pub struct BuildRecord {
     pub finished: String,
 }
 
+/// What the host made in a cached source tree (extracted from a checked archive, or a
+/// patched copy): every entry, written when the tree was made and checked before each
+/// reuse. It lives next to the tree, never inside it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TreeRecord {
+    pub schema: u32,
+    /// What the tree is cached under: the archive's SHA-256, or the patched tree's key.
+    pub key: String,
+    /// Every entry below the tree (relative path → `dir`, `file <sha256>`, `link <target>`
+    /// or `special`), read without following links.
+    pub files: BTreeMap<String, String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepFailure {
     pub what: String,
@@ -1056,6 +1071,7 @@ mod tests {
             round_trip::<SizeAudit>(&golden("size_audit.json")),
             round_trip::<ImageLock>(&golden("image_lock.json")),
             round_trip::<BuildRecord>(&golden("build_record.json")),
+            round_trip::<TreeRecord>(&golden("tree_record.json")),
             round_trip::<ProfileRecord>(&golden("profile_record.json")),
             round_trip::<Survey>(&golden("survey.json")),
         ];

@@ -159,7 +159,7 @@ proptest! {
         let dest = root.join("dest");
         std::fs::create_dir(&dest).unwrap();
         let limits = crate::build::sources::ExtractLimits { max_bytes: 1 << 20, max_entries: 100, max_ratio: 1000 };
-        let _ = crate::build::sources::unpack(&file, &dest, limits);
+        let _ = crate::build::sources::unpack(&std::fs::File::open(&file).unwrap(), "input", &dest, limits);
         // Nothing was written beside `dest`, nothing inside is executable or a link.
         let names: Vec<_> = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().file_name()).collect();
         prop_assert_eq!(names.len(), 2);
