@@ -133,6 +133,14 @@ pub enum SourceSpec {
     },
 }
 
+impl SourceSpec {
+    /// A crate whose checksum `sources/Cargo.lock` pins: the one source whose code the
+    /// host backend may build without `--unsandboxed-host`.
+    pub fn is_pinned_crate(&self) -> bool {
+        matches!(self, SourceSpec::Crate { .. })
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BuildSpec {

@@ -221,7 +221,7 @@ impl Verify {
             sub.name,
             tc.gcc_version,
             tc.arch.uname(),
-            tc.image.as_deref().unwrap_or("host, unpinned"),
+            tc.image.as_deref().unwrap_or("host, unpinned, unsandboxed"),
             src.provenance,
             sources::patch_note(&src.patches)
         );
