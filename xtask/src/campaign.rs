@@ -168,6 +168,7 @@ impl Campaign {
         inputs.archive = mine(&self.archives);
         inputs.source_dir = mine(&self.source_dirs);
         inputs.memory = self.memory.clone();
+        inputs.unsandboxed_host = self.unsandboxed_host;
         inputs
     }
 
@@ -175,11 +176,12 @@ impl Campaign {
     /// missing archive is found in the first second, all of them at once.
     fn check(&self, profile: &SystemProfile) -> Result<Vec<Submission>> {
         let ids = profile.ids(&self.ids);
-        let mut all = Inputs::for_ids(ids.clone(), self.target.clone(), self.out.clone(), self.system.clone());
-        (all.archive, all.source_dir) = (self.archives.clone(), self.source_dirs.clone());
+        let mut all = self.inputs(None);
+        (all.ids, all.archive, all.source_dir) = (ids.clone(), self.archives.clone(), self.source_dirs.clone());
         all.check_given(&ids)?;
         project::check_out_dir(&self.out)?;
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        all.check_host(&subs)?;
         all.check_archives(&subs)?;
         Ok(subs)
     }

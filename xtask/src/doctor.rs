@@ -107,7 +107,7 @@ impl Facts<'_> {
     fn all(&self) -> Vec<Finding> {
         let mut v = Vec::new();
         if let Some(engine) = self.engine {
-            v.extend(self.engine_checks(engine));
+            v.extend(engine_checks(self.sh, self.installer, engine));
             v.push(self.program("mmdebstrap", "mmdebstrap", true, "builds the toolchain root filesystem"));
             v.push(self.keyring());
             if self.arch != Arch::host() {
@@ -121,71 +121,8 @@ impl Facts<'_> {
         v
     }
 
-    fn finding(&self, what: &'static str, ok: bool, required: bool, detail: String, fix: String) -> Finding {
-        Finding { what, ok, required, detail, fix: (!ok).then_some(fix) }
-    }
-
     fn program(&self, program: &'static str, package: &str, required: bool, why: &str) -> Finding {
-        let ok = which(program);
-        let detail = if ok { format!("{program} found ({why})") } else { format!("{program} not found: {why}") };
-        self.finding(program, ok, required, detail, self.installer.install(package))
-    }
-
-    fn engine_checks(&self, engine: Engine) -> Vec<Finding> {
-        let program = engine.program();
-        let mut v = Vec::new();
-        let (packages, init) = match engine {
-            Engine::Podman => ("podman runc catatonit uidmap", "/usr/libexec/podman/catatonit"),
-            Engine::Docker => ("docker.io tini", "/usr/bin/docker-init"),
-        };
-        if !which(program) {
-            v.push(self.finding(
-                "engine",
-                false,
-                true,
-                format!("{program} not found"),
-                self.installer.install(packages),
-            ));
-            return v;
-        }
-        let info = engine.call(self.sh, &["info".into()]);
-        let start = match engine {
-            Engine::Podman => self.installer.install(packages),
-            Engine::Docker if Utf8Path::new("/run/systemd/system").exists() => "systemctl start docker".into(),
-            Engine::Docker => "dockerd --iptables=false --bridge=none > /var/log/dockerd.log 2>&1 &".into(),
-        };
-        let detail = match &info {
-            Ok(_) => format!("`{program} info` answers"),
-            Err(e) => format!("`{program} info` fails: {}", first_line(&format!("{e:#}"))),
-        };
-        v.push(self.finding("engine", info.is_ok(), true, detail, start));
-        if engine == Engine::Podman {
-            v.push(self.program("runc", "runc", true, "the OCI runtime (crun fails on hybrid cgroups)"));
-        }
-        let has_init = Utf8Path::new(init).exists() || which(init.rsplit('/').next().unwrap_or(init));
-        let detail = format!("{init}: the init of every sandbox (`run --init`) so no child outlives its command");
-        let init_package = if engine == Engine::Podman { "catatonit" } else { "tini" };
-        v.push(self.finding("sandbox init", has_init, true, detail, self.installer.install(init_package)));
-        let (seccomp, package) = engine.seccomp_default();
-        let detail = format!("{seccomp}: the seccomp profile every sandbox's own is derived from");
-        v.push(self.finding("seccomp profile", seccomp.is_file(), true, detail, self.installer.install(package)));
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
-        if !root && engine == Engine::Podman {
-            let ok = which("newuidmap");
-            let detail =
-                format!("rootless podman (uid {}) needs newuidmap and /etc/subuid", unsafe { libc::geteuid() });
-            v.push(self.finding("rootless", ok, true, detail, self.installer.install("uidmap")));
-        } else {
-            v.push(self.finding(
-                "user",
-                true,
-                false,
-                format!("running as root; sandboxes run as uid {}", sandbox::SANDBOX_UID),
-                String::new(),
-            ));
-        }
-        v
+        program_finding(self.installer, program, package, required, why)
     }
 
     fn keyring(&self) -> Finding {
@@ -195,7 +132,7 @@ impl Facts<'_> {
         };
         let ok = Utf8Path::new(path).exists();
         let detail = format!("{path} (signs the {} archive)", self.toolchain.suite);
-        self.finding("archive keyring", ok, true, detail, self.installer.install(package))
+        finding("archive keyring", ok, true, detail, self.installer.install(package))
     }
 
     fn foreign(&self) -> Vec<Finding> {
@@ -205,14 +142,14 @@ impl Facts<'_> {
         let registered = binfmt.lines().next() == Some("enabled");
         vec![
             self.program("arch-test", "arch-test", true, "mmdebstrap refuses a foreign architecture without it"),
-            self.finding(
+            finding(
                 "qemu-user",
                 Utf8Path::new(&qemu).exists(),
                 true,
                 format!("{qemu} runs {} code here", self.arch.uname()),
                 self.installer.install("qemu-user-static"),
             ),
-            self.finding(
+            finding(
                 "binfmt",
                 registered,
                 true,
@@ -230,7 +167,7 @@ impl Facts<'_> {
         let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").unwrap_or_default();
         let ok = v2.split_whitespace().any(|c| c == "memory") || Utf8Path::new("/sys/fs/cgroup/memory").is_dir();
         let detail = "cgroup memory controller (bounds every sandbox's memory)".to_owned();
-        self.finding("memory cgroup", ok, true, detail, "boot the kernel with cgroup_enable=memory".into())
+        finding("memory cgroup", ok, true, detail, "boot the kernel with cgroup_enable=memory".into())
     }
 
     fn disk(&self) -> Finding {
@@ -239,7 +176,7 @@ impl Facts<'_> {
         let free = free_bytes(probe).unwrap_or(0);
         let need: u64 = 4 << 30;
         let detail = format!("{} GiB free at {probe} (images and builds need about 4)", free >> 30);
-        self.finding("disk", free >= need, true, detail, "free space there, or set NGCC_CACHE to a larger disk".into())
+        finding("disk", free >= need, true, detail, "free space there, or set NGCC_CACHE to a larger disk".into())
     }
 
     fn perf(&self) -> Finding {
@@ -249,8 +186,70 @@ impl Facts<'_> {
         let ok = p.is_some_and(|p| p <= 2);
         let detail =
             format!("perf_event_paranoid = {} (bench reads cycles at <= 2)", p.map_or("?".into(), |p| p.to_string()));
-        self.finding("perf events", ok, false, detail, "sysctl -w kernel.perf_event_paranoid=2".into())
+        finding("perf events", ok, false, detail, "sysctl -w kernel.perf_event_paranoid=2".into())
     }
+}
+
+fn finding(what: &'static str, ok: bool, required: bool, detail: String, fix: String) -> Finding {
+    Finding { what, ok, required, detail, fix: (!ok).then_some(fix) }
+}
+
+fn program_finding(installer: Installer, program: &'static str, package: &str, required: bool, why: &str) -> Finding {
+    let ok = which(program);
+    let detail = if ok { format!("{program} found ({why})") } else { format!("{program} not found: {why}") };
+    finding(program, ok, required, detail, installer.install(package))
+}
+
+/// The engine answers, with its runtime, the sandbox's init and seccomp profile, and
+/// what a user other than root needs.
+fn engine_checks(sh: &Shell, installer: Installer, engine: Engine) -> Vec<Finding> {
+    let program = engine.program();
+    if !which(program) {
+        let detail = format!("{program} not found");
+        return vec![finding("engine", false, true, detail, installer.install(engine.packages()))];
+    }
+    let mut v = Vec::new();
+    let info = engine.call(sh, &["info".into()]);
+    let start = engine.start_command().unwrap_or_else(|| installer.install(engine.packages()));
+    let detail = match &info {
+        Ok(_) => format!("`{program} info` answers"),
+        Err(e) => format!("`{program} info` fails: {}", first_line(&format!("{e:#}"))),
+    };
+    v.push(finding("engine", info.is_ok(), true, detail, start));
+    if let Some(runtime) = engine.runtime() {
+        v.push(program_finding(installer, runtime, runtime, true, "the OCI runtime (crun fails on hybrid cgroups)"));
+    }
+    let (init, init_package) = engine.init();
+    let has_init = init.exists() || init.file_name().is_some_and(which);
+    let detail = format!("{init}: the init of every sandbox (`run --init`) so no child outlives its command");
+    v.push(finding("sandbox init", has_init, true, detail, installer.install(init_package)));
+    let (seccomp, package) = engine.seccomp_default();
+    let detail = format!("{seccomp}: the seccomp profile every sandbox's own is derived from");
+    v.push(finding("seccomp profile", seccomp.is_file(), true, detail, installer.install(package)));
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    if uid != 0 && engine.rootless_maps_ids() {
+        let detail = format!("rootless {program} (uid {uid}) needs newuidmap and /etc/subuid");
+        v.push(finding("rootless", which("newuidmap"), true, detail, installer.install("uidmap")));
+    } else {
+        let detail = format!("running as uid {uid}; sandboxes run as uid {}", sandbox::SANDBOX_UID);
+        v.push(finding("user", true, false, detail, String::new()));
+    }
+    v
+}
+
+/// Every required item missing for each engine, with its fix, as `doctor` says it:
+/// why `--engine auto` found none.
+pub fn missing_engines(sh: &Shell) -> String {
+    let installer = Installer::detect();
+    let mut lines = Vec::new();
+    for engine in Engine::ALL {
+        for f in engine_checks(sh, installer, engine).into_iter().filter(|f| f.required && !f.ok) {
+            lines.push(format!("  {:<6} MISS {:<16} {}", engine.program(), f.what, f.detail));
+            lines.extend(f.fix.map(|fix| format!("  {:<6}      {:<16} fix: {fix}", "", "")));
+        }
+    }
+    lines.join("\n")
 }
 
 fn first_line(s: &str) -> &str {

@@ -3,6 +3,21 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `--unsandboxed-host` in `-h` and `--help` (every command that takes it says the same).
+macro_rules! unsandboxed_host_help {
+    () => {
+        "With --engine host: build and run the code of an archive or a --source-dir on this machine, as you, \
+         with no container, no isolation and no pinned compilers"
+    };
+}
+const UNSANDBOXED_HOST_HELP: &str = unsandboxed_host_help!();
+const UNSANDBOXED_HOST_LONG: &str = concat!(
+    unsandboxed_host_help!(),
+    ".\n\nA submission's source is untrusted: without this flag, --engine host builds only the pinned crates \
+     (`[source] kind = \"crate\"`: pqclean-ml-kem, baseline-hash, ...) and refuses any other source before \
+     anything runs. Records say `toolchain: host (unpinned, unsandboxed)`."
+);
+
 /// Reproducible build-and-verify harness for post-quantum candidates (KEMs, signatures).
 ///
 /// Every submission is compiled with a pinned gcc/cmake toolchain inside a
@@ -222,6 +237,8 @@ pub struct Inputs {
     pub source_dir: Vec<Given>,
     #[command(flatten)]
     pub target: Target,
+    #[arg(long, help = UNSANDBOXED_HOST_HELP, long_help = UNSANDBOXED_HOST_LONG)]
+    pub unsandboxed_host: bool,
     /// Toolchain to build with (default: the system profile's).
     #[arg(long)]
     pub toolchain: Option<String>,
@@ -271,6 +288,7 @@ impl Inputs {
             archive: Vec::new(),
             source_dir: Vec::new(),
             target,
+            unsandboxed_host: false,
             toolchain: None,
             out,
             system,
@@ -398,6 +416,8 @@ pub struct Campaign {
     pub ids: Vec<String>,
     #[command(flatten)]
     pub target: Target,
+    #[arg(long, help = UNSANDBOXED_HOST_HELP, long_help = UNSANDBOXED_HOST_LONG)]
+    pub unsandboxed_host: bool,
     /// System profile (systems/<name>.toml).
     #[arg(long, default_value = "local", value_parser = plain_name)]
     pub system: String,
@@ -599,8 +619,10 @@ pub struct Env {
 /// Where commands run: which engine, which architecture.
 #[derive(Debug, Args, Clone)]
 pub struct Target {
-    /// Container engine; `auto` takes podman or docker when one works, else the host
-    /// toolchain (unpinned, with a warning).
+    /// Container engine; `auto` takes podman, else docker, and never the host: without a
+    /// working engine it stops (exit 3) and says what `cargo xtask doctor` finds missing.
+    /// `host` builds with the host's unpinned compilers, unsandboxed (an archive or a
+    /// --source-dir also needs --unsandboxed-host; onboard refuses it).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
     /// Target architecture (default: the system profile's, else the host's).

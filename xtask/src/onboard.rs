@@ -19,7 +19,7 @@ use crate::build::sources::ExtractLimits;
 use crate::build::submission::{Instance, Submission};
 use crate::build::trees;
 use crate::family::FamilyId;
-use crate::flags::{Given, Inputs, Onboard, Verify};
+use crate::flags::{EngineChoice, Given, Inputs, Onboard, Verify};
 use crate::kat::{self, Canonical, Mode};
 use crate::project;
 
@@ -1055,6 +1055,13 @@ fn id_from(archive: &Utf8Path) -> String {
 impl Onboard {
     pub fn run(self, sh: &Shell) -> Result<()> {
         let started = Instant::now();
+        // A draft is the archive's code under guessed rules: it runs in a sandbox or not at all.
+        if self.target.engine == EngineChoice::Host {
+            return crate::ui::usage(
+                "onboard verifies a draft in a container only: --engine host is refused (use --engine auto, \
+                 podman or docker; `cargo xtask doctor` says what to install)",
+            );
+        }
         if !self.archive.is_file() {
             return crate::ui::usage(format!("onboard: no archive at {}", self.archive));
         }
@@ -1113,6 +1120,10 @@ impl Onboard {
                     "      cp {m} submissions/{id}.toml && mkdir -p kat/{id} && cp {} kat/{id}/kat.sha256",
                     sh_quote(kat_path.as_str())
                 );
+            }
+            // A tool or engine failure judged nothing: the draft is not what to fix.
+            Err(e) if crate::ui::exit_code(e) == crate::ui::exit::FAILURE => {
+                crate::say!("next: fix the failure above (the draft was not judged), then: {verify_cmd}")
             }
             Err(_) => crate::say!("next: read the comments of {m}, fix what was guessed wrong, then: {verify_cmd}"),
         }

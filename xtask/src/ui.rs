@@ -56,6 +56,14 @@ pub fn usage<T>(msg: impl Into<String>) -> Result<T> {
     Err(Usage(msg.into()).into())
 }
 
+impl Usage {
+    /// `e` in the same words, as a wrong value of the operator's (a manifest that does
+    /// not check): exit 2.
+    pub fn of(e: anyhow::Error) -> anyhow::Error {
+        Usage(format!("{e:#}")).into()
+    }
+}
+
 /// The exit status of a failed command.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     if crate::container::interrupt::is_set() {

@@ -39,24 +39,40 @@ impl Case {
 
     /// `verify` with the engine named but never reached: every check comes first.
     fn verify(&self, extra: &[&str]) -> String {
+        self.verify_code(extra).1
+    }
+
+    /// `verify` as above, refused as a usage error (exit 2): the manifest is wrong.
+    fn usage(&self, extra: &[&str]) -> String {
+        let (code, err) = self.verify_code(extra);
+        assert_eq!(code, Some(2), "{err}");
+        err
+    }
+
+    fn verify_code(&self, extra: &[&str]) -> (Option<i32>, String) {
         let mut args = vec!["verify", self.manifest.to_str().unwrap(), "--engine", "podman"];
         args.extend(["--archive", self.zip.to_str().unwrap(), "--out"]);
         let out = self.dir.join("out");
         args.push(out.to_str().unwrap());
         args.extend(extra);
-        refused(&args)
+        refused_code(&args)
     }
 }
 
 /// Run xtask, expect a clean refusal, return stderr.
 fn refused(args: &[&str]) -> String {
+    refused_code(args).1
+}
+
+/// `refused`, with the exit status.
+fn refused_code(args: &[&str]) -> (Option<i32>, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     eprintln!("$ xtask {}\n{err}", args.join(" "));
     assert!(!out.status.success(), "accepted: {args:?}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(!err.contains("localhost/ngcc-repro/"), "image work started: {err}");
-    err
+    (out.status.code(), err)
 }
 
 fn rezip(zip: &Path, bytes: &[u8]) {
@@ -88,21 +104,39 @@ fn bad_manifests_are_refused_with_file_line_and_column() {
     let m = c.manifest.to_str().unwrap().to_owned();
     let sha = common::sha256(&std::fs::read(&c.zip).unwrap());
     c.edit(&sha, "abc");
-    let e = c.verify(&[]);
+    let e = c.usage(&[]);
     assert!(e.contains(&m) && e.contains("line 4, column 1") && e.contains("\"abc\" is not a SHA-256"), "{e}");
     c.edit("\"abc\"", &format!("\"{sha}\""));
 
     c.edit("sources = [\"{dir}/*.c\"]", "sources = [\"{dir}/../*.c\"]");
-    let e = c.verify(&[]);
+    let e = c.usage(&[]);
     assert!(e.contains(&format!("{m}:13:")) && e.contains("has `..`"), "{e}");
     c.edit("{dir}/../*.c", "{dir}/*.c");
 
     c.edit("\"{dir}/KAT_KEM.c\"", "\"{dir}/./KAT_KEM.c\"");
-    let e = c.verify(&[]);
+    let e = c.usage(&[]);
     assert!(e.contains(&format!("{m}:15:")) && e.contains("has a `.` component"), "{e}");
     c.edit("{dir}/./KAT_KEM.c", "{dir}/src/KAT_KEM.c");
-    let e = c.verify(&[]);
+    let e = c.usage(&[]);
     assert!(e.contains(&format!("{m}:15:")) && e.contains("matches no file"), "{e}");
+}
+
+#[test]
+fn bad_instance_labels_are_usage_errors_naming_the_line() {
+    let c = case();
+    let m = c.manifest.to_str().unwrap().to_owned();
+    let long = "x".repeat(65);
+    let too_long = "must have 1 to 64 characters, not 65";
+    for (bad, why) in [("fix/16", "holds '/'"), ("fix 16", "holds ' '"), (long.as_str(), too_long)] {
+        c.edit("label = \"fix-16\"", &format!("label = \"{bad}\""));
+        let e = c.usage(&[]);
+        assert!(e.contains(&format!("{m}:")) && e.contains(&format!("instance label \"{bad}\"")), "{e}");
+        assert!(e.contains(why), "{e}");
+        c.edit(&format!("label = \"{bad}\""), "label = \"fix-16\"");
+    }
+    // A manifest that is not TOML at all is the operator's to fix as well.
+    c.edit("[build]", "[build");
+    assert!(c.usage(&[]).contains(&format!("invalid manifest {m}")));
 }
 
 #[test]
@@ -111,15 +145,15 @@ fn kat_manifests_that_would_pass_anything_are_refused() {
     let kat = c.kat().to_str().unwrap().to_owned();
     let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     std::fs::write(&kat, format!("{empty} nolen:0 fix-16/KAT_KEM_fix-16.txt\n")).unwrap();
-    let e = c.verify(&[]);
+    let e = c.usage(&[]);
     assert!(e.contains(&kat) && e.contains("line 1") && e.contains("empty text"), "{e}");
     std::fs::write(&kat, format!("{} nolen:0 fix-16/KAT_KEM_fix-16.txt\n", "a".repeat(64))).unwrap();
-    assert!(c.verify(&[]).contains(":0` covers no record"));
+    assert!(c.usage(&[]).contains(":0` covers no record"));
     std::fs::write(&kat, format!("{} strict fix-16/other.txt\n", "a".repeat(64))).unwrap();
-    let e = c.verify(&[]);
+    let e = c.usage(&[]);
     assert!(e.contains(&format!("{kat}:1")) && e.contains("KAT_KEM_fix-16.txt"), "{e}");
     std::fs::write(&kat, format!("# x\n{} strict nosuch/KAT_KEM_fix-16.txt\n", "a".repeat(64))).unwrap();
-    assert!(c.verify(&[]).contains(&format!("{kat}:2: fixture-kem has no instance \"nosuch\"")));
+    assert!(c.usage(&[]).contains(&format!("{kat}:2: fixture-kem has no instance \"nosuch\"")));
 }
 
 #[test]

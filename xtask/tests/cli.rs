@@ -65,7 +65,7 @@ fn without_ids_the_system_profiles_campaign_set_is_taken() {
 #[test]
 fn campaign_takes_sources_per_submission() {
     let tmp = tempfile::tempdir().unwrap();
-    let args = ["campaign", "kem-07", "--system", "x86_1", "--engine", "host", "--no-bench"];
+    let args = ["campaign", "kem-07", "--system", "x86_1", "--engine", "podman", "--no-bench"];
     let out = xtask_in(tmp.path(), &[&args[..], &["--archive", "kem-07=mine/BRQC.zip"]].concat());
     assert!(!out.status.success());
     let text = format!("{}{}", common::stdout(&out), String::from_utf8_lossy(&out.stderr));
@@ -76,7 +76,7 @@ fn campaign_takes_sources_per_submission() {
     let out = xtask_in(tmp.path(), &[&args[..], &["--archive", "BRQC.zip"]].concat());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("not found at {}/BRQC.zip", tmp.path().display())), "{err}");
-    let two = ["campaign", "kem-07", "kem-03", "--system", "x86_1", "--engine", "host", "--archive", "BRQC.zip"];
+    let two = ["campaign", "kem-07", "kem-03", "--system", "x86_1", "--engine", "podman", "--archive", "BRQC.zip"];
     let out = xtask_in(tmp.path(), &two);
     assert!(String::from_utf8_lossy(&out.stderr).contains("write ID="), "several submissions: name which");
 }

@@ -262,7 +262,7 @@ fn sources_in_subfolders_and_no_iccs_files() {
     // Its verify needs the ICCS API package, and says so before anything is built.
     let missing = c.tmp.path().join("nowhere/API_PKC.zip");
     let (zip, dir) = (c.zip.to_str().unwrap(), c.dir());
-    let args = ["onboard", zip, "--dir", dir.to_str().unwrap(), "--force", "--engine", "host"];
+    let args = ["onboard", zip, "--dir", dir.to_str().unwrap(), "--force", "--engine", "podman"];
     let run =
         xtask(&[&args[..], &["--iccs-api", missing.to_str().unwrap()]].concat(), Some(&c.tmp.path().join("cache")));
     assert_eq!(run.status.code(), Some(2));

@@ -1,18 +1,22 @@
 //! What an operator and a script meet before any work starts: distinct exit codes,
 //! values checked (with the valid choices and the nearest one) before any engine is
-//! called, every missing archive named at once, `--json` on stdout. No container: a
-//! fake `podman` and `docker` on PATH record every call, and there must be none.
+//! called, every missing archive named at once, `--json` on stdout; and where a
+//! candidate's code may run when no engine works. No container: a fake `podman` and
+//! `docker` on PATH record every call and fail, as engines that do not work here.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
 
+use common::fixture::{manifest_dir, write_tree, zip_tree, Inst};
 use xtask::evidence::schema::ErrorReport;
 
 /// A PATH whose `podman` and `docker` only log that they were called.
 struct FakeEngines {
     dir: tempfile::TempDir,
+    /// `NGCC_CACHE` of the runs, when not the tool's default.
+    cache: Option<PathBuf>,
 }
 
 impl FakeEngines {
@@ -25,12 +29,22 @@ impl FakeEngines {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        FakeEngines { dir }
+        FakeEngines { dir, cache: None }
+    }
+
+    /// The same, running on `c`'s own cache, in which nothing else builds.
+    fn on(c: &Candidate) -> FakeEngines {
+        FakeEngines { cache: Some(c.cache()), ..FakeEngines::new() }
     }
 
     fn run(&self, args: &[&str]) -> Output {
         let path = format!("{}:{}", self.dir.path().display(), std::env::var("PATH").unwrap());
-        let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).env("PATH", path).output().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.args(args).env("PATH", path);
+        if let Some(cache) = &self.cache {
+            cmd.env("NGCC_CACHE", cache);
+        }
+        let out = cmd.output().unwrap();
         eprintln!("$ xtask {}\n{}{}", args.join(" "), common::stdout(&out), String::from_utf8_lossy(&out.stderr));
         out
     }
@@ -79,6 +93,7 @@ fn wrong_values_exit_2_before_any_engine_is_called_with_the_nearest_choice() {
         &["campaign", "kem-07", "--engine", "podman", "--out", out_s, "--archive", "kem-03=x.zip"],
         &["not selected"],
     );
+    f.refused(&["image", "build", "debian-13", "--engine", "host"], &["needs a container engine"]);
     assert!(!out.exists(), "a refused run leaves no --out behind");
 
     // --out naming a file: said plainly, and the file is untouched.
@@ -158,4 +173,144 @@ fn json_goes_to_stdout_alone_and_parses_back() {
     let quiet = common::xtask(&["list", "--json", "-q"], None);
     assert!(quiet.stderr.is_empty());
     serde_json::from_slice::<Listing>(&quiet.stdout).unwrap();
+}
+
+/// The fixture candidate, one instance, whose every process appends a line to a marker
+/// file as it starts (a library constructor): proof of whether its code ran.
+struct Candidate {
+    tmp: tempfile::TempDir,
+    manifest: PathBuf,
+    zip: PathBuf,
+    /// The evidence folder of its runs.
+    out: PathBuf,
+}
+
+impl Candidate {
+    fn new() -> Candidate {
+        let tmp = tempfile::tempdir().unwrap();
+        let marker = tmp.path().join("candidate-ran");
+        let constructor = format!(
+            "#include <stdio.h>\nstatic void __attribute__((constructor)) fixture_ran(void) {{ FILE *f = \
+             fopen(\"{}\", \"a\"); if (f) {{ fputs(\"ran\\n\", f); fclose(f); }} }}\n",
+            marker.display()
+        );
+        let insts: Vec<Inst> = vec![("fix-16", 16, constructor)];
+        write_tree(&tmp.path().join("tree"), &insts);
+        let zip = tmp.path().join("Fixture KEM v1.zip");
+        zip_tree(&tmp.path().join("tree"), &zip);
+        let manifest = manifest_dir(&tmp.path().join("m"), &zip, false, &insts);
+        let out = tmp.path().join("out");
+        Candidate { tmp, manifest, zip, out }
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.tmp.path().join("cache")
+    }
+
+    fn ran(&self) -> bool {
+        self.tmp.path().join("candidate-ran").exists()
+    }
+
+    /// `cmd` on this candidate's manifest and archive, with `extra`.
+    fn args<'a>(&'a self, cmd: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let (m, z, o) = (self.manifest.to_str().unwrap(), self.zip.to_str().unwrap(), self.out.to_str().unwrap());
+        let mut args = vec![cmd, m, "--archive", z, "--out", o];
+        args.extend(extra);
+        args
+    }
+
+    /// No build folder in the cache, no line from the candidate, no KAT summary.
+    fn untouched(&self, what: &str) {
+        assert!(!self.cache().join("builds").exists(), "{what}: a build was made");
+        assert!(!self.ran(), "{what}: the candidate's code ran");
+        assert!(!common::layout(&self.out).kat_summary("fixture-kem").exists(), "{what}: a result was recorded");
+    }
+}
+
+#[test]
+fn without_a_working_engine_nothing_is_built_and_doctor_says_what_to_install() {
+    let c = Candidate::new();
+    let f = FakeEngines::on(&c);
+    let bench = ["--quick", "--allow-unfixed-host"];
+    for (cmd, extra) in [("verify", &[][..]), ("bench", &bench[..]), ("campaign", &bench[..])] {
+        let out = f.run(&c.args(cmd, extra));
+        // A campaign says each step's failure as it goes, on stdout.
+        let text = format!("{}{}", common::stdout(&out), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(3), "{cmd}: {text}");
+        for needle in ["no working container engine", "never falls back to the host", "cargo xtask doctor"] {
+            assert!(text.contains(needle), "{cmd}: no {needle:?} in {text}");
+        }
+        // Each engine, with what is missing and the command that installs or starts it.
+        for engine in ["podman", "docker"] {
+            let miss = format!("{engine} MISS engine");
+            let at = text.lines().position(|l| l.contains(&miss)).unwrap_or_else(|| panic!("{cmd}: no {miss}: {text}"));
+            assert!(text.lines().nth(at).unwrap().contains(&format!("`{engine} info` fails")), "{text}");
+            assert!(text.lines().nth(at + 1).unwrap().contains("fix: "), "{text}");
+        }
+        assert!(text.contains("podman runc catatonit uidmap"), "{cmd}: {text}");
+        c.untouched(cmd);
+    }
+    // The engines were asked whether they work, and nothing else.
+    let calls = f.calls();
+    assert!(calls.lines().all(|l| l.ends_with(" info")), "{calls}");
+    assert!(calls.contains("podman") && calls.contains("docker"), "{calls}");
+}
+
+#[test]
+fn the_host_runs_an_archive_only_when_the_operator_says_so() {
+    let c = Candidate::new();
+    let f = FakeEngines::on(&c);
+    for cmd in ["verify", "bench", "campaign"] {
+        f.refused(&c.args(cmd, &["--engine", "host"]), &["--unsandboxed-host", "fixture-kem", "without any sandbox"]);
+        c.untouched(cmd);
+    }
+    // A folder is a submission's source as well, even for a pinned crate's manifest.
+    let dir = c.tmp.path().join("tree");
+    let dir = dir.to_str().unwrap();
+    let folder =
+        ["verify", "pqclean-ml-kem", "--engine", "host", "--source-dir", dir, "--out", c.out.to_str().unwrap()];
+    f.refused(&folder, &["pqclean-ml-kem", "--unsandboxed-host"]);
+    // The flag allows the host and nothing else.
+    f.refused(&c.args("verify", &["--unsandboxed-host"]), &["--unsandboxed-host goes with --engine host"]);
+    c.untouched("--unsandboxed-host alone");
+
+    // Said: it runs, on the host, and every record says so.
+    let out = f.run(&c.args("verify", &["--engine", "host", "--unsandboxed-host"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("without any sandbox"), "{err}");
+    assert!(common::stdout(&out).contains("host (unpinned, unsandboxed) PASS"), "{}", common::stdout(&out));
+    let s = common::summary(&c.out, "fixture-kem");
+    assert_eq!(s.toolchain.toolchain, "host (unpinned, unsandboxed)");
+    assert!(!s.toolchain.pinned && s.toolchain.image.is_none());
+    assert!(c.ran(), "the acknowledged host run ran the candidate's code");
+    assert_eq!(f.calls(), "", "the host backend calls no engine");
+    let help = common::stdout(&f.run(&["verify", "--help"]));
+    assert!(help.contains("--unsandboxed-host") && help.contains("as you, with no container, no isolation"), "{help}");
+}
+
+#[test]
+fn onboard_never_runs_a_draft_on_the_host() {
+    let c = Candidate::new();
+    let f = FakeEngines::on(&c);
+    let drafts = c.tmp.path().join("drafts");
+    let (zip, dir, out) = (c.zip.to_str().unwrap(), drafts.to_str().unwrap(), c.out.to_str().unwrap());
+    // There is no acknowledgement for onboard: the flag is not one of its own.
+    for (ack, needle) in [(&[][..], "--engine host is refused"), (&["--unsandboxed-host"], "unexpected argument")] {
+        let args = [&["onboard", zip, "--dir", dir, "--out", out, "--engine", "host"][..], ack].concat();
+        let run = f.run(&args);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!drafts.exists(), "a refused onboard writes no draft");
+        assert!(!c.cache().join("builds").exists() && !c.ran());
+    }
+    // `auto` without an engine: the draft is written, nothing of it is built or run.
+    let run = f.run(&["onboard", zip, "--dir", dir, "--out", out]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(3), "{err}");
+    assert!(err.contains("no working container engine") && err.contains("cargo xtask doctor"), "{err}");
+    assert!(drafts.join("fixture-kem-v1.toml").is_file());
+    assert!(!c.cache().join("builds").exists() && !c.ran());
+    assert!(common::stdout(&run).contains("the draft was not judged"), "{}", common::stdout(&run));
 }

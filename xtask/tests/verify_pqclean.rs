@@ -91,16 +91,17 @@ fn container_verify_passes_reuses_and_detects_mismatch() {
 }
 
 #[test]
-fn host_engine_passes_and_says_unpinned() {
+fn host_engine_passes_the_pinned_crate_and_says_unpinned_and_unsandboxed() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
+    // A pinned crate needs no --unsandboxed-host.
     let run = xtask(&["verify", "pqclean-ml-kem", "--engine", "host", "--out", out.to_str().unwrap()]);
     assert!(run.status.success());
     assert!(String::from_utf8_lossy(&run.stderr).contains("WARNING"));
-    assert_eq!(stdout(&run).matches("host (unpinned) PASS").count(), 3);
+    assert_eq!(stdout(&run).matches("host (unpinned, unsandboxed) PASS").count(), 3);
     let s = summary(&out, "pqclean-ml-kem");
     assert_all_pass(&s);
-    assert_eq!(s.toolchain.toolchain, "host (unpinned)");
+    assert_eq!(s.toolchain.toolchain, "host (unpinned, unsandboxed)");
     assert!(!s.toolchain.pinned);
     assert_eq!(s.toolchain.image_id, None);
 }

@@ -108,7 +108,7 @@ impl BuildEnv {
         Ok(match &self.lock {
             Some(lock) => ToolchainRecord::from_lock(lock, self.backend),
             None => ToolchainRecord {
-                toolchain: "host (unpinned)".into(),
+                toolchain: crate::container::engine::HOST_TOOLCHAIN.into(),
                 pinned: false,
                 engine: self.backend,
                 arch: self.arch,
@@ -715,6 +715,7 @@ impl Inputs {
         let arch = profile.arch(self.target.arch);
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         crate::build::submission::check_selection(&self.instances, &subs)?;
+        self.check_host(&subs)?;
         for sub in &subs {
             check(sub)?;
         }
@@ -771,6 +772,17 @@ impl Inputs {
             }
         }
         Ok(())
+    }
+
+    /// `--engine host` runs a submission's code unsandboxed: any source but a pinned
+    /// crate (an archive, a `--source-dir`) needs `--unsandboxed-host` too.
+    pub fn check_host(&self, subs: &[Submission]) -> Result<()> {
+        let untrusted: Vec<&str> = subs
+            .iter()
+            .filter(|s| given_for(&self.source_dir, &s.id).is_some() || !s.source.is_pinned_crate())
+            .map(|s| s.id.as_str())
+            .collect();
+        Backend::check_host(self.target.engine, self.unsandboxed_host, &untrusted)
     }
 
     /// Every missing archive at once, before anything is extracted or built.

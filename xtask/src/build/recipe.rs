@@ -83,7 +83,7 @@ impl Places {
 /// Check that `inst` can be planned from this tree (sources, headers, `never_compile`),
 /// before any engine or image work.
 pub fn check(sub: &Submission, inst: &Instance, src: &Source, arch: Arch) -> Result<()> {
-    plan(sub, inst, src, &Places::container(arch)).map(drop)
+    plan(sub, inst, src, &Places::container(arch)).map(drop).map_err(crate::ui::Usage::of)
 }
 
 /// What `[build]`, the instance and its architecture's table add up to.

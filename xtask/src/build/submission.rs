@@ -133,6 +133,14 @@ pub enum SourceSpec {
     },
 }
 
+impl SourceSpec {
+    /// A crate whose checksum `sources/Cargo.lock` pins: the one source whose code the
+    /// host backend may build without `--unsandboxed-host`.
+    pub fn is_pinned_crate(&self) -> bool {
+        matches!(self, SourceSpec::Crate { .. })
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BuildSpec {
@@ -416,8 +424,13 @@ impl Submission {
         Submission::from_text(&path, &text)
     }
 
-    /// A manifest's text, parsed and checked (`path` names it in messages).
+    /// A manifest's text, parsed and checked (`path` names it in messages); a manifest
+    /// that does not check is a usage error (exit 2).
     pub fn from_text(path: &Utf8PathBuf, text: &str) -> Result<Submission> {
+        Submission::parse(path, text).map_err(crate::ui::Usage::of)
+    }
+
+    fn parse(path: &Utf8PathBuf, text: &str) -> Result<Submission> {
         let path = path.clone();
         let mut sub: Submission = toml::from_str(text).with_context(|| format!("invalid manifest {path}"))?;
         if Some(sub.id.as_str()) != path.file_stem() {
@@ -776,10 +789,13 @@ mod tests {
         }
     }
 
+    /// The error of a manifest that does not check: always the operator's (exit 2).
     fn load_text(dir: &camino::Utf8Path, text: &str) -> anyhow::Error {
         let path = dir.join("bad.toml");
         std::fs::write(&path, text).unwrap();
-        Submission::load(path.as_str()).unwrap_err()
+        let e = Submission::load(path.as_str()).unwrap_err();
+        assert_eq!(crate::ui::exit_code(&e), crate::ui::exit::USAGE, "{e:#}");
+        e
     }
 
     const GOOD: &str = "id = \"bad\"\nname = \"x\"\n[source]\nkind = \"archive\"\nfile = \"a.zip\"\nbytes = 1\n\

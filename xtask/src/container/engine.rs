@@ -30,45 +30,49 @@ pub enum Backend {
     Container(Engine),
 }
 
+/// What every record of the host backend says its toolchain is.
+pub const HOST_TOOLCHAIN: &str = "host (unpinned, unsandboxed)";
+
+/// The flag by which an operator says a submission's code may run on the host.
+pub const UNSANDBOXED_HOST: &str = "--unsandboxed-host";
+
 impl Backend {
+    /// The backend `choice` names. `auto` is podman, else docker, and never the host:
+    /// without a working engine it fails (exit 3) with doctor's words, before anything
+    /// is built.
     pub fn select(sh: &Shell, choice: EngineChoice) -> Result<Backend> {
-        let backend = match choice {
-            EngineChoice::Podman => Backend::Container(Engine::Podman.probe(sh)?),
-            EngineChoice::Docker => Backend::Container(Engine::Docker.probe(sh)?),
-            EngineChoice::Host => Backend::Host,
-            EngineChoice::Auto => {
-                let mut reasons = Vec::new();
-                let mut found = None;
-                for engine in [Engine::Podman, Engine::Docker] {
-                    match engine.probe(sh) {
-                        Ok(engine) => {
-                            found = Some(Backend::Container(engine));
-                            break;
-                        }
-                        Err(e) => reasons.push(format!("{}: {:#}", engine.program(), e)),
-                    }
-                }
-                if let Some(b) = found {
-                    b
-                } else {
-                    crate::warning!(
-                        "WARNING: no working container engine ({}); falling back to the HOST \
-                         toolchain. Results are marked `toolchain: host (unpinned)` and are not \
-                         comparable with pinned runs. `cargo xtask doctor` says what to install for \
-                         the pinned toolchain.",
-                        reasons.join("; ")
-                    );
-                    Backend::Host
-                }
-            }
-        };
-        if backend == Backend::Host && choice == EngineChoice::Host {
-            crate::warning!(
-                "WARNING: --engine host: building with the host's unpinned compilers, without \
-                 isolation; every record says `toolchain: host (unpinned)`."
-            );
+        if choice != EngineChoice::Host {
+            return Engine::select(sh, choice).map(Backend::Container);
         }
-        Ok(backend)
+        crate::warning!(
+            "WARNING: --engine host: building and running with the host's unpinned compilers, as uid {}, \
+             without any sandbox; every record says `toolchain: {HOST_TOOLCHAIN}`.",
+            // SAFETY: geteuid has no preconditions.
+            unsafe { libc::geteuid() }
+        );
+        Ok(Backend::Host)
+    }
+
+    /// Refuse (exit 2, before anything runs) `--engine host` for `untrusted`, the
+    /// submissions whose source is not a pinned crate, unless the operator gave
+    /// [`UNSANDBOXED_HOST`]; that flag means nothing with another engine.
+    pub fn check_host(choice: EngineChoice, acknowledged: bool, untrusted: &[&str]) -> Result<()> {
+        let host = choice == EngineChoice::Host;
+        if acknowledged && !host {
+            return crate::ui::usage(format!(
+                "{UNSANDBOXED_HOST} goes with --engine host only: it allows an archive's or a folder's code to \
+                 run on the host"
+            ));
+        }
+        if host && !acknowledged && !untrusted.is_empty() {
+            return crate::ui::usage(format!(
+                "--engine host would build and run the code of {} (an archive or a folder, not a pinned crate) \
+                 on this machine, as you and without any sandbox. Give {UNSANDBOXED_HOST} as well if that is \
+                 what you mean; otherwise use podman or docker (`cargo xtask doctor` says what to install)",
+                untrusted.join(", ")
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -104,11 +108,55 @@ impl State {
 }
 
 impl Engine {
+    /// In the order `--engine auto` tries them.
+    pub const ALL: [Engine; 2] = [Engine::Podman, Engine::Docker];
+
     pub fn program(self) -> &'static str {
         match self {
             Engine::Podman => "podman",
             Engine::Docker => "docker",
         }
+    }
+
+    /// The Debian packages of the engine and of what its sandboxes need.
+    pub fn packages(self) -> &'static str {
+        match self {
+            Engine::Podman => "podman runc catatonit uidmap",
+            Engine::Docker => "docker.io tini",
+        }
+    }
+
+    /// The init of every sandbox (`run --init`, so no child outlives its command), and
+    /// its package.
+    pub fn init(self) -> (&'static Utf8Path, &'static str) {
+        match self {
+            Engine::Podman => (Utf8Path::new("/usr/libexec/podman/catatonit"), "catatonit"),
+            Engine::Docker => (Utf8Path::new("/usr/bin/docker-init"), "tini"),
+        }
+    }
+
+    /// How to start an installed engine that does not answer; None when it has no
+    /// daemon (podman: then installing its packages is the fix).
+    pub fn start_command(self) -> Option<String> {
+        match self {
+            Engine::Podman => None,
+            Engine::Docker if Utf8Path::new("/run/systemd/system").exists() => Some("systemctl start docker".into()),
+            Engine::Docker => Some("dockerd --iptables=false --bridge=none > /var/log/dockerd.log 2>&1 &".into()),
+        }
+    }
+
+    /// The OCI runtime the tool asks for (see `global_args`), when it asks for one.
+    pub fn runtime(self) -> Option<&'static str> {
+        match self {
+            Engine::Podman => Some("runc"),
+            Engine::Docker => None,
+        }
+    }
+
+    /// Whether the engine run by a user other than root maps ids with newuidmap
+    /// (docker's daemon runs as root).
+    pub fn rootless_maps_ids(self) -> bool {
+        self == Engine::Podman
     }
 
     /// Global flags. This host family needs runc: crun fails on hybrid cgroups.
@@ -230,6 +278,40 @@ impl Engine {
         self.call(sh, &["info".into()]).map(|_| self)
     }
 
+    /// The container engine `choice` names, when it answers; `host` names none (exit 2).
+    pub fn select(sh: &Shell, choice: EngineChoice) -> Result<Engine> {
+        match choice {
+            EngineChoice::Podman => Engine::Podman.named(sh),
+            EngineChoice::Docker => Engine::Docker.named(sh),
+            EngineChoice::Auto => Engine::auto(sh),
+            EngineChoice::Host => {
+                crate::ui::usage("--engine host: this command needs a container engine (podman or docker)")
+            }
+        }
+    }
+
+    /// The engine `--engine` names, when it answers.
+    fn named(self, sh: &Shell) -> Result<Engine> {
+        let program = self.program();
+        self.probe(sh).with_context(|| {
+            format!("--engine {program} does not work here; `cargo xtask doctor --engine {program}` says what to fix")
+        })
+    }
+
+    /// The first engine of [`Engine::ALL`] that answers, else every missing item and
+    /// its fix, as `doctor` finds them.
+    fn auto(sh: &Shell) -> Result<Engine> {
+        if let Some(engine) = Engine::ALL.into_iter().find(|e| e.probe(sh).is_ok()) {
+            return Ok(engine);
+        }
+        bail!(
+            "no working container engine, and --engine auto never falls back to the host: nothing was built. \
+             What `cargo xtask doctor` finds missing:\n{}\n(--engine host builds on this machine with its \
+             unpinned compilers and no sandbox; see --help)",
+            crate::doctor::missing_engines(sh)
+        )
+    }
+
     /// The state of a container.
     pub fn state(self, sh: &Shell, name: &str) -> Result<State> {
         let json = self.call(sh, &["inspect".into(), "--format".into(), "{{json .State}}".into(), name.into()])?;
@@ -305,6 +387,20 @@ mod tests {
             assert_eq!(serde_json::to_string(&b).unwrap(), s);
             assert_eq!(serde_json::from_str::<Backend>(s).unwrap(), b);
         }
+    }
+
+    #[test]
+    fn the_host_takes_a_source_other_than_a_pinned_crate_only_when_told() {
+        use crate::ui::{exit, exit_code};
+        let check = |choice, ack, untrusted: &[&str]| Backend::check_host(choice, ack, untrusted);
+        check(EngineChoice::Host, false, &[]).expect("the pinned crates need no acknowledgement");
+        let e = check(EngineChoice::Host, false, &["kem-07", "kem-03"]).unwrap_err();
+        assert_eq!(exit_code(&e), exit::USAGE);
+        assert!(format!("{e}").contains("kem-07, kem-03") && format!("{e}").contains(UNSANDBOXED_HOST), "{e}");
+        check(EngineChoice::Host, true, &["kem-07"]).expect("acknowledged");
+        check(EngineChoice::Auto, false, &["kem-07"]).expect("a container is the sandbox");
+        let e = check(EngineChoice::Podman, true, &[]).unwrap_err();
+        assert_eq!(exit_code(&e), exit::USAGE, "the flag means nothing with an engine: {e}");
     }
 
     #[test]

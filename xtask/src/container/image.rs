@@ -40,12 +40,7 @@ impl ImageCheck {
 }
 
 fn container_engine(sh: &Shell, target: &crate::flags::Target) -> Result<Engine> {
-    match Backend::select(sh, target.engine)? {
-        Backend::Container(e) => Ok(e),
-        Backend::Host => {
-            bail!("images need a container engine (podman or docker); none works here")
-        }
-    }
+    Engine::select(sh, target.engine)
 }
 
 fn print_lock(engine: Engine, lock: &ImageLock) {

@@ -773,7 +773,7 @@ pub struct Disagreement {
 /// The toolchain a run used, as every record states it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolchainRecord {
-    /// The spec name, or `host (unpinned)`.
+    /// The spec name, or `host (unpinned, unsandboxed)` (`engine::HOST_TOOLCHAIN`).
     pub toolchain: String,
     pub pinned: bool,
     pub engine: Backend,

@@ -58,7 +58,8 @@ impl Manifest {
 
     pub fn load(path: &Utf8Path) -> Result<Manifest> {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read KAT manifest {path}"))?;
-        let entries = parse(&text).with_context(|| format!("invalid KAT manifest {path}"))?;
+        let entries =
+            parse(&text).with_context(|| format!("invalid KAT manifest {path}")).map_err(crate::ui::Usage::of)?;
         Ok(Manifest { path: path.to_owned(), entries })
     }
 
@@ -67,8 +68,13 @@ impl Manifest {
         self.entries.iter().find(|e| e.label == label && e.file == file)
     }
 
-    /// Every line names an instance of `sub` and the KAT file its manifest names.
+    /// Every line names an instance of `sub` and the KAT file its manifest names; a line
+    /// that does not is a usage error (exit 2).
     pub fn check_against(&self, sub: &Submission) -> Result<()> {
+        self.check_lines(sub).map_err(crate::ui::Usage::of)
+    }
+
+    fn check_lines(&self, sub: &Submission) -> Result<()> {
         for e in &self.entries {
             let at = || format!("{}:{}", self.path, e.line);
             let inst = sub.instances.iter().find(|i| i.label == e.label).with_context(|| {

@@ -182,7 +182,11 @@ impl Verify {
                 });
             }
         }
-        Manifest::load(&self.kat_path(sub))?.check_against(sub)
+        let path = self.kat_path(sub);
+        if !path.is_file() {
+            return crate::ui::usage(format!("{}: no KAT manifest at {path}", sub.id));
+        }
+        Manifest::load(&path)?.check_against(sub)
     }
 
     /// Verify every submission of `work` in `ctx`; the submissions with instances that
@@ -221,7 +225,7 @@ impl Verify {
             sub.name,
             tc.gcc_version,
             tc.arch.uname(),
-            tc.image.as_deref().unwrap_or("host, unpinned"),
+            tc.image.as_deref().unwrap_or("host, unpinned, unsandboxed"),
             src.provenance,
             sources::patch_note(&src.patches)
         );
