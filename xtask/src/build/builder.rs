@@ -318,6 +318,7 @@ impl BuildCtx<'_> {
         log: &mut String,
     ) -> Result<Option<inputs::BuildInputs>> {
         let view = inputs::view(self.sub, self.src)?;
+        log.push_str(&view.not_regular_lines());
         let listed = match inputs::dependency_pass(plan) {
             None => None,
             Some(pass) => {

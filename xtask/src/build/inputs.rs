@@ -62,6 +62,23 @@ pub fn view(sub: &Submission, src: &Source) -> Result<View> {
     Ok(view)
 }
 
+impl View {
+    /// The build log's lines for what no sandbox sees as it is (the first 20): a failed
+    /// pass or build may have wanted it.
+    pub fn not_regular_lines(&self) -> String {
+        let mut lines: String = self
+            .not_regular
+            .iter()
+            .take(20)
+            .map(|rel| format!("left out of the build's inputs (not a regular file): {rel}\n"))
+            .collect();
+        if self.not_regular.len() > 20 {
+            lines.push_str(&format!("… and {} more links or special files\n", self.not_regular.len() - 20));
+        }
+        lines
+    }
+}
+
 fn is_kat_data(rel: &str, names: &[String]) -> bool {
     let path = Utf8Path::new(rel);
     let file = path.file_name().unwrap_or(rel);
@@ -168,8 +185,6 @@ fn normalise(rel: &str) -> Option<String> {
 #[derive(Debug)]
 pub struct BuildInputs {
     pub files: BTreeSet<String>,
-    /// Files the manifest names that are links or special files.
-    pub left_out: BTreeSet<String>,
     /// Files of the view the build does not see.
     pub unread: usize,
 }
@@ -185,14 +200,13 @@ pub fn select(
     listed: Option<&BTreeSet<String>>,
 ) -> Result<BuildInputs> {
     let Some(listed) = listed else {
-        return Ok(BuildInputs { files: view.files.clone(), left_out: BTreeSet::new(), unread: 0 });
+        return Ok(BuildInputs { files: view.files.clone(), unread: 0 });
     };
     let named = recipe::named_inputs(sub, inst, src, arch)?;
-    let left_out = named.iter().filter(|n| view.not_regular.contains(*n)).cloned().collect();
     let files: BTreeSet<String> =
         named.into_iter().chain(listed.iter().cloned()).filter(|f| view.files.contains(f)).collect();
     let unread = view.files.len() - files.len();
-    Ok(BuildInputs { files, left_out, unread })
+    Ok(BuildInputs { files, unread })
 }
 
 impl BuildInputs {
@@ -213,9 +227,6 @@ impl BuildInputs {
         );
         if !view.kat_data.is_empty() {
             log.push_str(&format!("left out as KAT data ({}): {}\n", view.kat_data.len(), list(&view.kat_data)));
-        }
-        for rel in &self.left_out {
-            log.push_str(&format!("left out of the build's inputs (not a regular file): {rel}\n"));
         }
         log
     }
@@ -327,6 +338,7 @@ mod tests {
         // Another instance's KAT file is KAT data too.
         assert_eq!(kat, ["Test_Vectors/v.txt", "i1/PQCkemKAT_16.rsp", "i1/k_L1.txt", "i2/k_L2.txt"]);
         assert_eq!(v.not_regular.iter().collect::<Vec<_>>(), ["i1/link.h"]);
+        assert_eq!(v.not_regular_lines(), "left out of the build's inputs (not a regular file): i1/link.h\n");
         // The pass listed a .macros file, a table without extension, another instance's
         // header and a KAT file (which it could not have seen): the last is refused.
         let listed: BTreeSet<String> =
