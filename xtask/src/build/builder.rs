@@ -482,7 +482,6 @@ fn copy_inputs(
     files: &std::collections::BTreeSet<String>,
     dest: &Utf8Path,
 ) -> Result<BTreeMap<String, String>> {
-    use sha2::Digest;
     std::fs::create_dir_all(dest).with_context(|| format!("cannot create {dest}"))?;
     let mut digests = BTreeMap::new();
     for rel in files {
@@ -490,31 +489,12 @@ fn copy_inputs(
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {parent}"))?;
         }
-        let mut from = project::open_regular(&root.join(rel))?;
+        let from = project::open_regular(&root.join(rel))?;
         let file = std::fs::File::create(&to).with_context(|| format!("cannot create {to}"))?;
-        let mut copy = Hashing { file, hasher: sha2::Sha256::new() };
-        std::io::copy(&mut from, &mut copy).with_context(|| format!("cannot copy {rel} into the build inputs"))?;
-        digests.insert(rel.clone(), project::hex(&copy.hasher.finalize()));
+        let (sha256, _) = project::copy_hashing(from, file, &root.join(rel))?;
+        digests.insert(rel.clone(), sha256);
     }
     Ok(digests)
-}
-
-/// A file being written and the digest of what was written.
-struct Hashing {
-    file: std::fs::File,
-    hasher: sha2::Sha256,
-}
-
-impl std::io::Write for Hashing {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
-        sha2::Digest::update(&mut self.hasher, &buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
 }
 
 /// Remove the folders an interrupted or killed run left while building `key`.
