@@ -209,6 +209,9 @@ pub struct ImageBuild {
     /// Rebuild even when an image with the spec's tag exists.
     #[arg(long)]
     pub force: bool,
+    /// Also make the toolchain's analysis image (`ct`'s valgrind), as `ct` would.
+    #[arg(long)]
+    pub analysis: bool,
 }
 
 #[derive(Debug, Args)]

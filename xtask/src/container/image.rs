@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
+use crate::build::builder::KeyLock;
 use crate::container::engine::{which, Backend, Engine};
 use crate::container::sandbox::{Limits, Sandbox};
 use crate::container::toolchain::{Distro, Toolchain};
@@ -20,6 +21,10 @@ impl ImageBuild {
         let tc = Toolchain::load(&self.toolchain)?;
         let lock = ensure(sh, engine, &tc, self.target.arch(), self.mirror.as_deref(), self.force)?;
         print_lock(engine, &lock);
+        if self.analysis {
+            let analysis = ensure_analysis(sh, engine, &tc, &lock)?;
+            crate::say!("analysis {} (valgrind {})", analysis.tag, analysis_valgrind(&analysis));
+        }
         Ok(())
     }
 }
@@ -55,6 +60,20 @@ fn print_lock(engine: Engine, lock: &ImageLock) {
     crate::say!("packages {} recorded in {}", lock.packages.len(), ImageLock::path(engine, &lock.tag));
 }
 
+fn analysis_valgrind(lock: &ImageLock) -> &str {
+    lock.analysis.as_ref().map_or("?", |a| a.valgrind_version.as_str())
+}
+
+/// The lock held while an image of `what` (a toolchain and architecture, for every
+/// engine: they share the root filesystem's path) is checked or made, so that two runs
+/// (a test and `image build` in the background, two test threads) never build it at once:
+/// the second waits and then reuses the first one's image.
+fn build_lock(what: &str) -> Result<KeyLock> {
+    let dir = project::cache_dir().join("images");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {dir}"))?;
+    KeyLock::exclusive(&dir.join(format!("{what}.build.lock")))
+}
+
 /// The checked image of a toolchain, built when missing. An unchanged spec reuses
 /// the existing image; its lock is re-derived when the cached one is stale.
 pub fn ensure(
@@ -67,6 +86,7 @@ pub fn ensure(
 ) -> Result<ImageLock> {
     tc.supports(arch)?;
     let tag = tc.tag(arch);
+    let _building = build_lock(&format!("{}-{}", tc.name, arch.debian()))?;
     if !force {
         if let Some(id) = engine.image_id(sh, &tag)? {
             if let Some(lock) = ImageLock::load(engine, &tag).filter(|l| l.image_id == id) {
@@ -238,6 +258,7 @@ pub fn ensure_analysis(sh: &Shell, engine: Engine, tc: &Toolchain, base: &ImageL
         bail!("toolchain {} has no analysis image: no toolchains/analysis/{}.toml", tc.name, tc.name);
     }
     let tag = tc.analysis_tag(base.arch, &base.image_id);
+    let _building = build_lock(&format!("{}-analysis-{}", tc.name, base.arch.debian()))?;
     if let Some(id) = engine.image_id(sh, &tag)? {
         if let Some(lock) = ImageLock::load(engine, &tag).filter(|l| l.image_id == id) {
             crate::note!("analysis image {tag} reused ({})", &id[..12.min(id.len())]);
