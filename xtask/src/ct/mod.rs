@@ -187,7 +187,7 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
             let rec = record(ctx, (sub, inst, &build), (&ct, op), requests)?;
             print_row(&rec);
             schema::write(&ctx.layout.ct(&sub.id, &inst.label, op.id), &rec)?;
-            crate::evidence::write_index(&ctx.inputs.out)?;
+            crate::evidence::update_index(&ctx.inputs.out)?;
             let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, summary(&rec));
             match rec.status {
                 CtStatus::Findings => seen.findings.push(line),
