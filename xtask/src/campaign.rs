@@ -587,6 +587,11 @@ mod tests {
         crate::evidence::schema::write(&layout.record(&sub.id, "ML-DSA-87", "sign_msgs"), &r).unwrap();
         evidence::write_index(out).unwrap();
         assert!(c.bench_done(&layout, &sub));
+        // A figure edited and indexed again by hand: not a step done.
+        r.aggregate.mean_ns /= 2.0;
+        crate::evidence::schema::write(&layout.record(&sub.id, "ML-DSA-87", "sign_msgs"), &r).unwrap();
+        evidence::write_index(out).unwrap();
+        assert!(!c.bench_done(&layout, &sub), "its figures do not follow from its trials");
     }
 
     #[test]

@@ -489,4 +489,31 @@ mod tests {
         assert!(p.index.is_some());
         assert!(!p.changed.contains(&"local/kat/x/a.log".to_owned()));
     }
+
+    #[test]
+    fn a_runs_index_keeps_the_old_entry_of_a_file_edited_since_and_blesses_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(t.path()).unwrap();
+        std::fs::create_dir_all(root.join("local/kat/x")).unwrap();
+        std::fs::write(root.join("local/kat/x/a.log"), "a").unwrap();
+        write_index(root).unwrap();
+        // Between runs: a KAT log edited, a file dropped in; then a run writes its own.
+        std::fs::write(root.join("local/kat/x/a.log"), "forged").unwrap();
+        std::fs::write(root.join("local/kat/x/stray.log"), "s").unwrap();
+        let own = root.join("local/records/x/mine.json");
+        project::write_atomic(&own, b"{}").unwrap();
+        update_index(root).unwrap();
+        let p = check(root).unwrap();
+        assert_eq!(
+            (p.changed.as_slice(), p.extra.as_slice()),
+            (&["local/kat/x/a.log".to_owned()][..], &["local/kat/x/stray.log".to_owned()][..])
+        );
+        assert!(p.index.is_none() && read_index(root).unwrap().contains_key("local/records/x/mine.json"));
+        assert!(format!("{:#}", refuse_unindexed(root).unwrap_err()).contains("changed: local/kat/x/a.log"));
+        // A file the run removed loses its entry; the edited one still does not pass.
+        project::remove_file(&own).unwrap();
+        update_index(root).unwrap();
+        let p = check(root).unwrap();
+        assert!(p.missing.is_empty() && p.changed == ["local/kat/x/a.log"], "{p:?}");
+    }
 }

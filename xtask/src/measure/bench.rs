@@ -1167,4 +1167,24 @@ mod tests {
         assert_eq!(ok.worse(unread).credibility, Credibility::SelfReported);
         assert_eq!(HostCheck::of(&[]).credibility, Credibility::Checked);
     }
+
+    #[test]
+    fn a_kept_record_has_the_figures_its_trials_give() {
+        let golden = project::root().join("xtask/tests/golden/record.json");
+        let r: Record = schema::read(&golden).unwrap().unwrap();
+        assert!(check_figures(&r).is_ok(), "{:#}", check_figures(&r).unwrap_err());
+        let why = |edit: &dyn Fn(&mut Record)| {
+            let mut forged = r.clone();
+            edit(&mut forged);
+            format!("{:#}", check_figures(&forged).unwrap_err())
+        };
+        assert!(why(&|f| f.aggregate.mean_ns *= 0.5).contains("aggregate"));
+        assert!(why(&|f| f.aggregate.median_trial_ns -= 1.0).contains("aggregate"));
+        assert!(why(&|f| f.trials[0].trial.ns /= 2).contains("aggregate"));
+        assert!(why(&|f| f.reruns += 1).contains("re-runs"));
+        assert!(why(&|f| f.memory.peak_rss_kib -= 1).contains("memory"));
+        assert!(
+            why(&|f| f.trials.truncate(1)).contains("aggregate") || why(&|f| f.trials.truncate(1)).contains("slots")
+        );
+    }
 }
