@@ -93,13 +93,42 @@ impl Campaign {
         manifest_now.as_deref() == Some(summary.kat_manifest_sha256.as_str())
             && sub.instances.iter().all(|i| passed(&i.label))
             && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+            && self.checked(&layout.kat_summary(&sub.id), |root, index, rel| {
+                let manifest = crate::kat::Manifest::load(&sub.kat_manifest_path())?;
+                summary.instances.iter().try_for_each(|r| {
+                    evidence::merge::check_kept(root, index, (rel, &manifest), r)
+                        .with_context(|| format!("{} {}", sub.id, r.label))
+                })
+            })
+    }
+
+    /// A kept file is the indexed one and passes `check` (its figures derived again);
+    /// otherwise the step runs again, and the warning names the file.
+    fn checked(
+        &self,
+        path: &Utf8Path,
+        check: impl FnOnce(&Utf8Path, &std::collections::BTreeMap<String, String>, &str) -> Result<()>,
+    ) -> bool {
+        let root = &self.out;
+        let rel = path.strip_prefix(root).unwrap_or(path).to_string();
+        let kept = evidence::read_index(root)
+            .and_then(|index| evidence::merge::indexed(root, &index, &rel).and_then(|()| check(root, &index, &rel)));
+        kept.map_err(|e| crate::warning!("WARNING: {rel}: earlier result not kept, {e:#}; the step runs again")).is_ok()
     }
 
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let Ok(family) = sub.family() else { return false };
         let complete = sub.instances.iter().all(|i| {
             let ops = family.ops_for(&[], i.passes).unwrap_or_default();
-            ops.iter().all(|op| project::is_regular(&layout.record(&sub.id, &i.label, op.name())))
+            ops.iter().all(|op| {
+                let path = layout.record(&sub.id, &i.label, op.name());
+                project::is_regular(&path)
+                    && self.checked(&path, |_, _, _| {
+                        let r: crate::evidence::schema::Record =
+                            crate::evidence::schema::read(&path)?.context("vanished")?;
+                        crate::measure::bench::check_figures(&r)
+                    })
+            })
         });
         let rel = layout.records_dir(&sub.id);
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
@@ -117,8 +146,17 @@ impl Campaign {
     /// Every instance has a record of every operation `ct` checks, and they are indexed.
     fn ct_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let ops = crate::ct::default_ops(sub);
-        let complete =
-            sub.instances.iter().all(|i| ops.iter().all(|op| project::is_regular(&layout.ct(&sub.id, &i.label, op))));
+        let complete = sub.instances.iter().all(|i| {
+            ops.iter().all(|op| {
+                let path = layout.ct(&sub.id, &i.label, op);
+                project::is_regular(&path)
+                    && self.checked(&path, |_, _, _| {
+                        let r: crate::evidence::schema::CtRecord =
+                            crate::evidence::schema::read(&path)?.context("vanished")?;
+                        crate::ct::check_kept(&r, sub)
+                    })
+            })
+        });
         let rel = layout.ct_dir(&sub.id);
         complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
@@ -549,6 +587,11 @@ mod tests {
         crate::evidence::schema::write(&layout.record(&sub.id, "ML-DSA-87", "sign_msgs"), &r).unwrap();
         evidence::write_index(out).unwrap();
         assert!(c.bench_done(&layout, &sub));
+        // A figure edited and indexed again by hand: not a step done.
+        r.aggregate.mean_ns /= 2.0;
+        crate::evidence::schema::write(&layout.record(&sub.id, "ML-DSA-87", "sign_msgs"), &r).unwrap();
+        evidence::write_index(out).unwrap();
+        assert!(!c.bench_done(&layout, &sub), "its figures do not follow from its trials");
     }
 
     #[test]

@@ -334,12 +334,43 @@ pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
     persist(tmp, path)
 }
 
-/// Move a finished temporary file to `path`, readable like any evidence file.
+/// Move a finished temporary file to `path`, readable like any evidence file; the
+/// digest of what it holds is noted as this process's (`written`).
 pub fn persist(tmp: tempfile::NamedTempFile, path: &Utf8Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    let from = Utf8Path::from_path(tmp.path()).context("non-UTF-8 temporary path")?.to_owned();
+    let sha = sha256_regular(&from)?;
     tmp.persist(path).with_context(|| format!("cannot write {path}"))?;
+    note(path, Some(sha));
     Ok(())
+}
+
+/// Remove a file this process means to remove (an evidence file its run replaces or
+/// drops); noted, so that the run's index drops its entry.
+pub fn remove_file(path: &Utf8Path) -> Result<()> {
+    std::fs::remove_file(path).with_context(|| format!("cannot remove {path}"))?;
+    note(path, None);
+    Ok(())
+}
+
+/// What this process wrote (the SHA-256 of the bytes it wrote) or removed (None), by
+/// absolute path: a run indexes its own files only (`evidence::update_index`).
+static WRITTEN: std::sync::Mutex<std::collections::BTreeMap<std::path::PathBuf, Option<String>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn written_key(path: &Utf8Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.into())
+}
+
+fn note(path: &Utf8Path, sha: Option<String>) {
+    WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(written_key(path), sha);
+}
+
+/// Whether this process wrote `path` (Some(Some(digest of what it wrote))) or removed
+/// it (Some(None)); None when it did neither.
+pub fn written(path: &Utf8Path) -> Option<Option<String>> {
+    WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&written_key(path)).cloned()
 }
 
 pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Utf8Path) -> Result<T> {

@@ -175,6 +175,10 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
     let ops = selected(&ct, &ctx.opts.ops, family.noun)?;
     let bctx = BuildCtx { sh: ctx.sh, env: ctx.env, tc: ctx.tc, sb: ctx.sb, sub, src, inputs: ctx.inputs };
     crate::say!("{} ({}): constant-time check under {}", sub.id, sub.name, ctx.layer.valgrind_version);
+    let runs_now = |label: &str, op: &str| {
+        sub.instances.iter().any(|i| i.label == label && ctx.inputs.selects(i)) && ops.iter().any(|o| o.id == op)
+    };
+    drop_unchecked(ctx.layout, sub, &runs_now)?;
     for inst in sub.instances.iter().filter(|i| ctx.inputs.selects(i)) {
         let Built::Ok(build) = bctx.ensure_ct(inst)? else {
             seen.failures
@@ -187,7 +191,7 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
             let rec = record(ctx, (sub, inst, &build), (&ct, op), requests)?;
             print_row(&rec);
             schema::write(&ctx.layout.ct(&sub.id, &inst.label, op.id), &rec)?;
-            crate::evidence::write_index(&ctx.inputs.out)?;
+            crate::evidence::update_index(&ctx.inputs.out)?;
             let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, summary(&rec));
             match rec.status {
                 CtStatus::Findings => seen.findings.push(line),
@@ -202,6 +206,41 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
                     CtTimingStatus::Failed => seen.failures.push(line),
                     CtTimingStatus::NoneFound | CtTimingStatus::NotRun => {}
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The records of `sub` this run keeps (other instances' or operations') are evidence
+/// only while they are the indexed files and their verdicts follow from what they
+/// record; any other is dropped from the set, with a warning naming it.
+fn drop_unchecked(layout: &Layout, sub: &Submission, runs_now: &dyn Fn(&str, &str) -> bool) -> Result<()> {
+    let root = &layout.out;
+    let index = crate::evidence::read_index(root).unwrap_or_default();
+    for inst in &sub.instances {
+        for op in default_ops(sub) {
+            let path = layout.ct(&sub.id, &inst.label, op);
+            if runs_now(&inst.label, op) || !project::is_regular(&path) {
+                continue;
+            }
+            let rel = layout.relative(&path);
+            let kept = crate::evidence::merge::indexed(root, &index, &rel).and_then(|()| {
+                let rec: CtRecord = schema::read(&path)?.with_context(|| format!("{rel} vanished"))?;
+                check_kept(&rec, sub)
+            });
+            if let Err(e) = kept {
+                // A record of an older schema is no forgery: `evidence check` names it.
+                if e.to_string().contains("this harness reads schema") {
+                    continue;
+                }
+                crate::warning!(
+                    "WARNING: {rel}: earlier record dropped, {e:#}; run `cargo xtask ct {} --instance {} --op {op}` \
+                     to check it again",
+                    sub.id,
+                    inst.label
+                );
+                project::remove_file(&path)?;
             }
         }
     }
@@ -357,12 +396,58 @@ fn judge(xml: &[u8], roots: &memcheck::Roots) -> std::result::Result<Judged, Str
         word.and_then(|v| v.parse().ok()).ok_or_else(|| format!("the driver's line has no {name}: {line:?}"))
     };
     let bytes = [field("secret_bytes")?, field("random_bytes")?, field("declassified_bytes")?];
-    let status = match (bytes, report.findings.is_empty()) {
-        (_, false) => CtStatus::Findings,
-        ([0, 0, _], true) => CtStatus::NothingPoisoned,
-        (_, true) => CtStatus::NoneFound,
-    };
+    let status = verdict(!report.findings.is_empty(), [bytes[0], bytes[1]]);
     Ok(Judged { status, findings: report.findings, bytes })
+}
+
+/// The status a finished run's findings and poisoned bytes (secret, DRNG) give.
+fn verdict(findings: bool, poisoned: [u64; 2]) -> CtStatus {
+    match (poisoned, findings) {
+        (_, true) => CtStatus::Findings,
+        ([0, 0], false) => CtStatus::NothingPoisoned,
+        (_, false) => CtStatus::NoneFound,
+    }
+}
+
+/// An earlier record is kept only while its status is the one its recorded findings,
+/// bytes and client requests give (a failed run records none of them), and its timing
+/// test's is the one its t gives, taken only when its status asks for one.
+pub(crate) fn check_kept(rec: &CtRecord, sub: &Submission) -> Result<()> {
+    let poisoned = [rec.secret_bytes, rec.random_bytes];
+    let derived = with_requests(verdict(!rec.findings.is_empty(), poisoned), None, rec.client_requests).0;
+    let failed = rec.findings.is_empty() && poisoned == [0, 0] && rec.declassified_bytes == 0;
+    if rec.status != derived && !(rec.status == CtStatus::Failed && failed) {
+        anyhow::bail!("it says {}, but its findings and bytes give {}", rec.status.as_str(), derived.as_str());
+    }
+    let Some(t) = &rec.timing else { return Ok(()) };
+    let ct = sub.family()?.ct.context("no ct driver")?;
+    let op = ct.ops.iter().find(|o| o.id == rec.op.name()).context("not an operation ct checks")?;
+    if !timing::wanted(op, rec.status) {
+        anyhow::bail!("it holds a timing test its status {} does not take", rec.status.as_str());
+    }
+    let judged = match t.status {
+        CtTimingStatus::Differs | CtTimingStatus::NoneFound if t.threshold != crate::measure::stats::THRESHOLD => {
+            anyhow::bail!("its timing test's threshold is {}, not {}", t.threshold, crate::measure::stats::THRESHOLD)
+        }
+        CtTimingStatus::Differs | CtTimingStatus::NoneFound => {
+            let w = crate::measure::stats::Welch { t: t.t, test: t.test.clone(), n: t.n, mean_ns: t.mean_ns };
+            if w.differs() {
+                CtTimingStatus::Differs
+            } else {
+                CtTimingStatus::NoneFound
+            }
+        }
+        other => other,
+    };
+    if judged != t.status {
+        anyhow::bail!(
+            "its timing test says {}, but |t| = {:.2} gives {}",
+            t.status.as_str(),
+            t.t.abs(),
+            judged.as_str()
+        );
+    }
+    Ok(())
 }
 
 /// Valgrind's client-request preambles (amd64: four `rolq` of %rdi; arm64: four `ror` of

@@ -209,19 +209,92 @@ pub fn files(root: &Utf8Path) -> Result<Vec<Utf8PathBuf>> {
     Ok(scan.files)
 }
 
-/// Re-index after a run and say so.
+/// Re-index after a run (`update_index`) and say so.
 pub fn reindex(root: &Utf8Path) -> Result<()> {
-    let digest = write_index(root)?;
+    let digest = update_index(root)?;
     crate::say!("evidence index {root}/{INDEX} (sha256 {})", &digest[..16]);
     Ok(())
 }
 
-/// Write a fresh index of `root`; returns the index's own SHA-256.
+/// Index every file of `root` as it is now: the operator's word (`evidence index`), a
+/// merge of checked shards, a test's fabricated set. A run never calls it: it would
+/// bless whatever was edited since the last run (`update_index`). Returns the index's
+/// own SHA-256.
 pub fn write_index(root: &Utf8Path) -> Result<String> {
-    let mut text = String::new();
+    let mut entries = BTreeMap::new();
     for rel in files(root)? {
-        text.push_str(&format!("{}  {rel}\n", project::sha256_regular(&root.join(&rel))?));
+        entries.insert(rel.to_string(), project::sha256_regular(&root.join(&rel))?);
     }
+    put_index(root, &entries)
+}
+
+/// The index after a run: a file this process wrote gets the digest of what it wrote;
+/// every other file keeps its earlier entry, and one whose bytes no longer match it is
+/// not indexed again (its old entry stays, so `evidence check` and the pages still name
+/// it; the run warns). A file this process removed loses its entry; a file neither
+/// written nor indexed before stays out of the index (unindexed). Returns the index's
+/// own SHA-256.
+pub fn update_index(root: &Utf8Path) -> Result<String> {
+    let present = files(root)?;
+    let earlier = earlier_index(root);
+    let names: BTreeSet<String> = present.iter().map(|p| p.to_string()).chain(earlier.keys().cloned()).collect();
+    let mut entries = BTreeMap::new();
+    for rel in names {
+        let path = root.join(&rel);
+        match (project::written(&path), earlier.get(&rel)) {
+            (Some(Some(sha)), _) => {
+                entries.insert(rel, sha);
+            }
+            (Some(None), _) => {}
+            (None, Some(sha)) => {
+                let now = project::is_regular(&path).then(|| project::sha256_regular(&path)).transpose()?;
+                if now.as_ref().is_some_and(|now| now != sha) {
+                    warn_once(
+                        &rel,
+                        "changed since it was indexed, and not by this run: its entry is kept, not made anew",
+                    );
+                }
+                entries.insert(rel, sha.clone());
+            }
+            (None, None) => warn_once(&rel, "not in the evidence index and not written by this run: left unindexed"),
+        }
+    }
+    put_index(root, &entries)
+}
+
+/// The entries of the index a run found, when the index is intact; none (with a
+/// warning) when it does not match its own digest: an edited index vouches for nothing.
+fn earlier_index(root: &Utf8Path) -> BTreeMap<String, String> {
+    if std::fs::symlink_metadata(root.join(INDEX)).is_err() {
+        return BTreeMap::new();
+    }
+    let intact = || -> Result<BTreeMap<String, String>> {
+        let text = read_index_text(root, INDEX)?;
+        let want = read_index_text(root, INDEX_DIGEST)?;
+        if want.split_whitespace().next() != Some(project::sha256_hex(text.as_bytes()).as_str()) {
+            bail!("{INDEX} does not match {INDEX_DIGEST}");
+        }
+        read_index(root)
+    };
+    intact().unwrap_or_else(|e| {
+        crate::warning!(
+            "WARNING: {root}/{INDEX}: {e:#}; none of its entries is kept, and only this run's files are indexed"
+        );
+        BTreeMap::new()
+    })
+}
+
+/// Say once per process what a run's index did with a file it did not write.
+fn warn_once(rel: &str, what: &str) {
+    static SAID: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    if SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(rel.to_owned()) {
+        crate::warning!("WARNING: {rel}: {what}; `cargo xtask evidence check` names it");
+    }
+}
+
+/// Write `entries` (path → digest) as the index of `root`, with its own digest.
+fn put_index(root: &Utf8Path, entries: &BTreeMap<String, String>) -> Result<String> {
+    let text: String = entries.iter().map(|(rel, sha)| format!("{sha}  {rel}\n")).collect();
     project::write_atomic(&root.join(INDEX), text.as_bytes())?;
     let digest = project::sha256_hex(text.as_bytes());
     project::write_atomic(&root.join(INDEX_DIGEST), format!("{digest}  {INDEX}\n").as_bytes())?;
@@ -415,5 +488,32 @@ mod tests {
         let p = check(root).unwrap();
         assert!(p.index.is_some());
         assert!(!p.changed.contains(&"local/kat/x/a.log".to_owned()));
+    }
+
+    #[test]
+    fn a_runs_index_keeps_the_old_entry_of_a_file_edited_since_and_blesses_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(t.path()).unwrap();
+        std::fs::create_dir_all(root.join("local/kat/x")).unwrap();
+        std::fs::write(root.join("local/kat/x/a.log"), "a").unwrap();
+        write_index(root).unwrap();
+        // Between runs: a KAT log edited, a file dropped in; then a run writes its own.
+        std::fs::write(root.join("local/kat/x/a.log"), "forged").unwrap();
+        std::fs::write(root.join("local/kat/x/stray.log"), "s").unwrap();
+        let own = root.join("local/records/x/mine.json");
+        project::write_atomic(&own, b"{}").unwrap();
+        update_index(root).unwrap();
+        let p = check(root).unwrap();
+        assert_eq!(
+            (p.changed.as_slice(), p.extra.as_slice()),
+            (&["local/kat/x/a.log".to_owned()][..], &["local/kat/x/stray.log".to_owned()][..])
+        );
+        assert!(p.index.is_none() && read_index(root).unwrap().contains_key("local/records/x/mine.json"));
+        assert!(format!("{:#}", refuse_unindexed(root).unwrap_err()).contains("changed: local/kat/x/a.log"));
+        // A file the run removed loses its entry; the edited one still does not pass.
+        project::remove_file(&own).unwrap();
+        update_index(root).unwrap();
+        let p = check(root).unwrap();
+        assert!(p.missing.is_empty() && p.changed == ["local/kat/x/a.log"], "{p:?}");
     }
 }

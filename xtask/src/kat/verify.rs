@@ -306,7 +306,7 @@ impl Verify {
         g.summary.put(r, sub);
         g.summary.finished = project::now_utc();
         schema::write(&ctx.layout.kat_summary(&sub.id), &g.summary)?;
-        evidence::write_index(&self.inputs.out).map(drop)
+        evidence::update_index(&self.inputs.out).map(drop)
     }
 
     /// `jobs` workers take the instances in order, each with a shell of its own; the first

@@ -465,7 +465,7 @@ impl Bench {
                 let why = record.host_check.detail.as_deref().unwrap_or_default();
                 failures.push(format!("{id} {} {}: timing not credible: {why}", inst.label, op.name()));
             }
-            crate::evidence::write_index(&layout.out)?;
+            crate::evidence::update_index(&layout.out)?;
         }
         Ok(api_sizes)
     }
@@ -818,6 +818,10 @@ impl<'a> Kept<'a> {
             return None;
         }
         let r: Record = schema::read(path).ok().flatten()?;
+        if let Err(e) = check_figures(&r) {
+            crate::warning!("WARNING: {rel}: earlier record dropped, {e:#}; timed again");
+            return None;
+        }
         let b = self.bench;
         let spec = |s: &PlanSpec| serde_json::to_string(s).ok();
         let same = r.build_key == ctx.build.record.key
@@ -839,6 +843,48 @@ impl<'a> Kept<'a> {
         }
         same.then_some(r)
     }
+}
+
+/// A record's figures are those its own trials give: the aggregate by the one rule
+/// (`stats::aggregate`), the re-run count and the memory figures of its trials, every
+/// trial of the plan's length, and no better credibility than its trials' host readings
+/// allow. A record edited by hand fails here even when it was indexed again.
+pub(crate) fn check_figures(r: &Record) -> Result<()> {
+    let plain: Vec<Trial> = r.trials.iter().map(|t| t.trial.clone()).collect();
+    if !same(&stats::aggregate(&plain), &r.aggregate) {
+        bail!("its aggregate is not what its trials give");
+    }
+    if r.reruns != r.trials.iter().filter(|t| t.trial.replaced).count() {
+        bail!("it records {} re-runs, not the replaced trials it lists", r.reruns);
+    }
+    if !same(&Memory::of(&r.trials, r.memory.static_image_bytes), &r.memory) {
+        bail!("its memory figures are not what its trials give");
+    }
+    if let Some(t) = r.trials.iter().find(|t| t.trial.iterations != r.plan.iterations) {
+        bail!("trial {} ran {} iterations, not the plan's {}", t.slot, t.trial.iterations, r.plan.iterations);
+    }
+    let slots: std::collections::BTreeSet<usize> = r.trials.iter().map(|t| t.slot).collect();
+    let planned = r.plan.spec.trials as usize;
+    if slots.len() != planned || slots.iter().any(|&s| s >= planned) {
+        bail!("its trials fill {} slots of the plan's {}", slots.len(), r.plan.spec.trials);
+    }
+    // The host's readings of the trials bound the credibility (calibration runs, not
+    // recorded, can only make it worse).
+    let c = r.host_check.credibility;
+    if r.trials.iter().any(|t| t.host_cpu_ns.is_some_and(|cpu| !credible(t.accounted_ns, cpu)))
+        && c != Credibility::NotCredible
+    {
+        bail!("it says {c:?}, but a trial's host reading is over the bound");
+    }
+    if r.trials.iter().any(|t| t.host_cpu_ns.is_none()) && c == Credibility::Checked {
+        bail!("it says Checked, but the host read no CPU time for some trial");
+    }
+    Ok(())
+}
+
+/// Two figures alike as the record holds them (JSON values: floats as written).
+fn same<T: Serialize>(a: &T, b: &T) -> bool {
+    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
 }
 
 /// What every record of one built instance shares.
@@ -918,7 +964,7 @@ fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audi
     schema::write(&layout.environment(&sub.id), environment)?;
     let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: audit.to_vec() };
     schema::write(&layout.size_audit(&sub.id), &audit)?;
-    crate::evidence::write_index(&layout.out)?;
+    crate::evidence::update_index(&layout.out)?;
     Ok(())
 }
 
@@ -1120,5 +1166,25 @@ mod tests {
         assert_eq!(unread.clone().worse(forged.clone()).credibility, Credibility::NotCredible);
         assert_eq!(ok.worse(unread).credibility, Credibility::SelfReported);
         assert_eq!(HostCheck::of(&[]).credibility, Credibility::Checked);
+    }
+
+    #[test]
+    fn a_kept_record_has_the_figures_its_trials_give() {
+        let golden = project::root().join("xtask/tests/golden/record.json");
+        let r: Record = schema::read(&golden).unwrap().unwrap();
+        assert!(check_figures(&r).is_ok(), "{:#}", check_figures(&r).unwrap_err());
+        let why = |edit: &dyn Fn(&mut Record)| {
+            let mut forged = r.clone();
+            edit(&mut forged);
+            format!("{:#}", check_figures(&forged).unwrap_err())
+        };
+        assert!(why(&|f| f.aggregate.mean_ns *= 0.5).contains("aggregate"));
+        assert!(why(&|f| f.aggregate.median_trial_ns -= 1.0).contains("aggregate"));
+        assert!(why(&|f| f.trials[0].trial.ns /= 2).contains("aggregate"));
+        assert!(why(&|f| f.reruns += 1).contains("re-runs"));
+        assert!(why(&|f| f.memory.peak_rss_kib -= 1).contains("memory"));
+        assert!(
+            why(&|f| f.trials.truncate(1)).contains("aggregate") || why(&|f| f.trials.truncate(1)).contains("slots")
+        );
     }
 }

@@ -485,8 +485,8 @@ fn profile_submission(
     // an interrupted run never leaves a survey that disagrees with its records.
     let stale = run.layout.survey(&sub.id);
     if std::fs::symlink_metadata(&stale).is_ok() {
-        std::fs::remove_file(&stale).with_context(|| format!("cannot remove {stale}"))?;
-        crate::evidence::write_index(&bench.inputs.out)?;
+        project::remove_file(&stale)?;
+        crate::evidence::update_index(&bench.inputs.out)?;
     }
     for inst in sub.instances.iter().filter(|i| bench.inputs.selects(i)) {
         let (Built::Ok(reference), Built::Ok(profiled)) = (bctx.ensure(inst)?, bctx.ensure_profile(inst)?) else {
@@ -512,12 +512,12 @@ fn profile_submission(
                 let why = rec.host_check.detail.as_deref().unwrap_or_default();
                 failures.push(format!("{} {} {}: profile timings not credible: {why}", sub.id, inst.label, op.name()));
             }
-            crate::evidence::write_index(&bench.inputs.out)?;
+            crate::evidence::update_index(&bench.inputs.out)?;
             recs.push(rec);
         }
         surveyed.push((inst.label.clone(), st, recs));
         schema::write(&run.layout.survey(&sub.id), &survey(&sub.id, &bench.inputs.system, &surveyed))?;
-        crate::evidence::write_index(&bench.inputs.out)?;
+        crate::evidence::update_index(&bench.inputs.out)?;
     }
     let survey = survey(&sub.id, &bench.inputs.system, &surveyed);
     print_survey(&survey);

@@ -144,7 +144,7 @@ impl Report {
             project::write_atomic(&path, page.as_bytes())?;
             crate::say!("{path}");
         }
-        evidence::write_index(&self.out)?;
+        evidence::update_index(&self.out)?;
         Ok(())
     }
 }
