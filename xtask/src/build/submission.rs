@@ -407,7 +407,7 @@ impl Submission {
             if let Err(why) = project::plain_name(id) {
                 return crate::ui::usage(format!(
                     "unknown submission `{id}`: a submission id {why} (known: {})",
-                    Self::ids()?.join(", ")
+                    id_ranges(&Self::ids()?)
                 ));
             }
             Self::dir().join(format!("{id}.toml"))
@@ -417,7 +417,7 @@ impl Submission {
             return crate::ui::usage(format!(
                 "unknown submission `{id}`: no {path}{} (known: {})",
                 project::suggest(id, known.iter().map(String::as_str)),
-                known.join(", ")
+                id_ranges(&known)
             ));
         }
         let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
@@ -777,8 +777,49 @@ impl Instance {
     }
 }
 
+/// Sorted ids with runs of consecutive numbers folded (`kem-01..41`), so that an error
+/// naming 119 candidates stays one readable line.
+fn id_ranges(ids: &[String]) -> String {
+    let split = |id: &str| -> Option<(String, u32, usize)> {
+        let (prefix, digits) = id.rsplit_once('-')?;
+        let n = digits.parse().ok().filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))?;
+        Some((prefix.to_owned(), n, digits.len()))
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Option<(String, u32, u32, usize)> = None;
+    let close = |run: &mut Option<(String, u32, u32, usize)>, out: &mut Vec<String>| {
+        if let Some((p, a, b, w)) = run.take() {
+            out.push(if a == b { format!("{p}-{a:0w$}") } else { format!("{p}-{a:0w$}..{b:0w$}") });
+        }
+    };
+    for id in ids {
+        match (split(id), run.as_mut()) {
+            (Some((p, n, w)), Some(r)) if r.0 == p && r.3 == w && r.2 + 1 == n => r.2 = n,
+            (Some((p, n, w)), _) => {
+                close(&mut run, &mut out);
+                run = Some((p, n, n, w));
+            }
+            (None, _) => {
+                close(&mut run, &mut out);
+                out.push(id.clone());
+            }
+        }
+    }
+    close(&mut run, &mut out);
+    out.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ids_fold_into_ranges() {
+        let ids: Vec<String> =
+            ["baseline-hash", "kem-01", "kem-02", "kem-03", "kem-05", "kex-09", "pqclean-ml-kem", "sign-34"]
+                .map(String::from)
+                .into();
+        assert_eq!(id_ranges(&ids), "baseline-hash, kem-01..03, kem-05, kex-09, pqclean-ml-kem, sign-34");
+    }
+
     use super::*;
 
     #[test]
