@@ -28,8 +28,7 @@
  * put a report line of its own in front of the driver's. */
 #include "channel.h"
 #include "digits.h"
-
-static inline long raw_syscall3(long nr, long a, long b, long c);
+#include "rawsys.h"
 
 static int perf_fd = -1;
 static int perf_errno = 0; /* why hardware cycles are unavailable, for the record */
@@ -42,51 +41,47 @@ static inline const char *counter_open(void) {
     attr.config = PERF_COUNT_HW_CPU_CYCLES;
     attr.exclude_kernel = 1;
     attr.exclude_hv = 1;
-    perf_fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-    if (perf_fd < 0) {
-        perf_errno = errno;
+    /* Raw, like every read of it: an interposed syscall() could hide the counter. */
+    long fd = sys_perf_event_open(&attr, 0, -1, -1, 0);
+    if (fd < 0) {
+        perf_errno = (int)-fd;
     } else {
         uint64_t v = 0;
-        if (raw_syscall3(SYS_read, perf_fd, (long)&v, (long)sizeof v) == (long)sizeof v) {
+        long r;
+        perf_fd = (int)fd;
+        if ((r = sys_read(perf_fd, &v, sizeof v)) == (long)sizeof v) {
             return "perf-cycles";
         }
-        perf_errno = errno;
+        perf_errno = r < 0 ? (int)-r : EIO;
         close(perf_fd);
         perf_fd = -1;
     }
 #if defined(__x86_64__)
     return "tsc";
-#elif defined(__aarch64__)
-    return "cntvct_el0";
 #else
-    return "monotonic-ns";
+    return "cntvct_el0";
 #endif
 }
 
-static inline uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* The kernel's clock by a raw system call (rawsys.h), never libc's or the vDSO's. */
+static inline uint64_t now_ns(void) { return sys_clock_ns(CLOCK_MONOTONIC_RAW); }
 
 static inline uint64_t counter_read(void) {
     if (perf_fd >= 0) {
         uint64_t v = 0;
-        if (raw_syscall3(SYS_read, perf_fd, (long)&v, (long)sizeof v) != (long)sizeof v) {
+        if (sys_read(perf_fd, &v, sizeof v) != (long)sizeof v) {
             return 0;
         }
         return v;
     }
 #if defined(__x86_64__)
     return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
+#else
     {
         uint64_t v;
         __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
         return v;
     }
-#else
-    return now_ns();
 #endif
 }
 
@@ -189,38 +184,6 @@ static inline void put_field(const char *name, uint64_t v) {
     put_str(name);
     put_str("\":");
     put_u64(v);
-}
-
-/* Raw system calls where the architecture is known: the library cannot interpose them. */
-static inline long raw_syscall3(long nr, long a, long b, long c) {
-#if defined(__x86_64__)
-    long r;
-    __asm__ __volatile__("syscall" : "=a"(r) : "0"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
-    return r;
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    __asm__ __volatile__("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory", "cc");
-    return x0;
-#else
-    long r = syscall(nr, a, b, c);
-    return r < 0 ? -errno : r;
-#endif
-}
-
-static inline long sys_write(int fd, const void *buf, size_t n) { return raw_syscall3(SYS_write, fd, (long)buf, (long)n); }
-
-static inline void sys_exit(int code) {
-#if defined(__x86_64__)
-    __asm__ __volatile__("syscall" : : "a"((long)SYS_exit_group), "D"((long)code) : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = SYS_exit_group;
-    register long x0 __asm__("x0") = code;
-    __asm__ __volatile__("svc 0" : : "r"(x8), "r"(x0) : "memory", "cc");
-#endif
-    _exit(code);
 }
 
 /* Write the whole report to the channel (looping on partial writes) and empty it; the
@@ -370,7 +333,7 @@ static inline __attribute__((always_inline)) void timing_start(bench_measurement
 static inline __attribute__((always_inline)) void timing_stop(bench_measurement *m) {
     m->c1 = counter_read();
     m->t1 = now_ns();
-    getrusage(RUSAGE_SELF, &m->ru);
+    sys_getrusage(&m->ru);
 }
 
 /* The report from `{"api":` through `"ru_maxrss_kib"`; the family adds its sizes and

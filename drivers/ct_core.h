@@ -15,11 +15,14 @@
 #ifndef NGCC_CT_CORE_H
 #define NGCC_CT_CORE_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <valgrind/memcheck.h>
+
+#include "rawsys.h"
 
 extern int ngcc_ct_poison_random;
 extern unsigned long long ngcc_ct_random_bytes;
@@ -91,8 +94,13 @@ static void ct_broken(const char *why) {
     exit(3);
 }
 
+/* The window protocol by raw system calls (rawsys.h): an interposed write() or read()
+ * could close the window early or late. */
 static void ct_tell(char c) {
-    if (write(4, &c, 1) != 1) {
+    long r;
+    while ((r = sys_write(4, &c, 1)) == -EINTR) {
+    }
+    if (r != 1) {
         ct_broken("cannot answer on fd 4");
     }
 }
@@ -100,7 +108,10 @@ static void ct_tell(char c) {
 /* The timer's next byte; -1 at the end of its input. */
 static int ct_hear(void) {
     unsigned char c;
-    return read(3, &c, 1) == 1 ? c : -1;
+    long r;
+    while ((r = sys_read(3, &c, 1)) == -EINTR) {
+    }
+    return r == 1 ? c : -1;
 }
 
 /* The timed window around the operation itself, in timing mode. */

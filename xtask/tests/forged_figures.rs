@@ -6,7 +6,7 @@
 mod common;
 
 use common::fixture::*;
-use common::{record, stdout, xtask};
+use common::{record, xtask};
 use xtask::evidence::schema::{self, Credibility, ProfileRecord, Survey, Verdict};
 
 const DEFAULT: &str = "#define _DEFAULT_SOURCE 1\n";
@@ -35,8 +35,9 @@ fn timing_reports_cannot_be_forged_from_the_candidates_process() {
     ];
     let (m, zip) = setup(tmp.path(), &insts);
     let out = tmp.path().join("out");
-    // The interposed clock makes bench fail: its record is not credible.
-    assert!(!run("bench", &m, &zip, &out, &["--op", "keygen"]));
+    // The interposed clock_gettime no longer reaches the driver, which reads the
+    // kernel's clock by a raw system call (drivers/rawsys.h): every record is honest.
+    assert!(run("bench", &m, &zip, &out, &["--op", "keygen"]));
     let rec = |label| record(&out, "fixture-kem", label, "keygen");
     for label in ["fix-16", "fix-dtor", "fix-slow", "fix-clock"] {
         let r = rec(label);
@@ -54,18 +55,18 @@ fn timing_reports_cannot_be_forged_from_the_candidates_process() {
     assert_eq!(dtor.host_check.credibility, Credibility::Checked);
     let share = dtor.trials.iter().map(|t| t.trial.ns as f64 / t.accounted_ns as f64).fold(0.0, f64::max);
     assert!(share > 0.3, "fix-dtor: the timed loop is at most {share:.2} of a trial's accounted time");
-    // The clock it slowed 10x: the host's CPU reading is far above what it reported.
+    // The clock it slowed 10x is the library's own: fix-clock times like fix-slow
+    // (the same operation), not ten times faster.
     assert_eq!(rec("fix-slow").host_check.credibility, Credibility::Checked);
     let clock = rec("fix-clock");
-    assert_eq!(clock.host_check.credibility, Credibility::NotCredible, "{:?}", clock.host_check);
+    assert_eq!(clock.host_check.credibility, Credibility::Checked, "{:?}", clock.host_check);
+    let ratio = rec("fix-slow").aggregate.mean_ns / clock.aggregate.mean_ns;
+    assert!(ratio < 3.0, "fix-clock times {ratio:.1}x faster than the same operation in fix-slow");
     let page = xtask(&["report", m.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
     assert!(page.status.success());
     let page = std::fs::read_to_string(common::layout(&out).report("fixture-kem")).unwrap();
-    assert!(page.contains("| fix-clock | keygen (NOT CREDIBLE) |"), "{page}");
+    assert!(page.contains("| fix-clock | keygen |"), "{page}");
     assert!(page.contains("| fix-dtor | keygen |") && page.contains("self-reported by the timing driver"));
-    let compare = xtask(&["compare", out.to_str().unwrap(), out.to_str().unwrap()], None);
-    assert!(!compare.status.success() && String::from_utf8_lossy(&compare.stderr).contains("not credible"));
-    assert!(!stdout(&compare).contains("| fix-clock"));
 }
 
 fn survey_of(out: &std::path::Path) -> Survey {

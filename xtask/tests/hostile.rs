@@ -32,6 +32,10 @@ const ATTACKS: &[(&str, u32, &str)] = &[
     ("hx-execveat", 11, "PASS"),
     ("hx-host-files", 12, "PASS"),
     ("hx-dev-mounts", 13, "PASS"),
+    // From the library's constructor: trapping rdtsc or installing a seccomp filter
+    // (either would intercept the driver's raw clock), executable anonymous memory.
+    ("hx-intercept", 14, "PASS"),
+    ("hx-exec-memory", 15, "PASS"),
     // The control: its allowed write counts as a hit, so the attack code demonstrably
     // runs and a hit demonstrably changes the verdict.
     ("hx-control", 9, "CRYPTOFAIL"),

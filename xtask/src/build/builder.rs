@@ -89,7 +89,10 @@ impl BuildEnv {
     }
 
     pub fn sandbox(&self, limits: Limits) -> Sandbox {
-        Sandbox { backend: self.backend, image: self.lock.as_ref().map(|l| l.tag.clone()), limits }
+        // qemu-user translates into executable anonymous memory: an emulated image's
+        // sandboxes allow it.
+        let jit = !emulation::native(self.arch);
+        Sandbox { backend: self.backend, image: self.lock.as_ref().map(|l| l.tag.clone()), limits, jit }
     }
 
     /// The record of this toolchain, with version lines read inside the sandbox.

@@ -209,7 +209,12 @@ pub fn check(
 ) -> Result<ImageLock> {
     let tag = tc.tag(arch);
     let image_id = engine.image_id(sh, &tag)?.with_context(|| format!("no image {tag}"))?;
-    let sandbox = Sandbox { backend: Backend::Container(engine), image: Some(tag.clone()), limits: Limits::default() };
+    let sandbox = Sandbox {
+        backend: Backend::Container(engine),
+        image: Some(tag.clone()),
+        limits: Limits::default(),
+        jit: !crate::container::emulation::native(arch),
+    };
     let gcc_version = sandbox.version_line(sh, "gcc")?;
     let cmake_version = sandbox.version_line(sh, "cmake")?;
     let query = sandbox.output(sh, &["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])?;
@@ -292,8 +297,12 @@ pub fn ensure_analysis(sh: &Shell, engine: Engine, tc: &Toolchain, base: &ImageL
 /// Check an analysis image against its base image's lock and the analysis pins.
 fn check_analysis(sh: &Shell, engine: Engine, tc: &Toolchain, base: &ImageLock, tag: &str) -> Result<ImageLock> {
     let image_id = engine.image_id(sh, tag)?.with_context(|| format!("no image {tag}"))?;
-    let sandbox =
-        Sandbox { backend: Backend::Container(engine), image: Some(tag.to_owned()), limits: Limits::default() };
+    let sandbox = Sandbox {
+        backend: Backend::Container(engine),
+        image: Some(tag.to_owned()),
+        limits: Limits::default(),
+        jit: true, // `valgrind --version`: valgrind maps executable memory even for that
+    };
     let gcc_version = sandbox.version_line(sh, "gcc")?;
     let valgrind_version = sandbox.version_line(sh, "valgrind")?;
     let query = sandbox.output(sh, &["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])?;

@@ -195,6 +195,9 @@ pub struct Sandbox {
     pub backend: Backend,
     pub image: Option<String>,
     pub limits: Limits,
+    /// Let anonymous memory become executable (a JIT's): only where the sandboxed
+    /// program is qemu-user (an emulated image) or valgrind (memcheck runs).
+    pub jit: bool,
 }
 
 impl Sandbox {
@@ -343,7 +346,7 @@ impl Sandbox {
             args.push("--interactive".into());
         }
         args.extend(engine.read_only_args());
-        args.push(format!("--security-opt=seccomp={}", seccomp_profile(engine, l.perf_events)?));
+        args.push(format!("--security-opt=seccomp={}", seccomp_profile(engine, l.perf_events, self.jit)?));
         args.extend(engine.no_host_files_args(&empty_file()?));
         for m in &job.mounts {
             args.push(engine.volume_arg(&m.host, m.guest, m.writable));
@@ -779,18 +782,22 @@ const DENIED_SYSCALLS: &[&str] = &["memfd_create", "execveat"];
 
 /// The engine's default seccomp profile with [`DENIED_SYSCALLS`] failing with ENOSYS (as
 /// on a kernel without them: qemu-user then fakes `/proc/self/maps` in a file of the
-/// writable `/tmp` instead of a memfd, which valgrind under emulation needs)
-/// and, for timing only, `perf_event_open` allowed; written to the cache. Without the
-/// default profile there is no sandbox: an error, never a weaker filter.
-fn seccomp_profile(engine: Engine, perf_events: bool) -> Result<Utf8PathBuf> {
+/// writable `/tmp` instead of a memfd, which valgrind under emulation needs), what could
+/// intercept the harness's raw system calls or clock from inside the process refused
+/// ([`refuse_interception`]), executable anonymous memory refused unless `jit`
+/// ([`refuse_exec_memory`]) and, for timing only, `perf_event_open` allowed; written to
+/// the cache. Without the default profile there is no sandbox: an error, never a weaker
+/// filter.
+fn seccomp_profile(engine: Engine, perf_events: bool, jit: bool) -> Result<Utf8PathBuf> {
     let (default, package) = engine.seccomp_default();
-    let derived = derive_seccomp(default, package, perf_events)?;
-    let path = project::cache_dir().join(if perf_events { "seccomp-perf.json" } else { "seccomp.json" });
+    let derived = derive_seccomp(default, package, perf_events, jit)?;
+    let name = format!("seccomp{}{}.json", if perf_events { "-perf" } else { "" }, if jit { "-jit" } else { "" });
+    let path = project::cache_dir().join(name);
     project::write_atomic(&path, derived.as_bytes())?;
     Ok(path)
 }
 
-fn derive_seccomp(default: &Utf8Path, package: &str, perf_events: bool) -> Result<String> {
+fn derive_seccomp(default: &Utf8Path, package: &str, perf_events: bool, jit: bool) -> Result<String> {
     let text = std::fs::read_to_string(default).with_context(|| {
         format!(
             "cannot read {default}, the seccomp profile every sandbox starts from: install {package} \
@@ -802,7 +809,92 @@ fn derive_seccomp(default: &Utf8Path, package: &str, perf_events: bool) -> Resul
     if perf_events {
         derived = set_syscalls(&derived, &["perf_event_open"], SyscallRule::Allow).with_context(unexpected)?;
     }
+    derived = refuse_interception(&derived).with_context(unexpected)?;
+    if !jit {
+        derived = refuse_exec_memory(&derived).with_context(unexpected)?;
+    }
     Ok(derived)
+}
+
+const PROT_EXEC: u64 = libc::PROT_EXEC as u64;
+const MAP_ANONYMOUS: u64 = libc::MAP_ANONYMOUS as u64;
+const SHM_EXEC: u64 = 0o100000;
+/// `prctl` options that would let the process trap its own clock reads or system calls:
+/// `PR_SET_SECCOMP` (22) and `PR_SET_TSC` (26), whose `PR_TSC_SIGSEGV` makes `rdtsc`
+/// fault into a handler that returns what it likes.
+const PRCTL_REFUSED: [u64; 2] = [libc::PR_SET_SECCOMP as u64, libc::PR_SET_TSC as u64];
+
+/// One comparison of an OCI seccomp rule: `(arg[index] & mask) == value`.
+fn masked(index: u32, mask: u64, value: u64) -> serde_json::Value {
+    serde_json::json!({ "index": index, "value": mask, "valueTwo": value, "op": "SCMP_CMP_MASKED_EQ" })
+}
+
+fn rule(names: &[&str], allow: bool, args: Vec<serde_json::Value>) -> serde_json::Value {
+    if allow {
+        serde_json::json!({ "names": names, "action": "SCMP_ACT_ALLOW", "args": args })
+    } else {
+        serde_json::json!({ "names": names, "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EPERM, "args": args })
+    }
+}
+
+/// Replace every rule naming `names` by `rules` (disjoint conditional rules: no two of
+/// them with different actions match one call, so their order does not matter).
+fn replace_rules(profile: &str, names: &[&str], rules: Vec<serde_json::Value>) -> Result<String> {
+    let mut p: serde_json::Value = serde_json::from_str(profile)?;
+    let list = p["syscalls"].as_array_mut().context("no syscalls array")?;
+    for r in list.iter_mut() {
+        if let Some(listed) = r["names"].as_array_mut() {
+            listed.retain(|n| n.as_str().is_none_or(|n| !names.contains(&n)));
+        }
+    }
+    list.retain(|r| r["names"].as_array().is_none_or(|n| !n.is_empty()));
+    list.extend(rules);
+    Ok(serde_json::to_string_pretty(&p)?)
+}
+
+/// `seccomp` refused (EPERM), and `prctl` allowed only for options 0..255 other than
+/// [`PRCTL_REFUSED`] (EPERM), compared on all 64 bits (the kernel takes the option as an
+/// int: a refused option with high bits set must not pass as a large one); other
+/// options get the profile's default action.
+pub fn refuse_interception(profile: &str) -> Result<String> {
+    let mut rules = vec![rule(&["seccomp"], false, vec![])];
+    // Aligned blocks [base, base + 2^k) by masks over the whole argument.
+    let mut base = 0u64;
+    while base < 256 {
+        let mut size = 1u64;
+        while base.is_multiple_of(size * 2)
+            && base + size * 2 <= 256
+            && !PRCTL_REFUSED.iter().any(|&r| (base..base + size * 2).contains(&r))
+        {
+            size *= 2;
+        }
+        let allow = !PRCTL_REFUSED.contains(&base);
+        rules.push(rule(&["prctl"], allow, vec![masked(0, !(size - 1), base)]));
+        base += size;
+    }
+    for refused in PRCTL_REFUSED {
+        // Also with the upper half set: the kernel sees the option as an int.
+        rules.push(rule(&["prctl"], false, vec![masked(0, 0xffff_ffff, refused)]));
+    }
+    replace_rules(profile, &["seccomp", "prctl"], rules)
+}
+
+/// No executable anonymous memory after load: `mmap` with `PROT_EXEC` and
+/// `MAP_ANONYMOUS`, `mprotect`/`pkey_mprotect` with `PROT_EXEC` and `shmat` with
+/// `SHM_EXEC` fail with EPERM. The dynamic loader maps libraries from their files, which
+/// stays allowed; a library with text relocations or an executable stack then fails to
+/// load (its loader needs `mprotect(PROT_EXEC)`).
+pub fn refuse_exec_memory(profile: &str) -> Result<String> {
+    let rules = vec![
+        rule(&["mmap"], true, vec![masked(2, PROT_EXEC, 0)]),
+        rule(&["mmap"], true, vec![masked(2, PROT_EXEC, PROT_EXEC), masked(3, MAP_ANONYMOUS, 0)]),
+        rule(&["mmap"], false, vec![masked(2, PROT_EXEC, PROT_EXEC), masked(3, MAP_ANONYMOUS, MAP_ANONYMOUS)]),
+        rule(&["mprotect", "pkey_mprotect"], true, vec![masked(2, PROT_EXEC, 0)]),
+        rule(&["mprotect", "pkey_mprotect"], false, vec![masked(2, PROT_EXEC, PROT_EXEC)]),
+        rule(&["shmat"], true, vec![masked(2, SHM_EXEC, 0)]),
+        rule(&["shmat"], false, vec![masked(2, SHM_EXEC, SHM_EXEC)]),
+    ];
+    replace_rules(profile, &["mmap", "mprotect", "pkey_mprotect", "shmat"], rules)
 }
 
 /// An empty file of the tool's, mounted read-only over the host files an engine would
@@ -835,21 +927,13 @@ pub enum SyscallRule {
 /// Remove `names` from every rule of a seccomp profile and add one unconditional rule
 /// for them.
 pub fn set_syscalls(profile: &str, names: &[&str], rule: SyscallRule) -> Result<String> {
-    let mut p: serde_json::Value = serde_json::from_str(profile)?;
-    let rules = p["syscalls"].as_array_mut().context("no syscalls array")?;
-    for r in rules.iter_mut() {
-        if let Some(listed) = r["names"].as_array_mut() {
-            listed.retain(|n| n.as_str().is_none_or(|n| !names.contains(&n)));
-        }
-    }
-    rules.retain(|r| r["names"].as_array().is_none_or(|n| !n.is_empty()));
-    rules.push(match rule {
+    let one = match rule {
         SyscallRule::Allow => serde_json::json!({ "names": names, "action": "SCMP_ACT_ALLOW", "args": [] }),
         SyscallRule::Deny(errno) => {
             serde_json::json!({ "names": names, "action": "SCMP_ACT_ERRNO", "errnoRet": errno, "args": [] })
         }
-    });
-    Ok(serde_json::to_string_pretty(&p)?)
+    };
+    replace_rules(profile, names, vec![one])
 }
 
 #[cfg(test)]
@@ -901,7 +985,7 @@ mod tests {
         };
         for (engine, perf_events) in [(Engine::Podman, false), (Engine::Podman, true), (Engine::Docker, false)] {
             let limits = Limits { perf_events, ..Limits::default() };
-            let sb = Sandbox { backend: Backend::Container(engine), image: Some("img".into()), limits };
+            let sb = Sandbox { backend: Backend::Container(engine), image: Some("img".into()), limits, jit: false };
             if !engine.seccomp_default().0.exists() {
                 continue; // the error is tested below
             }
@@ -919,7 +1003,7 @@ mod tests {
 
     #[test]
     fn no_default_seccomp_profile_is_an_error_naming_the_package() {
-        let e = derive_seccomp("/nonexistent/seccomp.json".into(), "the-package", false).unwrap_err();
+        let e = derive_seccomp("/nonexistent/seccomp.json".into(), "the-package", false, false).unwrap_err();
         let e = format!("{e:#}");
         assert!(e.contains("/nonexistent/seccomp.json") && e.contains("install the-package"), "{e}");
     }
@@ -962,7 +1046,7 @@ mod tests {
 
     #[test]
     fn host_commands_stop_on_the_tools_clock_and_at_the_output_cap() {
-        let sb = Sandbox { backend: Backend::Host, image: None, limits: Limits::default() };
+        let sb = Sandbox { backend: Backend::Host, image: None, limits: Limits::default(), jit: false };
         let sh = Shell::new().unwrap();
         let job = |argv: &[&str], secs| Job {
             argv: argv.iter().map(std::string::ToString::to_string).collect(),
@@ -980,5 +1064,68 @@ mod tests {
         assert_eq!(out.len(), 4096);
         let (f, _) = sb.run_captured(&sh, &job(&["sh", "-c", "kill -KILL $$"], 30), 1024).unwrap();
         assert_eq!(f.outcome, Outcome::Signalled(9));
+    }
+}
+
+#[cfg(test)]
+mod interception_tests {
+    use super::*;
+
+    /// What the derived rules do with one call, evaluated as the kernel filter would
+    /// (all comparisons of a rule must match; no two matching rules may disagree).
+    fn action(profile: &serde_json::Value, name: &str, args: [u64; 4]) -> Option<String> {
+        let mut found: Option<String> = None;
+        for r in profile["syscalls"].as_array().unwrap() {
+            if !r["names"].as_array().unwrap().iter().any(|n| n == name) {
+                continue;
+            }
+            let all = r["args"].as_array().into_iter().flatten().all(|a| {
+                let (i, mask, want) = (
+                    a["index"].as_u64().unwrap() as usize,
+                    a["value"].as_u64().unwrap(),
+                    a["valueTwo"].as_u64().unwrap(),
+                );
+                assert_eq!(a["op"], "SCMP_CMP_MASKED_EQ");
+                args[i] & mask == want
+            });
+            if all {
+                let this = format!("{} {}", r["action"].as_str().unwrap(), r["errnoRet"]);
+                assert!(found.as_ref().is_none_or(|f| *f == this), "{name} {args:?}: {found:?} and {this}");
+                found = Some(this);
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn clock_interception_and_executable_anonymous_memory_are_refused() {
+        let base = r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,"syscalls":[
+            {"names":["read","prctl","mmap","mprotect","pkey_mprotect","seccomp","shmat"],"action":"SCMP_ACT_ALLOW","args":[]}]}"#;
+        let derived = refuse_exec_memory(&refuse_interception(base).unwrap()).unwrap();
+        let p: serde_json::Value = serde_json::from_str(&derived).unwrap();
+        let (allow, eperm) = (Some("SCMP_ACT_ALLOW null".to_owned()), Some("SCMP_ACT_ERRNO 1".to_owned()));
+        assert_eq!(action(&p, "read", [0; 4]), allow);
+        assert_eq!(action(&p, "seccomp", [1, 0, 0, 0]), eperm);
+        for option in 0..300u64 {
+            let want = match option {
+                22 | 26 => eperm.clone(),
+                256.. => None, // the profile's default action
+                _ => allow.clone(),
+            };
+            assert_eq!(action(&p, "prctl", [option, 0, 0, 0]), want, "prctl({option})");
+        }
+        // The kernel reads the option as an int: high bits must not smuggle 26 through.
+        assert_eq!(action(&p, "prctl", [(1 << 32) | 26, 0, 0, 0]), eperm);
+        assert_eq!(action(&p, "prctl", [(1 << 32) | 15, 0, 0, 0]), None);
+        let (rx, rw, anon, private) = (5, 3, 0x22, 0x02);
+        assert_eq!(action(&p, "mmap", [0, 4096, rx, private]), allow, "a library mapped from its file");
+        assert_eq!(action(&p, "mmap", [0, 4096, rw, anon]), allow);
+        assert_eq!(action(&p, "mmap", [0, 4096, rx, anon]), eperm);
+        assert_eq!(action(&p, "mmap", [0, 4096, 4 | (1 << 40), anon | (1 << 40)]), eperm);
+        assert_eq!(action(&p, "mprotect", [0, 4096, 1, 0]), allow);
+        assert_eq!(action(&p, "mprotect", [0, 4096, rx, 0]), eperm);
+        assert_eq!(action(&p, "pkey_mprotect", [0, 4096, 7, 0]), eperm);
+        assert_eq!(action(&p, "shmat", [0, 0, 0o100000, 0]), eperm);
+        assert_eq!(action(&p, "shmat", [0, 0, 0o10000, 0]), allow);
     }
 }

@@ -281,7 +281,9 @@ fn record(
     job.argv = ["/bin/sh", "-c", "exec 3>&1 >/dev/null; exec \"$0\" \"$@\""].map(String::from).into();
     job.argv.extend(command.iter().cloned());
     let t = Instant::now();
-    let (finished, xml) = ctx.sb.run_captured(ctx.sh, &job, memcheck::MAX_XML)?;
+    // valgrind translates the program into executable anonymous memory of its own.
+    let memcheck_sb = Sandbox { jit: true, ..ctx.sb.clone() };
+    let (finished, xml) = memcheck_sb.run_captured(ctx.sh, &job, memcheck::MAX_XML)?;
     let wall_s = t.elapsed().as_secs_f64();
     let roots = memcheck::Roots { src: recipe::SRC, drivers: recipe::DRIVERS };
     let seen = if finished.outcome.success() {
