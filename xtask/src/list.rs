@@ -5,19 +5,75 @@ use xshell::Shell;
 
 use crate::build::submission::{SourceSpec, Submission};
 use crate::container::toolchain::Toolchain;
+use crate::family::{Family, FamilyId};
 use crate::flags::List;
 
-/// How many instances `kat.sha256` gives a digest for.
-fn digests(s: &Submission) -> String {
-    match crate::kat::Manifest::load(&s.kat_manifest_path()) {
-        Ok(m) => {
-            let all_files = |i: &crate::build::submission::Instance| {
-                s.kat_files(i).is_ok_and(|f| f.iter().all(|(_, f)| m.entry(&i.label, f).is_some()))
-            };
-            let known = s.instances.iter().filter(|i| all_files(i)).count();
-            format!("{known} of {} instances", s.instances.len())
-        }
+/// How many of a submission's instances `kat.sha256` gives a digest for, every KAT file.
+fn digests(s: &Submission) -> Result<usize> {
+    let m = crate::kat::Manifest::load(&s.kat_manifest_path())?;
+    let all_files = |i: &&crate::build::submission::Instance| {
+        s.kat_files(i).is_ok_and(|f| f.iter().all(|(_, f)| m.entry(&i.label, f).is_some()))
+    };
+    Ok(s.instances.iter().filter(all_files).count())
+}
+
+fn digests_line(s: &Submission) -> String {
+    match digests(s) {
+        Ok(known) => format!("{known} of {} instances", s.instances.len()),
         Err(e) => format!("none ({e:#})"),
+    }
+}
+
+/// One family's share of NGCC round 1 and how much of it has manifests here.
+#[derive(Debug, serde::Serialize, PartialEq, Eq)]
+struct FieldRow {
+    family: FamilyId,
+    candidates: u32,
+    manifests: u32,
+    instances: u32,
+    instances_with_manifest: u32,
+    instances_with_digests: u32,
+}
+
+impl FieldRow {
+    fn of(f: &Family, subs: &[Submission]) -> FieldRow {
+        let mine: Vec<&Submission> = subs.iter().filter(|s| s.family == f.id && f.field.holds(&s.id)).collect();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        FieldRow {
+            family: f.id,
+            candidates: f.field.candidates,
+            manifests: count(mine.len()),
+            instances: f.field.instances,
+            instances_with_manifest: count(mine.iter().map(|s| s.instances.len()).sum()),
+            instances_with_digests: count(mine.iter().map(|s| digests(s).unwrap_or(0)).sum()),
+        }
+    }
+
+    fn field(subs: &[Submission]) -> Result<Vec<FieldRow>> {
+        FamilyId::ALL.iter().map(|id| Ok(FieldRow::of(id.get()?, subs))).collect()
+    }
+}
+
+fn say_field(rows: &[FieldRow]) {
+    let sum = |f: fn(&FieldRow) -> u32| rows.iter().map(f).sum::<u32>();
+    crate::say!(
+        "NGCC round 1: manifests for {} of {} candidates, {} of {} instances ({} with published KAT digests):",
+        sum(|r| r.manifests),
+        sum(|r| r.candidates),
+        sum(|r| r.instances_with_manifest),
+        sum(|r| r.instances),
+        sum(|r| r.instances_with_digests)
+    );
+    for r in rows {
+        crate::say!(
+            "  {:<5} {:>2} of {:>2} candidates, {:>3} of {:>3} instances, {:>3} with digests",
+            r.family.to_string(),
+            r.manifests,
+            r.candidates,
+            r.instances_with_manifest,
+            r.instances,
+            r.instances_with_digests
+        );
     }
 }
 
@@ -35,14 +91,25 @@ impl List {
         if crate::ui::json() {
             #[derive(serde::Serialize)]
             struct Listing<'a> {
-                submissions: &'a [Submission],
+                field: Vec<FieldRow>,
+                submissions: Vec<Listed<'a>>,
                 toolchains: &'a [Toolchain],
             }
-            crate::ui::emit(&Listing { submissions: &subs, toolchains: &tcs })?;
+            #[derive(serde::Serialize)]
+            struct Listed<'a> {
+                #[serde(flatten)]
+                submission: &'a Submission,
+                /// Instances with a published digest for every KAT file; null without a `kat.sha256`.
+                instances_with_digests: Option<usize>,
+            }
+            let submissions =
+                subs.iter().map(|s| Listed { submission: s, instances_with_digests: digests(s).ok() }).collect();
+            crate::ui::emit(&Listing { field: FieldRow::field(&subs)?, submissions, toolchains: &tcs })?;
             return Ok(());
         }
-        let count = |f: crate::family::FamilyId| subs.iter().filter(|s| s.family == f).count();
-        let families: Vec<String> = crate::family::FamilyId::ALL.iter().map(|f| format!("{} {f}", count(*f))).collect();
+        say_field(&FieldRow::field(&subs)?);
+        let count = |f: FamilyId| subs.iter().filter(|s| s.family == f).count();
+        let families: Vec<String> = FamilyId::ALL.iter().map(|f| format!("{} {f}", count(*f))).collect();
         crate::say!("Submissions ({}: {}):", subs.len(), families.join(", "));
         for s in &subs {
             let source = match &s.source {
@@ -54,7 +121,7 @@ impl List {
             crate::say!("  {:<16} {} ({}) — {source}", s.id, s.name, s.family);
             let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
             crate::say!("  {:<16} {} instances: {}", "", labels.len(), labels.join(", "));
-            crate::say!("  {:<16} KAT digests: {}; {}", "", digests(s), verified(s));
+            crate::say!("  {:<16} KAT digests: {}; {}", "", digests_line(s), verified(s));
         }
         crate::say!("Toolchains:");
         for t in &tcs {
@@ -69,5 +136,36 @@ impl List {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field's counts in the family data agree with the shipped manifests: never fewer
+    /// candidates or instances than are shipped, and equal where a family is complete.
+    #[test]
+    fn the_field_counts_agree_with_the_manifests() {
+        let subs: Vec<Submission> = Submission::ids().unwrap().iter().map(|id| Submission::load(id).unwrap()).collect();
+        let rows = FieldRow::field(&subs).unwrap();
+        assert_eq!(rows.iter().map(|r| r.candidates).sum::<u32>(), 119);
+        assert_eq!(rows.iter().map(|r| r.instances).sum::<u32>(), 585);
+        for r in &rows {
+            assert!(r.manifests <= r.candidates && r.instances_with_manifest <= r.instances, "{r:?}");
+            assert!(r.instances_with_digests <= r.instances_with_manifest, "{r:?}");
+            if r.manifests == r.candidates {
+                assert_eq!(r.instances_with_manifest, r.instances, "{r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn field_ids_are_two_digit_and_in_range() {
+        let f = crate::family::FamilyId::Kex.get().unwrap().field;
+        assert!(f.holds("kex-01") && f.holds("kex-09"));
+        assert!(
+            !f.holds("kex-10") && !f.holds("kex-1") && !f.holds("kex-00") && !f.holds("kem-01") && !f.holds("kexx-01")
+        );
     }
 }

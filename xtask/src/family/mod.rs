@@ -223,6 +223,26 @@ pub struct Family {
     pub profiled: &'static [&'static str],
     /// The constant-time check; None where no operation has a secret input (a hash).
     pub ct: Option<CtCheck>,
+    /// This family in NGCC round 1.
+    pub field: Field,
+}
+
+/// A family's share of NGCC round 1: its candidates are `<prefix>-01` to
+/// `<prefix>-<candidates>`, with `instances` parameter sets among them (the catalog's
+/// instance lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    pub prefix: &'static str,
+    pub candidates: u32,
+    pub instances: u32,
+}
+
+impl Field {
+    /// Whether `id` names one of the field's candidates (`kem-07`, not `kem-7` or `kem-42`).
+    pub fn holds(&self, id: &str) -> bool {
+        let Some(n) = id.strip_prefix(self.prefix).and_then(|r| r.strip_prefix('-')) else { return false };
+        n.len() == 2 && n.parse::<u32>().is_ok_and(|n| (1..=self.candidates).contains(&n))
+    }
 }
 
 const fn op(id: &'static str) -> Operation {
@@ -249,6 +269,7 @@ const SS: SizeName = SizeName { id: "ss", field: "shared_secret", heading: "shar
 pub static KEM: Family = Family {
     id: FamilyId::Kem,
     noun: "KEM",
+    field: Field { prefix: "kem", candidates: 41, instances: 189 },
     category: PUBLIC_KEY,
     function: "key encapsulation",
     kat_parts: ONE_FILE,
@@ -281,6 +302,7 @@ pub static KEM: Family = Family {
 pub static SIG: Family = Family {
     id: FamilyId::Sig,
     noun: "signature",
+    field: Field { prefix: "sign", candidates: 34, instances: 198 },
     category: PUBLIC_KEY,
     function: "digital signature",
     kat_parts: ONE_FILE,
@@ -315,6 +337,7 @@ pub const HASH_SIZES: [u64; 8] = [32, 128, 512, 1024, 4096, 8192, 16384, 65536];
 pub static HASH: Family = Family {
     id: FamilyId::Hash,
     noun: "hash function",
+    field: Field { prefix: "hash", candidates: 35, instances: 141 },
     category: "cryptographic hash algorithm",
     function: "hash",
     kat_parts: &[
@@ -359,6 +382,7 @@ pub const MAX_PASSES: u32 = 8;
 pub static KEX: Family = Family {
     id: FamilyId::Kex,
     noun: "key exchange",
+    field: Field { prefix: "kex", candidates: 9, instances: 57 },
     category: PUBLIC_KEY,
     function: "key exchange",
     kat_parts: ONE_FILE,
