@@ -118,7 +118,7 @@ impl Campaign {
 
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let Ok(family) = sub.family() else { return false };
-        let complete = sub.instances.iter().all(|i| {
+        let complete = sub.instances.iter().filter(|i| i.timed).all(|i| {
             let ops = family.ops_for(&[], i.passes).unwrap_or_default();
             ops.iter().all(|op| {
                 let path = layout.record(&sub.id, &i.label, op.name());
@@ -218,7 +218,9 @@ impl Campaign {
         (all.ids, all.archive, all.source_dir) = (ids.clone(), self.archives.clone(), self.source_dirs.clone());
         all.check_given(&ids)?;
         project::check_out_dir(&self.out)?;
-        let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let mut subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let arch = profile.arch(self.target.arch);
+        subs.iter_mut().for_each(|sub| drop_other_arches(sub, arch));
         all.check_host(&subs)?;
         all.check_archives(&subs)?;
         Ok(subs)
@@ -234,7 +236,7 @@ impl Campaign {
             let part = if split { Part::Fast } else { Part::All };
             if sub.instances.iter().any(|i| part.takes(i)) {
                 steps.push(Step::Verify(sub.id.clone(), part));
-                if !self.no_bench {
+                if !self.no_bench && timed_any(sub, part) {
                     steps.push(Step::Bench(sub.id.clone(), part));
                 }
             }
@@ -524,6 +526,27 @@ impl Estimator {
             (false, false) => format!("about {known} left, plus the first {} step(s)", unknown.join(", ")),
         }
     }
+}
+
+
+/// Instances the manifest restricts to other architectures leave the campaign (said
+/// once; they are no failure and need no step); a submission left with none has no steps.
+fn drop_other_arches(sub: &mut Submission, arch: crate::flags::Arch) {
+    let not: Vec<(String, String)> =
+        sub.instances.iter().filter_map(|i| sub.not_built_on(i, arch).map(|w| (i.label.clone(), w))).collect();
+    for (label, why) in &not {
+        crate::say!("{} {label}: {why}, on {}", sub.id, arch.uname());
+    }
+    sub.instances.retain(|i| !not.iter().any(|(l, _)| *l == i.label));
+}
+
+/// Some instance of `part` is timed (`timed = false` ones are verified only).
+fn timed_any(sub: &Submission, part: Part) -> bool {
+    let untimed: Vec<&str> = sub.instances.iter().filter(|i| part.takes(i) && !i.timed).map(|i| i.label.as_str()).collect();
+    for label in &untimed {
+        crate::say!("{} {label}: {}", sub.id, crate::measure::bench::NOT_TIMED);
+    }
+    sub.instances.iter().any(|i| part.takes(i) && i.timed)
 }
 
 #[cfg(test)]

@@ -378,6 +378,10 @@ impl Bench {
         // A baseline is timed whole: `--instance` names the candidate's instances.
         let baseline = crate::family::is_baseline(&sub.id);
         for inst in sub.instances.iter().filter(|i| baseline || self.inputs.selects(i)) {
+            if let Some(why) = untimed(inst) {
+                crate::say!("{} {}: {why}", sub.id, inst.label);
+                continue;
+            }
             let build = match bctx.ensure(inst)? {
                 Built::Ok(b) => b,
                 Built::Failed { log, .. } => {
@@ -1188,3 +1192,12 @@ mod tests {
         );
     }
 }
+
+/// Why an instance is never timed, if its manifest says so (`timed = false`): the
+/// bench and campaign skip it, and the page says this.
+pub fn untimed(inst: &Instance) -> Option<&'static str> {
+    (!inst.timed).then_some(NOT_TIMED)
+}
+
+/// What the bench, campaign and page say of an instance with `timed = false`.
+pub const NOT_TIMED: &str = "not timed: manifest";
