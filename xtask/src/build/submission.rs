@@ -980,6 +980,27 @@ mod tests {
     }
 
     #[test]
+    fn xof_is_for_hash_functions_and_arch_restricts_builds() {
+        use crate::flags::Arch;
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");
+        let e = format!("{:#}", load_text(dir, &format!("{good}xof = true\n")));
+        assert!(e.contains("`xof` applies to hash functions only"), "{e}");
+        let path = dir.join("bad.toml");
+        let text = good.replacen("[source]", "arch = [\"x86_64\"]\n[source]", 1)
+            + "timed = false\n[[instance]]\nlabel = \"A\"\ndir = \"d\"\narch = [\"aarch64\", \"x86_64\"]\n";
+        std::fs::write(&path, text).unwrap();
+        let sub = Submission::load(path.as_str()).unwrap();
+        let (l, a) = (&sub.instances[0], &sub.instances[1]);
+        assert!(!l.timed && a.timed && !l.xof);
+        assert_eq!(sub.not_built_on(l, Arch::Aarch64).as_deref(), Some("not built: x86-64 only (manifest)"));
+        assert_eq!(sub.not_built_on(l, Arch::X86_64), None);
+        // An instance's own list wins over the submission's.
+        assert_eq!(sub.not_built_on(a, Arch::Aarch64), None);
+    }
+
+    #[test]
     fn expand_replaces_placeholders_and_vars() {
         let inst = Instance {
             label: "L-1".into(),
