@@ -232,6 +232,9 @@ impl Campaign {
         let mut deferred = Vec::new();
         for (sub, name) in subs.iter().zip(names) {
             let sub = &Submission { id: name.clone(), ..sub.clone() };
+            if sub.instances.is_empty() {
+                continue; // every instance is built on other architectures only (said)
+            }
             let split = self.defer && sub.instances.iter().any(|i| i.slow);
             let part = if split { Part::Fast } else { Part::All };
             if sub.instances.iter().any(|i| part.takes(i)) {
@@ -250,7 +253,7 @@ impl Campaign {
             }
             if split {
                 deferred.push(Step::Verify(sub.id.clone(), Part::Slow));
-                if !self.no_bench {
+                if !self.no_bench && timed_any(sub, Part::Slow) {
                     deferred.push(Step::Bench(sub.id.clone(), Part::Slow));
                 }
             }
@@ -559,6 +562,29 @@ mod tests {
         let x = crate::flags::Xtask::parse_from(["xtask", "campaign", "--out", out.as_str()]);
         let crate::flags::Cmd::Campaign(c) = x.cmd else { panic!() };
         (c, Layout::new(out, "local"))
+    }
+
+    /// kem-01 is x86-64 only by its manifest: on AArch64 the campaign has no step for
+    /// it; Garnet_1024_DM4x4 is verified, never timed, and hash-11's bench is still a step.
+    #[test]
+    fn instances_of_another_architecture_leave_the_campaign_and_untimed_ones_its_bench() {
+        let t = tempfile::tempdir().unwrap();
+        let (c, _) = campaign_in(Utf8Path::from_path(t.path()).unwrap());
+        let mut kem = Submission::load("kem-01").unwrap();
+        drop_other_arches(&mut kem, crate::flags::Arch::X86_64);
+        assert_eq!(kem.instances.len(), 3, "built on x86-64");
+        drop_other_arches(&mut kem, crate::flags::Arch::Aarch64);
+        assert!(kem.instances.is_empty());
+        let garnet = Submission::load("hash-11").unwrap();
+        assert!(garnet.instances.iter().any(|i| i.label == "Garnet_1024_DM4x4" && !i.timed));
+        let steps = c.steps(&[kem, garnet.clone()], &["kem-01".into(), "hash-11".into()]);
+        let names: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+        assert!(!names.iter().any(|s| s.contains("kem-01")), "{names:?}");
+        assert!(names.iter().any(|s| s.starts_with("bench hash-11")), "{names:?}");
+        let mut untimed = garnet;
+        untimed.instances.iter_mut().for_each(|i| i.timed = false);
+        let steps = c.steps(&[untimed], &["hash-11".into()]);
+        assert!(!steps.iter().any(|s| matches!(s, Step::Bench(..))), "nothing to time");
     }
 
     #[test]
