@@ -531,7 +531,6 @@ impl Estimator {
     }
 }
 
-
 /// Instances the manifest restricts to other architectures leave the campaign (said
 /// once; they are no failure and need no step); a submission left with none has no steps.
 fn drop_other_arches(sub: &mut Submission, arch: crate::flags::Arch) {
@@ -545,7 +544,8 @@ fn drop_other_arches(sub: &mut Submission, arch: crate::flags::Arch) {
 
 /// Some instance of `part` is timed (`timed = false` ones are verified only).
 fn timed_any(sub: &Submission, part: Part) -> bool {
-    let untimed: Vec<&str> = sub.instances.iter().filter(|i| part.takes(i) && !i.timed).map(|i| i.label.as_str()).collect();
+    let untimed: Vec<&str> =
+        sub.instances.iter().filter(|i| part.takes(i) && !i.timed).map(|i| i.label.as_str()).collect();
     for label in &untimed {
         crate::say!("{} {label}: {}", sub.id, crate::measure::bench::NOT_TIMED);
     }

@@ -235,8 +235,19 @@ fn an_xof_is_verified_at_its_output_length_and_an_untimed_instance_is_never_time
     let (m, o) = (c.manifest.to_str().unwrap(), c.out.to_str().unwrap());
     let archive = format!("{ID}={}", c.zip.display());
     let bench = xtask(&[
-        "bench", m, "--engine", "podman", "--archive", &archive, "--out", o, "--quick", "--allow-unfixed-host",
-        "--op", "hash_32", "--no-baselines",
+        "bench",
+        m,
+        "--engine",
+        "podman",
+        "--archive",
+        &archive,
+        "--out",
+        o,
+        "--quick",
+        "--allow-unfixed-host",
+        "--op",
+        "hash_32",
+        "--no-baselines",
     ]);
     assert!(bench.status.success());
     assert!(common::stdout(&bench).contains("h-untimed: not timed: manifest"), "said by bench");

@@ -1034,6 +1034,15 @@ fn print_row(r: &Record, kept: bool) {
     );
 }
 
+/// Why an instance is never timed, if its manifest says so (`timed = false`): the
+/// bench and campaign skip it, and the page says this.
+pub fn untimed(inst: &Instance) -> Option<&'static str> {
+    (!inst.timed).then_some(NOT_TIMED)
+}
+
+/// What the bench, campaign and page say of an instance with `timed = false`.
+pub const NOT_TIMED: &str = "not timed: manifest";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1192,12 +1201,3 @@ mod tests {
         );
     }
 }
-
-/// Why an instance is never timed, if its manifest says so (`timed = false`): the
-/// bench and campaign skip it, and the page says this.
-pub fn untimed(inst: &Instance) -> Option<&'static str> {
-    (!inst.timed).then_some(NOT_TIMED)
-}
-
-/// What the bench, campaign and page say of an instance with `timed = false`.
-pub const NOT_TIMED: &str = "not timed: manifest";

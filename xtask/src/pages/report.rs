@@ -232,7 +232,11 @@ fn manifest_notes(w: &mut String, sub: &Submission) -> Result<()> {
         .map(|i| format!("{} ({} bits)", i.label, i.digest_bits.unwrap_or_default()))
         .collect();
     if !xof.is_empty() {
-        writeln!(w, "- Extendable-output (XOF) instances, verified and timed at one output length: {}", xof.join(", "))?;
+        writeln!(
+            w,
+            "- Extendable-output (XOF) instances, verified and timed at one output length: {}",
+            xof.join(", ")
+        )?;
     }
     let untimed: Vec<&str> = sub.instances.iter().filter(|i| !i.timed).map(|i| i.label.as_str()).collect();
     if !untimed.is_empty() {
