@@ -216,6 +216,11 @@ impl Bench {
         // before any container starts.
         let bench = bench.with_baselines(&profile)?;
         let work = bench.inputs.obtain(sh, &profile, |sub| bench.check(sub))?;
+        if work.is_empty() {
+            // Every selected instance is restricted to other architectures (said above).
+            crate::say!("bench: nothing to build on this architecture");
+            return Ok(());
+        }
         let gate = bench.gate(&profile)?;
         let ctx = bench.inputs.context(sh, profile)?;
         let failures = bench.bench_all(sh, &ctx, &work, &gate)?;
