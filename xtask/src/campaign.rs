@@ -118,7 +118,7 @@ impl Campaign {
 
     fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
         let Ok(family) = sub.family() else { return false };
-        let complete = sub.instances.iter().all(|i| {
+        let complete = sub.instances.iter().filter(|i| i.timed).all(|i| {
             let ops = family.ops_for(&[], i.passes).unwrap_or_default();
             ops.iter().all(|op| {
                 let path = layout.record(&sub.id, &i.label, op.name());
@@ -218,7 +218,9 @@ impl Campaign {
         (all.ids, all.archive, all.source_dir) = (ids.clone(), self.archives.clone(), self.source_dirs.clone());
         all.check_given(&ids)?;
         project::check_out_dir(&self.out)?;
-        let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let mut subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
+        let arch = profile.arch(self.target.arch);
+        subs.iter_mut().for_each(|sub| drop_other_arches(sub, arch));
         all.check_host(&subs)?;
         all.check_archives(&subs)?;
         Ok(subs)
@@ -230,11 +232,14 @@ impl Campaign {
         let mut deferred = Vec::new();
         for (sub, name) in subs.iter().zip(names) {
             let sub = &Submission { id: name.clone(), ..sub.clone() };
+            if sub.instances.is_empty() {
+                continue; // every instance is built on other architectures only (said)
+            }
             let split = self.defer && sub.instances.iter().any(|i| i.slow);
             let part = if split { Part::Fast } else { Part::All };
             if sub.instances.iter().any(|i| part.takes(i)) {
                 steps.push(Step::Verify(sub.id.clone(), part));
-                if !self.no_bench {
+                if !self.no_bench && timed_any(sub, part) {
                     steps.push(Step::Bench(sub.id.clone(), part));
                 }
             }
@@ -248,7 +253,7 @@ impl Campaign {
             }
             if split {
                 deferred.push(Step::Verify(sub.id.clone(), Part::Slow));
-                if !self.no_bench {
+                if !self.no_bench && timed_any(sub, Part::Slow) {
                     deferred.push(Step::Bench(sub.id.clone(), Part::Slow));
                 }
             }
@@ -526,6 +531,27 @@ impl Estimator {
     }
 }
 
+/// Instances the manifest restricts to other architectures leave the campaign (said
+/// once; they are no failure and need no step); a submission left with none has no steps.
+fn drop_other_arches(sub: &mut Submission, arch: crate::flags::Arch) {
+    let not: Vec<(String, String)> =
+        sub.instances.iter().filter_map(|i| sub.not_built_on(i, arch).map(|w| (i.label.clone(), w))).collect();
+    for (label, why) in &not {
+        crate::say!("{} {label}: {why}, on {}", sub.id, arch.uname());
+    }
+    sub.instances.retain(|i| !not.iter().any(|(l, _)| *l == i.label));
+}
+
+/// Some instance of `part` is timed (`timed = false` ones are verified only).
+fn timed_any(sub: &Submission, part: Part) -> bool {
+    let untimed: Vec<&str> =
+        sub.instances.iter().filter(|i| part.takes(i) && !i.timed).map(|i| i.label.as_str()).collect();
+    for label in &untimed {
+        crate::say!("{} {label}: {}", sub.id, crate::measure::bench::NOT_TIMED);
+    }
+    sub.instances.iter().any(|i| part.takes(i) && i.timed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,6 +562,29 @@ mod tests {
         let x = crate::flags::Xtask::parse_from(["xtask", "campaign", "--out", out.as_str()]);
         let crate::flags::Cmd::Campaign(c) = x.cmd else { panic!() };
         (c, Layout::new(out, "local"))
+    }
+
+    /// kem-01 is x86-64 only by its manifest: on AArch64 the campaign has no step for
+    /// it; Garnet_1024_DM4x4 is verified, never timed, and hash-11's bench is still a step.
+    #[test]
+    fn instances_of_another_architecture_leave_the_campaign_and_untimed_ones_its_bench() {
+        let t = tempfile::tempdir().unwrap();
+        let (c, _) = campaign_in(Utf8Path::from_path(t.path()).unwrap());
+        let mut kem = Submission::load("kem-01").unwrap();
+        drop_other_arches(&mut kem, crate::flags::Arch::X86_64);
+        assert_eq!(kem.instances.len(), 3, "built on x86-64");
+        drop_other_arches(&mut kem, crate::flags::Arch::Aarch64);
+        assert!(kem.instances.is_empty());
+        let garnet = Submission::load("hash-11").unwrap();
+        assert!(garnet.instances.iter().any(|i| i.label == "Garnet_1024_DM4x4" && !i.timed));
+        let steps = c.steps(&[kem, garnet.clone()], &["kem-01".into(), "hash-11".into()]);
+        let names: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+        assert!(!names.iter().any(|s| s.contains("kem-01")), "{names:?}");
+        assert!(names.iter().any(|s| s.starts_with("bench hash-11")), "{names:?}");
+        let mut untimed = garnet;
+        untimed.instances.iter_mut().for_each(|i| i.timed = false);
+        let steps = c.steps(&[untimed], &["hash-11".into()]);
+        assert!(!steps.iter().any(|s| matches!(s, Step::Bench(..))), "nothing to time");
     }
 
     #[test]

@@ -666,6 +666,13 @@ impl Arch {
             Arch::Aarch64 => "arm64",
         }
     }
+    /// The name prose uses: `x86-64`, `AArch64`.
+    pub fn display(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86-64",
+            Arch::Aarch64 => "AArch64",
+        }
+    }
     pub fn uname(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",

@@ -4,7 +4,8 @@
 //! verdicts), `ct` finds the fixture's planted leaks at their lines, and bench records
 //! say emulated. That
 //! `compare` refuses records of two architectures, and names them when overridden, is
-//! tested on the golden evidence set (`tests/compare.rs`), without a bench here.
+//! tested on the golden evidence set (`tests/compare.rs`), without a bench here. An
+//! instance restricted to x86-64 by its manifest is not built there, and that is no failure.
 
 mod common;
 
@@ -185,4 +186,21 @@ fn ct_finds_the_planted_lines_on_aarch64() {
     let t = r.timing.expect("dec is always timed");
     assert_eq!((t.status, t.taken), (xtask::evidence::schema::CtTimingStatus::NotRun, 0));
     assert!(t.detail.unwrap_or_default().contains("emulation"));
+}
+
+/// `arch = ["x86_64"]` end to end under emulation: beside an instance that builds and
+/// passes on AArch64, the x86-only one (an <immintrin.h> intrinsic and `bsr` inline
+/// assembly) is "not built: x86-64 only (manifest)", has no result, and the run exits 0.
+#[test]
+fn an_x86_only_instance_is_not_built_beside_a_passing_one_on_aarch64() {
+    let c = common::field::Case::new();
+    let run = c.verify(&["--instance", "f-plain", "--instance", "f-x86", "--arch", "aarch64"]);
+    let out = stdout(&run);
+    assert_eq!(run.status.code(), Some(0), "{out}");
+    assert!(out.contains("field-kem f-x86: not built: x86-64 only (manifest), on aarch64"), "{out}");
+    let s: Summary = schema::read(&arm_layout(&c.out).kat_summary("field-kem")).unwrap().unwrap();
+    assert_eq!(s.toolchain.arch, Arch::Aarch64);
+    let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
+    assert_eq!(labels, ["f-plain"], "the restricted instance is no result");
+    assert_eq!(s.instances[0].status, Status::Pass);
 }

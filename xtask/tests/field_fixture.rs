@@ -12,7 +12,7 @@ use xtask::kat::verify::Status;
 #[test]
 fn the_fields_needs_build_and_pass_in_the_container() {
     let c = Case::new();
-    let good = ["f-plain", "f-asm", "f-gmp", "f-arch", "f-100", "f-3", "f-known", "f-owndrng"];
+    let good = ["f-plain", "f-asm", "f-gmp", "f-arch", "f-100", "f-3", "f-known", "f-owndrng", "f-x86"];
     // Two at a time: the parallel path, whose results must be those of one at a time.
     let mut args = vec!["--jobs", "2"];
     for l in good {
@@ -62,6 +62,28 @@ fn the_fields_needs_build_and_pass_in_the_container() {
     let wider = c.verify(&["--instance", "f-big", "--output-cap-mib", "64"]);
     assert_eq!(wider.status.code(), Some(0));
     assert_eq!(entry(&common::summary(&c.out, "field-kem"), "f-big").status, Status::Pass);
+}
+
+/// `arch = ["x86_64"]`: under `--arch aarch64` the instance is not built, says why, and
+/// is no failure (exit 0). Decided from the manifest before any image or archive work,
+/// so this needs no AArch64 image (tests/aarch64.rs has a run that builds beside it).
+#[test]
+fn an_x86_only_instance_is_not_built_on_aarch64_and_that_is_no_failure() {
+    let c = Case::new();
+    // Without `Case::verify`'s podman check: the decision needs no engine at all.
+    let archive = format!("field-kem={}", c.zip.display());
+    let run = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["verify", c.manifest.to_str().unwrap(), "--engine", "podman", "--archive", &archive])
+        .args(["--out", c.out.to_str().unwrap(), "--instance", "f-x86", "--arch", "aarch64"])
+        .env("NGCC_REPRO_ICCS_API", &c.pin)
+        .output()
+        .unwrap();
+    let out = common::stdout(&run);
+    eprintln!("{out}{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{out}");
+    assert!(out.contains("field-kem f-x86: not built: x86-64 only (manifest), on aarch64"), "{out}");
+    assert!(!out.contains("BUILDFAIL"), "{out}");
+    assert!(!c.out.join("local-aarch64/kat/field-kem/summary.json").exists(), "nothing recorded as a result");
 }
 
 #[test]

@@ -194,3 +194,68 @@ fn bench_writes_every_size_beside_the_same_run_baselines_and_catches_caches_and_
     assert!(page.contains("Speed depends on the message content: h-content 4096 B"), "{page}");
     assert!(page.contains("| h-good | 4096 B |") && page.contains(" × SHA3-256 |"), "{page}");
 }
+
+/// `xof = true`: an extendable-output instance is verified at its manifest's output
+/// length (1280 bits, as Dragon-XOF-256's): the driver asks that length, the four-file
+/// shape is the same, and the model's digests at that length PASS. `timed = false`: an
+/// instance verified like any other is never timed, and bench and page say so.
+#[test]
+fn an_xof_is_verified_at_its_output_length_and_an_untimed_instance_is_never_timed() {
+    const XOF: hash_fixture::HashInst = ("h-xof", "#define FIX_XOF 1\n", 1280, None);
+    const UNTIMED: hash_fixture::HashInst = ("h-untimed", "", 256, None);
+    let c = Case::with(&[XOF, UNTIMED]);
+    let manifest = std::fs::read_to_string(&c.manifest).unwrap();
+    let manifest = manifest
+        .replace("label = \"h-xof\"\n", "label = \"h-xof\"\nxof = true\n")
+        .replace("label = \"h-untimed\"\n", "label = \"h-untimed\"\ntimed = false\n");
+    std::fs::write(&c.manifest, manifest).unwrap();
+    // The 1 GiB file is left out (its shape is the others'): the model's digests of the
+    // three other files, the XOF's at 1280 bits.
+    let parts = ["2_12", "2_23", "Loop"];
+    let mut k = String::from("# derived from the Rust model in tests/common/hash_fixture.rs\n");
+    for part in parts {
+        let mut s = hash_fixture::Strict::new();
+        hash_fixture::kat_records_of(part, hash_fixture::Algo::Sha256Xof(1280), &mut |r| s.update(r.as_bytes()));
+        k.push_str(&format!("{} strict h-xof/KAT_{part}_h-xof.txt\n", s.finish()));
+        k.push_str(&format!("{} strict h-untimed/KAT_{part}_h-untimed.txt\n", hash_fixture::kat_digest(part, 256)));
+    }
+    std::fs::write(c.manifest.parent().unwrap().join(ID).join("kat.sha256"), k).unwrap();
+
+    c.verify(&["--kat-files", "2_12,2_23,Loop", "--jobs", "2"]);
+    let s = common::summary(&c.out, ID);
+    let x = entry(&s, "h-xof");
+    for part in parts {
+        assert_eq!(status(x, part), Some(Status::Pass), "{part}: {}", message(x, part));
+        assert_eq!(status(entry(&s, "h-untimed"), part), Some(Status::Pass), "{part}");
+    }
+    assert!(x.commands[1].iter().any(|a| a == "-DNGCC_DIGEST_BITS=1280"), "{:?}", x.commands[1]);
+    let log = std::fs::read_to_string(common::layout(&c.out).kat_part_log(ID, "h-xof", "2_12")).unwrap();
+    assert!(log.contains("Dst_Len = 1280\n"), "the output length the manifest gives");
+
+    let (m, o) = (c.manifest.to_str().unwrap(), c.out.to_str().unwrap());
+    let archive = format!("{ID}={}", c.zip.display());
+    let bench = xtask(&[
+        "bench",
+        m,
+        "--engine",
+        "podman",
+        "--archive",
+        &archive,
+        "--out",
+        o,
+        "--quick",
+        "--allow-unfixed-host",
+        "--op",
+        "hash_32",
+        "--no-baselines",
+    ]);
+    assert!(bench.status.success());
+    assert!(common::stdout(&bench).contains("h-untimed: not timed: manifest"), "said by bench");
+    let layout = common::layout(&c.out);
+    assert!(layout.record(ID, "h-xof", "hash_32").is_file(), "the XOF is timed");
+    assert!(!layout.record(ID, "h-untimed", "hash_32").exists(), "never timed");
+    assert!(xtask(&["report", m, "--out", o]).status.success());
+    let page = std::fs::read_to_string(layout.report(ID)).unwrap();
+    assert!(page.contains("- h-untimed: not timed: manifest"), "{page}");
+    assert!(page.contains("verified and timed at one output length: h-xof (1280 bits)"), "{page}");
+}

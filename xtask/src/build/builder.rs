@@ -703,6 +703,7 @@ impl Inputs {
         for sub in &subs {
             check(sub)?;
         }
+        let subs = self.only_built_on(subs, arch);
         self.check_archives(&subs)?;
         let mut work = Vec::new();
         for sub in subs {
@@ -725,6 +726,27 @@ impl Inputs {
             work.push((sub, src));
         }
         Ok(work)
+    }
+
+    /// The selected instances that build on `arch`: the others are said (`not built:
+    /// x86-64 only (manifest)`) and dropped, with any submission left with none. A
+    /// manifest's restriction is no failure, and needs neither archive nor image.
+    fn only_built_on(&self, subs: Vec<Submission>, arch: crate::flags::Arch) -> Vec<Submission> {
+        let mut kept = Vec::new();
+        for mut sub in subs {
+            let had = sub.instances.iter().any(|i| self.selects(i));
+            let (built, not): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut sub.instances).into_iter().partition(|i| sub.not_built_on(i, arch).is_none());
+            for inst in not.iter().filter(|i| self.selects(i)) {
+                let why = sub.not_built_on(inst, arch).unwrap_or_default();
+                crate::say!("{} {}: {why}, on {}", sub.id, inst.label, arch.uname());
+            }
+            sub.instances = built;
+            if !had || sub.instances.iter().any(|i| self.selects(i)) {
+                kept.push(sub);
+            }
+        }
+        kept
     }
 
     /// Every `--archive` and `--source-dir` names a selected submission; the plain

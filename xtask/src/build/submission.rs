@@ -98,6 +98,10 @@ pub struct Submission {
     /// The symmetric-primitive groups `cargo xtask profile` wraps; no section, no profile.
     #[serde(default)]
     pub profile: Option<ProfileSpec>,
+    /// The architectures the code builds on (x86 intrinsics or assembly: `["x86_64"]`);
+    /// empty: any. On another one its instances are not built, and that is no failure.
+    #[serde(default)]
+    pub arch: Vec<crate::flags::Arch>,
     #[serde(rename = "instance")]
     pub instances: Vec<Instance>,
     /// Folder of the manifest file; `<base>/<id>/patches/` holds its patches.
@@ -356,6 +360,21 @@ pub struct Instance {
     /// `ct` marks them defined again whenever it makes the key secret.
     #[serde(default)]
     pub ct_public_sk: Vec<PublicBytes>,
+    /// Hash functions: an extendable-output instance. Its `digest_bits` is then the one
+    /// output length the drivers ask for (the official KAT driver asks a fixed length
+    /// per label), not a digest width the function is limited to.
+    #[serde(default)]
+    pub xof: bool,
+    /// `false`: verified, never timed (bench and campaign skip it, the page says why).
+    #[serde(default = "yes")]
+    pub timed: bool,
+    /// The architectures this instance's code builds on (empty: the submission's).
+    #[serde(default)]
+    pub arch: Vec<crate::flags::Arch>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Bytes `[from, to)` of a secret key that are public, and why (the record and the page
@@ -544,6 +563,7 @@ impl Submission {
                 );
             }
             self.validate_width(inst)?;
+            self.validate_xof(inst)?;
             self.validate_passes(inst)?;
             self.validate_public(inst)?;
         }
@@ -569,6 +589,34 @@ impl Submission {
             }
             _ => Ok(()),
         }
+    }
+
+    /// `xof` only where the family has a digest width (which is then the output length).
+    fn validate_xof(&self, inst: &Instance) -> Result<()> {
+        if inst.xof && !self.family().is_ok_and(|f| f.digest_width) {
+            bail!("{}: instance {}: `xof` applies to hash functions only", self.path, inst.label);
+        }
+        Ok(())
+    }
+
+    /// The architectures `inst` builds on: its own list, else the submission's; empty: any.
+    pub fn arches_of<'a>(&'a self, inst: &'a Instance) -> &'a [crate::flags::Arch] {
+        if inst.arch.is_empty() {
+            &self.arch
+        } else {
+            &inst.arch
+        }
+    }
+
+    /// Why `inst` is not built on `arch`, if the manifest restricts it to others:
+    /// `not built: x86-64 only (manifest)`. Decided before any image or build.
+    pub fn not_built_on(&self, inst: &Instance, arch: crate::flags::Arch) -> Option<String> {
+        let only = self.arches_of(inst);
+        if only.is_empty() || only.contains(&arch) {
+            return None;
+        }
+        let names: Vec<&str> = only.iter().map(|a| a.display()).collect();
+        Some(format!("not built: {} only (manifest)", names.join(", ")))
     }
 
     /// A number of passes where the family has them, at most what the drivers replay.
@@ -929,6 +977,27 @@ mod tests {
         let hash = with("{ from = 0, to = 8, why = \"x\" }").replace("id = \"bad\"", "id = \"bad\"\nfamily = \"hash\"");
         let e = format!("{:#}", load_text(dir, &hash.replace("dir = \"d\"", "dir = \"d\"\ndigest_bits = 256")));
         assert!(e.contains("has no secret key for ct"), "{e}");
+    }
+
+    #[test]
+    fn xof_is_for_hash_functions_and_arch_restricts_builds() {
+        use crate::flags::Arch;
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");
+        let e = format!("{:#}", load_text(dir, &format!("{good}xof = true\n")));
+        assert!(e.contains("`xof` applies to hash functions only"), "{e}");
+        let path = dir.join("bad.toml");
+        let text = good.replacen("[source]", "arch = [\"x86_64\"]\n[source]", 1)
+            + "timed = false\n[[instance]]\nlabel = \"A\"\ndir = \"d\"\narch = [\"aarch64\", \"x86_64\"]\n";
+        std::fs::write(&path, text).unwrap();
+        let sub = Submission::load(path.as_str()).unwrap();
+        let (l, a) = (&sub.instances[0], &sub.instances[1]);
+        assert!(!l.timed && a.timed && !l.xof);
+        assert_eq!(sub.not_built_on(l, Arch::Aarch64).as_deref(), Some("not built: x86-64 only (manifest)"));
+        assert_eq!(sub.not_built_on(l, Arch::X86_64), None);
+        // An instance's own list wins over the submission's.
+        assert_eq!(sub.not_built_on(a, Arch::Aarch64), None);
     }
 
     #[test]

@@ -216,6 +216,11 @@ impl Bench {
         // before any container starts.
         let bench = bench.with_baselines(&profile)?;
         let work = bench.inputs.obtain(sh, &profile, |sub| bench.check(sub))?;
+        if work.is_empty() {
+            // Every selected instance is restricted to other architectures (said above).
+            crate::say!("bench: nothing to build on this architecture");
+            return Ok(());
+        }
         let gate = bench.gate(&profile)?;
         let ctx = bench.inputs.context(sh, profile)?;
         let failures = bench.bench_all(sh, &ctx, &work, &gate)?;
@@ -378,6 +383,10 @@ impl Bench {
         // A baseline is timed whole: `--instance` names the candidate's instances.
         let baseline = crate::family::is_baseline(&sub.id);
         for inst in sub.instances.iter().filter(|i| baseline || self.inputs.selects(i)) {
+            if let Some(why) = untimed(inst) {
+                crate::say!("{} {}: {why}", sub.id, inst.label);
+                continue;
+            }
             let build = match bctx.ensure(inst)? {
                 Built::Ok(b) => b,
                 Built::Failed { log, .. } => {
@@ -1029,6 +1038,15 @@ fn print_row(r: &Record, kept: bool) {
         if notes.is_empty() { String::new() } else { format!("  [{}]", notes.join(", ")) }
     );
 }
+
+/// Why an instance is never timed, if its manifest says so (`timed = false`): the
+/// bench and campaign skip it, and the page says this.
+pub fn untimed(inst: &Instance) -> Option<&'static str> {
+    (!inst.timed).then_some(NOT_TIMED)
+}
+
+/// What the bench, campaign and page say of an instance with `timed = false`.
+pub const NOT_TIMED: &str = "not timed: manifest";
 
 #[cfg(test)]
 mod tests {

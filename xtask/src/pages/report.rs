@@ -211,12 +211,36 @@ fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Res
     if !declared.is_empty() {
         writeln!(w, "- Declared, not measured here: {}", declared.join(", "))?;
     }
+    manifest_notes(w, sub)?;
     let first = e.records.first();
     if let Some(src) = first.map(|r| &r.source).or(e.kat.as_ref().map(|k| &k.source)) {
         writeln!(w, "- Source: {}", compact(src))?;
     }
     if let Some(r) = first {
         writeln!(w, "- Harness commit: {}", r.harness_commit)?;
+    }
+    Ok(())
+}
+
+/// What the manifest says of some instances' shape: XOF output lengths, and those
+/// verified but never timed (`timed = false`).
+fn manifest_notes(w: &mut String, sub: &Submission) -> Result<()> {
+    let xof: Vec<String> = sub
+        .instances
+        .iter()
+        .filter(|i| i.xof)
+        .map(|i| format!("{} ({} bits)", i.label, i.digest_bits.unwrap_or_default()))
+        .collect();
+    if !xof.is_empty() {
+        writeln!(
+            w,
+            "- Extendable-output (XOF) instances, verified and timed at one output length: {}",
+            xof.join(", ")
+        )?;
+    }
+    let untimed: Vec<&str> = sub.instances.iter().filter(|i| !i.timed).map(|i| i.label.as_str()).collect();
+    if !untimed.is_empty() {
+        writeln!(w, "- {}: {}", untimed.join(", "), crate::measure::bench::NOT_TIMED)?;
     }
     Ok(())
 }

@@ -28,7 +28,14 @@ pub const INSTANCES: &[(&str, &str, usize, &str)] = &[
     ("f-owndrng", "own drng", 16, "#include \"drng.h\"\nDRNG_ctx drng_algorithm;\n"),
     ("f-hang", "hang", 16, "#define FIX_HANG 1\n"),
     ("f-big", "big", 40000, ""),
+    ("f-x86", "x86 only", 16, X86_PRELUDE),
 ];
+
+/// x86-64 only as written: an SSE2 intrinsic from <immintrin.h> and `bsr` inline assembly
+/// (as kem-01's and kem-07's sources have); the manifest says `arch = ["x86_64"]`.
+const X86_PRELUDE: &str = "#include <immintrin.h>
+int fixture_x86_zero(void) { __m128i z = _mm_setzero_si128(); \
+    unsigned int top; __asm__(\"bsr %1, %0\" : \"=r\"(top) : \"r\"(1u)); return _mm_cvtsi128_si32(z) + (int)top; }\n";
 
 /// Links only when the library is linked with -lgmp (and the image has gmp.h).
 const GMP_PRELUDE: &str = "#include <gmp.h>\nint fixture_gmp_check(void) { mpz_t x; mpz_init_set_ui(x, 2); \
@@ -141,6 +148,7 @@ defines = ["FIX_ARCH_ARM=1"]
         }
         "f-hang" => "timeout = 3\nslow = true\n",
         "f-big" => "output_cap_mib = 1\n",
+        "f-x86" => "arch = [\"x86_64\"]\n",
         _ => "",
     };
     for (label, dir, _, _) in INSTANCES {

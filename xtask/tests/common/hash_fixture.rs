@@ -173,6 +173,9 @@ pub enum Algo {
     Sha512,
     Sha3_256,
     Sha3_512,
+    /// The fixture's extendable-output mode (`FIX_XOF`) at one output length in bits:
+    /// h = SHA-256 of the message, then h, SHA-256(h || 1), SHA-256(h || 2), ... cut.
+    Sha256Xof(u32),
 }
 
 impl Algo {
@@ -180,12 +183,13 @@ impl Algo {
         match self {
             Algo::Sha256 | Algo::Sha3_256 => 256,
             Algo::Sha512 | Algo::Sha3_512 => 512,
+            Algo::Sha256Xof(bits) => bits,
         }
     }
 
     fn hasher(self) -> Box<dyn DynDigest + Send> {
         match self {
-            Algo::Sha256 => Box::new(Sha256::new()),
+            Algo::Sha256 | Algo::Sha256Xof(_) => Box::new(Sha256::new()),
             Algo::Sha512 => Box::new(Sha512::new()),
             Algo::Sha3_256 => Box::new(sha3::Sha3_256::new()),
             Algo::Sha3_512 => Box::new(sha3::Sha3_512::new()),
@@ -195,7 +199,7 @@ impl Algo {
     /// The digest of the first `bits` bits (SHA-3: whole bytes only).
     pub fn digest_bits(self, msg: &[u8], bits: u64) -> Vec<u8> {
         match self {
-            Algo::Sha256 => sha256_bits(msg, bits).to_vec(),
+            Algo::Sha256 | Algo::Sha256Xof(_) => self.expand(sha256_bits(msg, bits).to_vec()),
             Algo::Sha512 => sha512_bits(msg, bits),
             _ => {
                 assert!(bits.is_multiple_of(8), "{self:?} takes whole bytes");
@@ -207,7 +211,24 @@ impl Algo {
     pub fn digest(self, msg: &[u8]) -> Vec<u8> {
         let mut h = self.hasher();
         h.update(msg);
-        h.finalize().to_vec()
+        self.expand(h.finalize().to_vec())
+    }
+
+    /// The XOF's output from its SHA-256 `h`; the others' digest as it is.
+    fn expand(self, h: Vec<u8>) -> Vec<u8> {
+        let Algo::Sha256Xof(bits) = self else { return h };
+        let bytes = (bits / 8) as usize;
+        let mut out = h.clone();
+        for i in 1u8.. {
+            if out.len() >= bytes {
+                break;
+            }
+            let mut block = h.clone();
+            block.push(i);
+            out.extend_from_slice(&Sha256::digest(&block));
+        }
+        out.truncate(bytes);
+        out
     }
 }
 
@@ -312,7 +333,8 @@ fn big_message(algo: Algo, kind: &Big, bytes: u64, drng: Option<&mut BitDrng>) -
         (Big::Random, None) => unreachable!(),
     }
     assert_eq!(s.len(), bytes);
-    s.finish()
+    let (h, head, last) = s.finish();
+    (algo.expand(h), head, last)
 }
 
 /// Calls `out` with the driver's text of one KAT file, record by record (each record's
