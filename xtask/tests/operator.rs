@@ -114,10 +114,10 @@ fn every_missing_archive_is_named_at_once_in_verify_and_campaign() {
     for cmd in ["verify", "campaign"] {
         let args = [cmd, "--system", "arm_1", "--engine", "podman", "--out", out.to_str().unwrap()];
         let needles = [
-            "3 archive(s) missing",
+            // arm_1's third candidate, kem-07, is x86-64 only (manifest): not built, not looked for.
+            "2 archive(s) missing",
             "BAG-Loong.zip (16321958 bytes, SHA-256 2795fd57d3d00791652256362b4a21982116d3aad1fb63633dac923e0e76e05b)",
             "BAG-Piglet.zip (10529983 bytes",
-            "BRQC.zip (9739992 bytes",
             "published at https://",
             "--archive ID=PATH",
         ];

@@ -792,9 +792,11 @@ impl Inputs {
     }
 
     /// Every missing archive at once, before anything is extracted or built.
+    /// A submission with no instance left to build here (`arch`) needs no archive.
     pub fn check_archives(&self, subs: &[Submission]) -> Result<()> {
         let missing: Vec<String> = subs
             .iter()
+            .filter(|s| !s.instances.is_empty())
             .filter(|s| given_for(&self.source_dir, &s.id).is_none())
             .filter_map(|s| sources::missing_archive(s, given_for(&self.archive, &s.id).as_deref()))
             .chain(self.missing_iccs(subs))
