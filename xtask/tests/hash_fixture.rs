@@ -191,7 +191,9 @@ fn bench_writes_every_size_beside_the_same_run_baselines_and_catches_caches_and_
     assert!(page.contains("| instance | message | mean ticks"), "{page}");
     assert!(page.contains("| h-good | 65536 B |"), "{page}");
     assert!(page.contains("| baseline | 32 B | 128 B |"), "{page}");
-    assert!(page.contains("Speed depends on the message content: h-content 4096 B"), "{page}");
+    // The honest sizes may be flagged too on a loaded machine; h-content must be among them.
+    let depends = page.lines().find(|l| l.starts_with("Speed depends on the message content: "));
+    assert!(depends.is_some_and(|l| l.contains("h-content 4096 B (t = ")), "{page}");
     assert!(page.contains("| h-good | 4096 B |") && page.contains(" × SHA3-256 |"), "{page}");
 }
 
