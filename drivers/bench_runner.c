@@ -9,7 +9,9 @@
  *
  * Protocol (the host writes stdin, reads stdout; nothing else holds either):
  *   -> "ngcc-runner ready\n" once started
- *   <- "<nonce> <program> <arg>...\n"         one trial (plain words, no spaces inside)
+ *   <- "<nonce> <program> <arg>... [< <word>...]\n"   one trial (plain words, no spaces
+ *      inside); the words after `<` are the trial's stdin, one line (a mode of the one
+ *      program, drivers/candidate.c), else its stdin is /dev/null
  *   -> "ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len> <errlen>\n"
  *      + len bytes + errlen bytes. kind: exited | signalled | output-cap | no-exec; cpu_us: the
  *      trial's own wait4 user + system time; leftovers: processes still there after
@@ -41,9 +43,26 @@
 static char out_buf[MAX_OUT];
 static char err_buf[MAX_ERR];
 
-static void child(char **argv, int out, int err) {
-    int null = open("/dev/null", O_RDONLY);
-    if (null < 0 || dup2(null, 0) != 0 || dup2(out, 1) != 1 || dup2(err, 2) != 2) {
+/* The trial's stdin: `line` in a pipe written and closed before the exec (it fits the
+ * pipe's buffer), else /dev/null. */
+static int input(const char *line) {
+    if (line == NULL) {
+        return open("/dev/null", O_RDONLY);
+    }
+    int p[2];
+    size_t n = strlen(line);
+    if (n >= 4096 || pipe(p) != 0) {
+        return -1;
+    }
+    write_all(p[1], line, n);
+    write_all(p[1], "\n", 1);
+    close(p[1]);
+    return p[0];
+}
+
+static void child(char **argv, const char *line, int out, int err) {
+    int in = input(line);
+    if (in < 0 || dup2(in, 0) != 0 || dup2(out, 1) != 1 || dup2(err, 2) != 2) {
         _exit(126);
     }
     for (int fd = 3; fd < 4096; fd++) {
@@ -160,7 +179,7 @@ static unsigned residue(void) {
 
 static unsigned baseline;
 
-static void trial(const char *nonce, char **argv) {
+static void trial(const char *nonce, char **argv, const char *line) {
     int po[2], pe[2];
     char head[256];
     stream out, err;
@@ -176,7 +195,7 @@ static void trial(const char *nonce, char **argv) {
         _exit(74);
     }
     if (pid == 0) {
-        child(argv, po[1], pe[1]);
+        child(argv, line, po[1], pe[1]);
     }
     close(po[1]);
     close(pe[1]);
@@ -215,14 +234,16 @@ int main(void) {
         int argc = 0;
         char *save = NULL;
         char *nonce = strtok_r(line, " ", &save);
-        for (char *w; argc < MAX_ARGS && (w = strtok_r(NULL, " ", &save)) != NULL;) {
+        char *w = NULL;
+        while (argc < MAX_ARGS && (w = strtok_r(NULL, " ", &save)) != NULL && strcmp(w, "<") != 0) {
             argv[argc++] = w;
         }
         argv[argc] = NULL;
         if (nonce == NULL || argc == 0) {
             _exit(76);
         }
-        trial(nonce, argv);
+        /* The rest of the line after `<`, its words as the host sent them. */
+        trial(nonce, argv, w != NULL ? save : NULL);
     }
     return 0;
 }

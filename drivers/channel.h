@@ -10,7 +10,13 @@
 
 #include <unistd.h>
 
+#ifdef NGCC_ONE_PROGRAM
+/* One channel for every mode of the one program: the dispatcher's (candidate.c). */
+extern int ngcc_channel_fd;
+#define channel_fd ngcc_channel_fd
+#else
 static int channel_fd = -1;
+#endif
 
 static void channel_open(void) {
     if (channel_fd < 0) {
@@ -25,6 +31,8 @@ static void channel_open(void) {
     }
 }
 
+#if !defined(NGCC_ONE_PROGRAM) || defined(NGCC_CHANNEL_OWNER)
 __attribute__((section(".preinit_array"), used)) static void (*const channel_preinit)(void) = channel_open;
+#endif
 
 #endif

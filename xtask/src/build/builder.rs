@@ -140,6 +140,15 @@ impl BuildRecord {
     pub fn output_sha256(&self, name: &str) -> Option<&str> {
         self.files.get(name).and_then(|f| f.strip_prefix("file "))
     }
+
+    /// The digest of the program that runs `driver`'s code: its own, or the one
+    /// program's when `driver` is one of its modes and that mode built.
+    pub fn program_sha256(&self, driver: &str) -> Option<&str> {
+        match self.plan.modes.get(driver) {
+            Some(mode) => self.output_sha256(&format!("mode-{mode}.o")).and(self.output_sha256(recipe::PROGRAM)),
+            None => self.output_sha256(driver),
+        }
+    }
 }
 
 /// A finished build of one instance.
@@ -272,13 +281,18 @@ impl BuildCtx<'_> {
             self.copy_iccs(inst, &inputs)?;
         }
         let mut optional_failures = Vec::new();
-        let mut failed = false;
+        let (mut failed, mut missing) = (false, Vec::new());
         for step in &plan.steps {
-            if let Err(step_log) = self.run_step(step, (&inputs, &out), &mut log)? {
+            // A later step does without what a failed optional step did not make (the
+            // one program links the modes that built).
+            let mut step = step.clone();
+            step.argv.retain(|a| !missing.contains(a));
+            if let Err(step_log) = self.run_step(&step, (&inputs, &out), &mut log)? {
                 if !step.optional {
                     failed = true;
                     break;
                 }
+                missing.extend(step.output.clone());
                 optional_failures.push(StepFailure { what: step.what.clone(), log: step_log });
             }
         }
@@ -604,19 +618,40 @@ impl Build {
     /// A job that runs a program of this build (`argv[0]` relative to the build folder)
     /// with the build read-only and nothing writable but its private /tmp. No source
     /// tree: a program that could read the shipped KAT text could print it.
+    /// The job that runs `argv` (a driver's program and its words) on this build. A
+    /// driver that is a mode of the build's one program runs as that program with no
+    /// argument, its mode and words on stdin's first line (what the caller feeds
+    /// follows it).
     pub fn run_job(&self, backend: Backend, argv: &[String], timeout: Duration) -> Job {
-        let mut argv = argv.to_vec();
+        let (program, mode) = self.record.plan.program_of(&argv[0]);
+        let stdin = mode.map(|m| {
+            let words: Vec<&str> = std::iter::once(m).chain(argv[1..].iter().map(String::as_str)).collect();
+            format!("{}\n", words.join(" ")).into_bytes()
+        });
+        let mut argv = if mode.is_some() { vec![program.to_owned()] } else { argv.to_vec() };
         match backend {
             Backend::Container(_) => {
                 argv[0] = Utf8Path::new(recipe::BUILD).join(&argv[0]).to_string();
                 let mounts = vec![Mount { host: self.out.clone(), guest: recipe::BUILD, writable: false }];
-                Job { argv, workdir: "/tmp".into(), mounts, timeout, disk: None, stdin: None }
+                Job { argv, workdir: "/tmp".into(), mounts, timeout, disk: None, stdin }
             }
             Backend::Host => {
                 argv[0] = self.out.join(&argv[0]).to_string();
-                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout, disk: None, stdin: None }
+                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout, disk: None, stdin }
             }
         }
+    }
+
+    /// `argv` as records show it and the trial runner takes it: the program's path and
+    /// arguments, then, for a mode of the one program, `<` and its stdin's first line.
+    pub fn command(&self, backend: Backend, argv: &[String]) -> Vec<String> {
+        let job = self.run_job(backend, argv, Duration::ZERO);
+        let mut shown = job.argv;
+        if let Some(line) = job.stdin {
+            shown.push("<".into());
+            shown.extend(String::from_utf8_lossy(&line).split_whitespace().map(str::to_owned));
+        }
+        shown
     }
 
     /// The first record of `text` (a KAT text this build printed) found in the build's

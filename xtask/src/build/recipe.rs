@@ -39,6 +39,27 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// The KAT program's command line; its first word is relative to the build folder.
     pub run: Vec<String>,
+    /// The build's one program ([`PROGRAM`]) and the driver each of its modes stands
+    /// for (driver program → mode), when its drivers are linked into one; empty when
+    /// every driver is a program of its own (pinned crates, cmake, profile, ct).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub modes: std::collections::BTreeMap<String, String>,
+}
+
+/// The one program of a build whose drivers are its modes (`drivers/candidate.c`).
+pub const PROGRAM: &str = "candidate";
+/// The dispatcher of [`PROGRAM`], which reads the mode from stdin's first line.
+pub const DISPATCHER: &str = "candidate.c";
+
+impl Plan {
+    /// The program that runs `driver`'s code, and the words of its stdin's first line
+    /// when it is one mode of the build's one program.
+    pub fn program_of<'a>(&'a self, driver: &'a str) -> (&'a str, Option<&'a str>) {
+        match self.modes.get(driver) {
+            Some(mode) => (PROGRAM, Some(mode.as_str())),
+            None => (driver, None),
+        }
+    }
 }
 
 /// Where a build step sees the source tree and the harness drivers.
@@ -107,9 +128,9 @@ impl<'a> Parts<'a> {
     }
 }
 
-/// Plan for building `inst`: pure, from the manifest, the host tree (to expand
-/// patterns) and where the build will see things.
-pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
+/// Plan for building `inst` with every driver a program of its own: pure, from the
+/// manifest, the host tree (to expand patterns) and where the build will see things.
+fn separate_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
     let mut flags = sub.flags();
     flags.extend(inst.extra_flags.iter().cloned());
     if let Some(cmake) = &sub.build.cmake {
@@ -192,7 +213,77 @@ pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) ->
             steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::check(check))?);
         }
     }
-    Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run: vec![KAT_PROGRAM.into()] })
+    let run = vec![KAT_PROGRAM.into()];
+    Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run, modes: Default::default() })
+}
+
+/// Plan for building `inst` as it runs for KATs, checks and timing: one program when
+/// the drivers are all the harness's own (see [`one_program`]).
+pub fn plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
+    let plan = separate_plan(sub, inst, src, places)?;
+    if !one_program(sub) {
+        return Ok(plan);
+    }
+    into_one_program(plan, sub.family()?, places)
+}
+
+/// Whether `sub`'s drivers become one program: the cc recipe with the harness's own KAT
+/// driver and, if it is timed, the ICCS adapter. A pinned crate's KAT program and its
+/// NIST adapter each bring their own `randombytes`, which one program cannot hold twice.
+pub fn one_program(sub: &Submission) -> bool {
+    sub.build.cmake.is_none()
+        && !sub.kat.program.is_empty()
+        && sub.kat.program.iter().all(|p| p.starts_with("driver:"))
+        && sub.bench.as_ref().is_none_or(|b| b.api.name() == "iccs")
+}
+
+/// The drivers of `plan` compiled into mode objects of one program: each driver's
+/// `main` is renamed `ngcc_mode_<mode>`; the drivers define no other global but the DRNG
+/// state the library reads (`drng_algorithm`, a tentative definition in each, merged by
+/// `-fcommon`) and the output channel (`channel.h`, the dispatcher's under
+/// `NGCC_ONE_PROGRAM`). The dispatcher links whichever modes built; libc comes before the
+/// library, so the library cannot stand in for a libc function the drivers call.
+fn into_one_program(mut plan: Plan, family: &Family, places: &Places) -> Result<Plan> {
+    let mut modes = vec![(KAT_PROGRAM, "kat")];
+    modes.push((family.bench.program, "bench"));
+    modes.extend(family.corroboration.map(|c| (c.driver.program, "check")));
+    let mut steps = Vec::new();
+    let mut objects = Vec::new();
+    for mut step in std::mem::take(&mut plan.steps) {
+        let Some(&(driver, mode)) = modes.iter().find(|(d, _)| step.output.as_deref() == Some(*d)) else {
+            steps.push(step);
+            continue;
+        };
+        let object = format!("mode-{mode}.o");
+        let tail = link_to_library(driver);
+        if !step.argv.ends_with(&tail) {
+            bail!("{}: the step does not end with its link to the library", step.what);
+        }
+        step.argv.truncate(step.argv.len() - tail.len());
+        let main = format!("-Dmain=ngcc_mode_{mode}");
+        step.argv.extend([
+            "-DNGCC_ONE_PROGRAM=1".into(),
+            "-fcommon".into(),
+            main,
+            "-r".into(),
+            "-nostdlib".into(),
+            "-o".into(),
+            object.clone(),
+        ]);
+        step.output = Some(object.clone());
+        plan.modes.insert(driver.to_owned(), mode.to_owned());
+        steps.push(step);
+        objects.push(object);
+    }
+    let mut link = vec!["gcc".to_owned()];
+    link.extend(plan.flags.iter().cloned());
+    link.push(places.driver(DISPATCHER));
+    link.extend(objects);
+    link.extend(["-o".into(), PROGRAM.into(), "-L.".into(), "-Wl,--no-as-needed".into(), "-lc".into()]);
+    link.extend(["-linstance".into(), "-Wl,-rpath,$ORIGIN".into()]);
+    steps.push(Step { what: "one program".into(), argv: link, output: Some(PROGRAM.into()), optional: false });
+    plan.steps = steps;
+    Ok(plan)
 }
 
 /// The profile's wrapper source, linked into the profiling variant of the library.
@@ -206,7 +297,7 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
     if sub.build.cmake.is_some() || sub.bench.is_none() {
         bail!("{}: profiles need the cc recipe and a [bench] section", sub.id);
     }
-    let mut plan = plan(sub, inst, src, places)?;
+    let mut plan = separate_plan(sub, inst, src, places)?;
     let family = sub.family()?;
     let bench = family.bench.program;
     plan.steps.retain(|s| family.corroboration.is_none_or(|c| s.output.as_deref() != Some(c.driver.program)));
@@ -241,7 +332,7 @@ pub fn ct_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places)
         bail!(why);
     }
     let ct = sub.family()?.ct.context("no ct driver")?;
-    let mut plan = plan(sub, inst, src, places)?;
+    let mut plan = separate_plan(sub, inst, src, places)?;
     plan.steps.retain(|s| s.output.as_deref() == Some(LIBRARY));
     let lib = plan.steps.first_mut().context("no library step")?;
     let at = lib.argv.len() - 2; // before `-o libinstance.so`
@@ -409,6 +500,7 @@ fn cmake_plan(sub: &Submission, inst: &Instance, cmake: &CmakeSpec, flags: Vec<S
             Step { what: "cmake build".into(), argv: build, output: run.first().cloned(), optional: false },
         ],
         run,
+        modes: Default::default(),
     }
 }
 
@@ -588,11 +680,24 @@ extra_flags = ["-DX=1"]
         let kat = &p.steps[1].argv;
         assert!(kat.contains(&"/drivers/iccs_kem_kat.c".to_owned()));
         assert!(kat.windows(2).any(|w| w == ["-include", "/src/i1/api.h"]));
-        assert_eq!(p.steps[2].output.as_deref(), Some("kem_bench"));
+        // The drivers are the modes of one program, each its own object.
+        assert!(kat.ends_with(&["-Dmain=ngcc_mode_kat", "-r", "-nostdlib", "-o", "mode-kat.o"].map(String::from)));
+        assert_eq!(p.steps[2].output.as_deref(), Some("mode-bench.o"));
         assert!(p.steps[2].optional && !p.steps[0].optional);
-        assert_eq!(p.steps[3].output.as_deref(), Some("kem_replay"));
+        assert_eq!(p.steps[3].output.as_deref(), Some("mode-check.o"));
         assert!(!p.steps[3].optional, "a PASS needs the replay");
+        let link = &p.steps[4].argv;
+        assert_eq!(p.steps[4].output.as_deref(), Some(PROGRAM));
+        assert!(link.contains(&"/drivers/candidate.c".to_owned()) && link.contains(&"mode-bench.o".to_owned()));
+        let libc = link.iter().position(|a| a == "-lc").unwrap();
+        assert!(libc < link.iter().position(|a| a == "-linstance").unwrap(), "libc before the library: {link:?}");
         assert_eq!(p.run, [KAT_PROGRAM]);
+        assert_eq!(p.program_of(KAT_PROGRAM), (PROGRAM, Some("kat")));
+        assert_eq!(p.program_of("kem_bench"), (PROGRAM, Some("bench")));
+        assert_eq!(p.program_of("kem_replay"), (PROGRAM, Some("check")));
+        // Profile and ct variants keep a program per driver.
+        let prof = separate_plan(&sub, &sub.instances[0], &src, &Places::container(Arch::host())).unwrap();
+        assert!(prof.modes.is_empty() && prof.steps[2].output.as_deref() == Some("kem_bench"));
     }
 
     #[test]

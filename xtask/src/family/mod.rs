@@ -125,7 +125,10 @@ impl CheckCtx<'_> {
         let mut argv = vec![driver.program.to_owned()];
         argv.extend(args.iter().map(|a| (*a).to_owned()));
         let mut job = self.build.run_job(self.sb.backend, &argv, self.timeout);
-        job.stdin = Some(stdin);
+        // After the mode line, when the driver is a mode of the build's one program.
+        let mut input = job.stdin.take().unwrap_or_default();
+        input.extend(stdin);
+        job.stdin = Some(input);
         let (f, out) = self.sb.run_captured(self.sh, &job, cap)?;
         if !f.outcome.success() {
             let tail = crate::project::last_lines(&f.stderr, 4);
@@ -510,7 +513,7 @@ impl Family {
     /// Whether `build` has this family's corroborating program (its manifest gives an
     /// API adapter).
     pub fn corroborates(&self, build: &Build) -> Option<&Corroboration> {
-        self.corroboration.as_ref().filter(|c| build.record.output_sha256(c.driver.program).is_some())
+        self.corroboration.as_ref().filter(|c| build.record.program_sha256(c.driver.program).is_some())
     }
 
     pub fn size(&self, field: &str) -> Option<&SizeName> {

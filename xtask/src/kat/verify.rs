@@ -527,7 +527,7 @@ impl Ctx<'_> {
         };
         r.build_reused = build.reused;
         r.library_sha256 = build.record.output_sha256(recipe::LIBRARY).map(str::to_owned);
-        r.program_sha256 = build.record.output_sha256(&plan.run[0]).map(str::to_owned);
+        r.program_sha256 = build.record.program_sha256(&plan.run[0]).map(str::to_owned);
         if let Some(why) = &build.rebuilt_because {
             crate::say!("  {}: rebuilt: {why}", inst.label);
         }
@@ -598,7 +598,7 @@ impl Ctx<'_> {
         let tmp =
             tee.file.into_inner().map_err(std::io::IntoInnerError::into_error).context("cannot write the KAT log")?;
         r.log = Some(layout.relative(&log_path));
-        r.run_command = argv;
+        r.run_command = build.command(self.build.env.backend, &argv);
         r.run_outcome = Some(f.outcome);
         r.run_seconds = Some(f.wall.as_secs_f64());
         r.output_bytes = Some(f.stdout_bytes);

@@ -139,15 +139,20 @@ impl std::error::Error for ProgramFailed {}
 const DRIVER_OUTPUT: u64 = 1 << 20;
 
 impl Ctx<'_> {
-    fn job(&self, op: &OpId, iterations: u64, warmups: u64) -> crate::container::sandbox::Job {
+    /// The timing driver's words for one trial.
+    fn argv(&self, op: &OpId, iterations: u64, warmups: u64) -> Vec<String> {
         let program = self.family.bench.program;
         let mut argv = vec![program.into(), op.name().into(), iterations.to_string(), warmups.to_string()];
         argv.extend(self.cpu.map(|c| c.to_string()));
-        self.build.run_job(self.sb.backend, &argv, self.timeout)
+        argv
+    }
+
+    fn job(&self, op: &OpId, iterations: u64, warmups: u64) -> crate::container::sandbox::Job {
+        self.build.run_job(self.sb.backend, &self.argv(op, iterations, warmups), self.timeout)
     }
 
     fn command(&self, op: &OpId, iterations: u64, warmups: u64) -> Vec<String> {
-        self.job(op, iterations, warmups).argv
+        self.build.command(self.sb.backend, &self.argv(op, iterations, warmups))
     }
 
     /// The runner every trial of one operation goes through: one container for them
@@ -163,10 +168,11 @@ impl Ctx<'_> {
 
     fn run(&self, runner: &mut Option<Runner>, op: &OpId, iterations: u64, warmups: u64) -> Result<DriverReport> {
         let job = self.job(op, iterations, warmups);
-        let line = job.argv.join(" ");
+        let command = self.command(op, iterations, warmups);
+        let line = command.join(" ");
         let (outcome, stderr, out, cpu) = match runner {
             Some(r) => {
-                let t = r.trial(&job.argv, self.timeout)?.map_err(|why| ProgramFailed(format!("`{line}`: {why}")))?;
+                let t = r.trial(&command, self.timeout)?.map_err(|why| ProgramFailed(format!("`{line}`: {why}")))?;
                 if t.leftovers > 0 {
                     let n = t.leftovers;
                     return Err(
@@ -429,7 +435,7 @@ impl Bench {
     ) -> Result<Option<Sizes>> {
         let (record, id) = (&ctx.build.record, &facts.sub.id);
         let driver = ctx.family.bench;
-        let Some(driver_sha256) = record.output_sha256(driver.program).map(str::to_owned) else {
+        let Some(driver_sha256) = record.program_sha256(driver.program).map(str::to_owned) else {
             let logs: Vec<&str> = record.optional_failures.iter().map(|f| f.log.as_str()).collect();
             failures.push(format!("{id} {}: the timing driver does not build:\n{}", inst.label, logs.join("\n")));
             return Ok(None);
