@@ -58,10 +58,13 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
     assert!(!run.status.success(), "the hostile trials are failures of their operations");
     let text = format!("{}{}", stdout(&run), String::from_utf8_lossy(&run.stderr));
     // The busy child: killed, and the operation fails naming it; no record.
-    assert!(text.contains("fixture-kem fix-leftover keygen: `/build/kem_bench keygen 1 1` left"), "{text}");
+    assert!(text.contains("fixture-kem fix-leftover keygen: `/build/candidate < bench keygen 1 1` left"), "{text}");
     assert!(text.contains("process(es) behind when it ended (killed)"), "{text}");
     // The file it left for the next trial to read.
-    assert!(text.contains("fixture-kem fix-residue keygen: `/build/kem_bench keygen 1 1` left 1 file(s)"), "{text}");
+    assert!(
+        text.contains("fixture-kem fix-residue keygen: `/build/candidate < bench keygen 1 1` left 1 file(s)"),
+        "{text}"
+    );
     for label in ["fix-leftover", "fix-residue"] {
         assert!(!common::layout(&out).record("fixture-kem", label, "keygen").exists(), "{label}: no record");
     }

@@ -204,6 +204,7 @@ pub fn write_tree(dir: &Path, instances: &[Inst]) -> PathBuf {
             "keccak.h",
             "keccak.c",
             "ct_plant.h",
+            "chameleon.h",
         ] {
             std::fs::copy(Path::new(FIXTURE).join(f), d.join(f)).unwrap();
         }

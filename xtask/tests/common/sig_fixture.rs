@@ -251,6 +251,8 @@ pub fn instances() -> Vec<SigInst> {
         inst("sig-longsig", VAR, "#define FIX_PAD 1\n#define FIX_UNDERCLAIM 1\n", "OVERFLOW", Unchecked),
         inst("sig-signfail", p, "#define FIX_FAIL_SIGN 1\n", "CRYPTOFAIL", Unchecked),
         inst("sig-acceptall", p, "#define FIX_ACCEPT_ALL 1\n", "PASS", AcceptsInvalid),
+        // Honest only in a program named sig_contract: the one program has no such name.
+        inst("sig-chameleon", p, "#define FIX_CHAMELEON 1\n", "PASS", AcceptsInvalid),
         inst("sig-verify1", p, "#define FIX_VERIFY_ONE 1\n", "PASS", Breach),
         // Verify checks message and signature but not the key: only the other-key check sees it.
         inst("sig-anykey", KEYLESS, "#define FIX_IGNORE_KEY 1\n", "PASS", AcceptsInvalid),
@@ -275,15 +277,14 @@ pub fn instances() -> Vec<SigInst> {
             "PASS",
             AcceptsInvalid,
         ),
-        // Reads the contract program's stdin in a constructor, prints a "held" line per
-        // record with the real nonce and exits before the driver's main; verify accepts all.
-        // Its lines reach stderr, not the result channel: the check fails, never holds.
+        // Reads stdin in a constructor to forge the contract's lines: every run of the one
+        // program has stdin, so it eats the KAT run's mode line too and that run fails.
         inst(
             "sig-forger",
             p,
             "#define _DEFAULT_SOURCE 1\n#define FIX_FORGER 1\n#define FIX_ACCEPT_ALL 1\n",
-            "PASS",
-            Fails,
+            "CRYPTOFAIL",
+            Unchecked,
         ),
     ]
 }
@@ -314,7 +315,7 @@ pub fn write_tree(dir: &Path, instances: &[SigInst]) -> PathBuf {
     for i in instances {
         let d = root.join(i.label);
         std::fs::create_dir_all(d.join("KAT")).unwrap();
-        for f in ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "sig_printer.h", "ct_plant.h"] {
+        for f in ["drng.h", "drng.c", "auxfunc.h", "auxfunc.c", "mix.h", "sig_printer.h", "ct_plant.h", "chameleon.h"] {
             std::fs::copy(Path::new(FIXTURE).join(f), d.join(f)).unwrap();
         }
         std::fs::write(d.join(format!("SIG_{}.h", i.label)), header(i)).unwrap();
