@@ -244,7 +244,7 @@ fn poisoned_cache_is_rebuilt(env: &Env, s: &Summary, s2: &Summary, n: usize) {
         let key = entry(s, label).build_key.clone();
         env.cache.join("builds/fixture-kem").join(&key[..20]).join("out")
     };
-    for f in ["libinstance.so", "kat"] {
+    for f in ["libinstance.so", "candidate"] {
         let target = build_dir("fix-crash").join(f);
         std::fs::remove_file(&target).unwrap();
         std::fs::copy(build_dir("fix-16").join(f), &target).unwrap();
