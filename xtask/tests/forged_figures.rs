@@ -19,9 +19,19 @@ fn setup(tmp: &std::path::Path, insts: &[Inst]) -> (std::path::PathBuf, std::pat
 }
 
 fn run(cmd: &str, m: &std::path::Path, zip: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> bool {
+    exit_code(cmd, m, zip, out, extra) == Some(0)
+}
+
+fn exit_code(
+    cmd: &str,
+    m: &std::path::Path,
+    zip: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> Option<i32> {
     let base = [cmd, m.to_str().unwrap(), "--engine", "podman", "--archive", zip.to_str().unwrap(), "--quick"];
     let rest = ["--allow-unfixed-host", "--out", out.to_str().unwrap()];
-    xtask(&[&base[..], &rest[..], extra].concat(), None).status.success()
+    xtask(&[&base[..], &rest[..], extra].concat(), None).status.code()
 }
 
 #[test]
@@ -32,18 +42,26 @@ fn timing_reports_cannot_be_forged_from_the_candidates_process() {
         ("fix-dtor", 16, format!("{DEFAULT}#define FIX_FORGE 1\n#define FIX_FORGE_DTOR 1\n")),
         ("fix-slow", 16, "#define FIX_SLOW 1\n".into()),
         ("fix-clock", 16, format!("{DEFAULT}#define FIX_SLOW 1\n#define FIX_FORGE 1\n#define FIX_FORGE_CLOCK 1\n")),
+        ("fix-stack", 16, format!("{DEFAULT}#define FIX_FORGE 1\n#define FIX_FORGE_STACK 1\n")),
     ];
     let (m, zip) = setup(tmp.path(), &insts);
     let out = tmp.path().join("out");
     // The interposed clock_gettime no longer reaches the driver, which reads the
-    // kernel's clock by a raw system call (drivers/rawsys.h): every record is honest.
-    assert!(run("bench", &m, &zip, &out, &["--op", "keygen"]));
+    // kernel's clock by a raw system call (drivers/rawsys.h): those records are honest.
+    // The clock readings moved forward in the driver's own frames are not, and the
+    // host's per-trial bound says so: the run fails on fix-stack alone.
+    assert_eq!(exit_code("bench", &m, &zip, &out, &["--op", "keygen"]), Some(1));
     let rec = |label| record(&out, "fixture-kem", label, "keygen");
-    for label in ["fix-16", "fix-dtor", "fix-slow", "fix-clock"] {
+    for label in ["fix-16", "fix-dtor", "fix-slow", "fix-clock", "fix-stack"] {
         let r = rec(label);
+        let outside = r.trials.iter().map(|t| t.host_cpu_ns.unwrap_or(0) as f64 - t.accounted_ns as f64);
         eprintln!(
-            "{label}: {:?} {:?} mean {:.0} ns",
-            r.host_check.credibility, r.host_check.detail, r.aggregate.mean_ns
+            "{label}: {:?} {:?} mean {:.0} ns; allowance {:?} ns; host - accounted per trial (ns): {:?}",
+            r.host_check.credibility,
+            r.host_check.detail,
+            r.aggregate.mean_ns,
+            r.host_check.allowance_ns,
+            outside.collect::<Vec<_>>()
         );
         assert!(r.trials.iter().all(|t| t.host_cpu_ns.is_some()), "{label}: the host read every trial");
     }
@@ -62,6 +80,11 @@ fn timing_reports_cannot_be_forged_from_the_candidates_process() {
     assert_eq!(clock.host_check.credibility, Credibility::Checked, "{:?}", clock.host_check);
     let ratio = rec("fix-slow").aggregate.mean_ns / clock.aggregate.mean_ns;
     assert!(ratio < 3.0, "fix-clock times {ratio:.1}x faster than the same operation in fix-slow");
+    // A fast operation forged to a tenth: every trial's CPU, read by the host, is past
+    // 1.25 x what the driver accounted plus the small per-process allowance.
+    let stack = rec("fix-stack");
+    assert_eq!(stack.host_check.credibility, Credibility::NotCredible, "{:?}", stack.host_check);
+    assert_eq!(rec("fix-16").host_check.credibility, Credibility::Checked);
     let page = xtask(&["report", m.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
     assert!(page.status.success());
     let page = std::fs::read_to_string(common::layout(&out).report("fixture-kem")).unwrap();

@@ -562,6 +562,10 @@ pub struct HostCheck {
     pub credibility: Credibility,
     pub rule: String,
     pub detail: Option<String>,
+    /// What each run may spend outside its accounted time (`bench::allowance_ns`);
+    /// absent in records made before it was measured per run (then 100 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowance_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -721,7 +721,7 @@ mod tests {
             calibration_control: Vec::new(),
             slots: vec![vec![(trial, report)]],
             disturbed_total: 0,
-            host_check: crate::evidence::schema::HostCheck::of(&[]),
+            host_check: crate::evidence::schema::HostCheck::of(&[], 0),
         }
     }
 

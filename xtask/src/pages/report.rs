@@ -693,10 +693,12 @@ fn self_reported_line(records: &[Record]) -> String {
     let count = |c: Credibility| records.iter().filter(|r| r.host_check.credibility == c).count();
     format!(
         "Times and ticks are self-reported by the timing driver inside the candidate's process; the host \
-         checked them against the container's CPU time read from its cgroup (CPU <= {} x accounted time + {} ms \
-         per run): {} checked, {} not credible, {} unchecked (no host reading).",
+         checked them against the container's CPU time read from its cgroup (per trial: CPU <= {} x accounted \
+         time + 1.5 x a trial process's start, measured in the same container, + {} ms; {} ms under \
+         emulation): {} checked, {} not credible, {} unchecked (no host reading).",
         crate::measure::bench::CPU_FACTOR,
-        crate::measure::bench::LOAD_SLACK_NS / 1_000_000,
+        crate::measure::bench::MARGIN_NS / 1_000_000,
+        crate::measure::bench::EMULATED_MARGIN_NS / 1_000_000,
         count(Credibility::Checked),
         count(Credibility::NotCredible),
         count(Credibility::SelfReported)
