@@ -13,7 +13,10 @@
  *   <- "<nonce> <n> <program> <arg>...\n"       one timing run of n measurements
  *   -> "ngcc-timing <nonce> <kind> <value> <taken> <helpers> <errlen>\n"
  *      + taken × 4 bytes (little-endian: bit 31 the class, bits 0..30 the nanoseconds,
- *      saturated) + errlen bytes of the child's stdout and stderr (the first MAX_ERR).
+ *      saturated) + taken × 4 bytes of gaps (the nanoseconds from each done byte to the
+ *      next measurement's ready byte, saturated; 0 after the last) + errlen bytes of the
+ *      child's stdout and stderr (the first MAX_ERR). The gaps are where work moved out
+ *      of a window would show: the host tests them by the class of the window before.
  *      kind: done | exited | signalled | protocol | no-exec; helpers: the most threads
  *      beyond the child's first and other processes seen at once (checked every
  *      CHECK_EVERY measurements and at the end), plus the processes still there after.
@@ -44,6 +47,7 @@
 #define CHECK_EVERY 256
 
 static uint32_t samples[MAX_N];
+static uint32_t gaps[MAX_N];
 static char err_buf[MAX_ERR];
 static size_t err_len;
 
@@ -149,7 +153,10 @@ typedef struct {
 } result;
 
 /* n measurements, or fewer when the child stops answering as agreed. */
+static uint32_t saturated(uint64_t ns) { return (uint32_t)(ns < 0x7fffffffu ? ns : 0x7fffffffu); }
+
 static void measure(result *res, long n, pid_t pid, int cmd, int reply, int err) {
+    uint64_t done_at = 0;
     for (long i = 0; i < n; i++) {
         unsigned char c = (unsigned char)('0' + next_class(i)), go = 'g';
         if (i % CHECK_EVERY == 0) {
@@ -163,14 +170,18 @@ static void measure(result *res, long n, pid_t pid, int cmd, int reply, int err)
             return;
         }
         uint64_t t0 = now_ns();
+        if (i > 0) {
+            gaps[i - 1] = saturated(t0 - done_at);
+        }
         write_all(cmd, &go, 1);
         r = reply_byte(reply, err);
-        uint64_t dt = now_ns() - t0;
+        done_at = now_ns();
         if (r != 'd') {
             res->kind = r < 0 ? "ended" : "protocol";
             return;
         }
-        samples[i] = (uint32_t)(c - '0') << 31 | (uint32_t)(dt < 0x7fffffffu ? dt : 0x7fffffffu);
+        samples[i] = (uint32_t)(c - '0') << 31 | saturated(done_at - t0);
+        gaps[i] = 0;
         res->taken = i + 1;
     }
     unsigned h = helpers_now(pid);
@@ -180,6 +191,14 @@ static void measure(result *res, long n, pid_t pid, int cmd, int reply, int err)
 static void pipe_or_die(int p[2]) {
     if (pipe2(p, O_CLOEXEC) != 0) {
         _exit(73);
+    }
+}
+
+static void put_words(const uint32_t *w, long n) {
+    for (long i = 0; i < n; i++) {
+        unsigned char le[4] = {(unsigned char)w[i], (unsigned char)(w[i] >> 8), (unsigned char)(w[i] >> 16),
+                               (unsigned char)(w[i] >> 24)};
+        write_all(1, le, 4);
     }
 }
 
@@ -237,11 +256,8 @@ static void timing(const char *nonce, long n, char **argv) {
     int len = snprintf(head, sizeof head, "ngcc-timing %s %s %d %ld %u %zu\n", nonce, res.kind, res.value, res.taken,
                        res.helpers, err_len);
     write_all(1, head, (size_t)len);
-    for (long i = 0; i < res.taken; i++) {
-        unsigned char le[4] = {(unsigned char)samples[i], (unsigned char)(samples[i] >> 8),
-                               (unsigned char)(samples[i] >> 16), (unsigned char)(samples[i] >> 24)};
-        write_all(1, le, 4);
-    }
+    put_words(samples, res.taken);
+    put_words(gaps, res.taken);
     write_all(1, err_buf, err_len);
 }
 

@@ -1,6 +1,6 @@
 /*
  * ngcc-repro ICCS hash KAT driver: writes one of the four files of the official
- * KAT_CryptHash schedule per run (spec: ngcc-families.md §3), for one instance library:
+ * KAT_CryptHash schedule per run (the schedule is restated in drivers/README.md), for one instance library:
  *
  *   kat 2_12 | 2_23 | 2_33 | Loop
  *

@@ -1,6 +1,6 @@
 /*
  * ngcc-repro ICCS key-exchange KAT driver: replays the official ICCS KAT_KEX schedule and
- * text format for one instance library (spec: ngcc-families.md §5).
+ * text format for one instance library (the schedule is restated in drivers/README.md).
  *
  * Schedule: the seed DRNG seeded with "seed" x 16; ten records; per record the seed
  * (512 bits), init_random_number(&drng_algorithm, seed, 64), kex_init_a, kex_init_b, the

@@ -1,6 +1,6 @@
 /*
  * ngcc-repro ICCS signature KAT driver: replays the official ICCS KAT_SIG schedule and
- * text format for one instance library (spec: ngcc-families.md §2).
+ * text format for one instance library (the schedule is restated in drivers/README.md).
  *
  * Schedule: a seed DRNG seeded with "seed" x 16 and a message DRNG seeded with
  * "msg" x 21 + "m" (64 bytes each); ten records, message length 56 + 8i bytes; per

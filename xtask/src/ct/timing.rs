@@ -4,8 +4,11 @@
 //! operation's process. The statistics are `measure::stats::dudect`'s.
 //!
 //! What the operation's process still controls is when it answers: a library could
-//! answer early and finish its work outside the window. The timer counts threads and
-//! processes beyond the driver's own, so work moved to a helper is refused.
+//! answer early, or leave work for later, and finish it outside the window. The timer
+//! counts threads and processes beyond the driver's own, so work moved to a helper is
+//! refused; and it times each gap from a window's end to the next window's start, so
+//! work moved after the window, or into the next one, shows as a difference by the
+//! class of the window it came from.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +16,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::build::builder::Build;
 use crate::container::sandbox::{Mount, Sandbox, Stopped};
-use crate::evidence::schema::{CtStatus, CtTiming, CtTimingStatus};
+use crate::evidence::schema::{CtStatus, CtTiming, CtTimingStatus, MovedTest};
 use crate::family::{CtOp, CtTimed};
 use crate::measure::runner::{self, RunnerBinary, Tool, GUEST};
 use crate::measure::stats;
@@ -30,7 +33,13 @@ pub const MAX_MEASUREMENTS: u64 = 1_000_000;
 pub const CLASSES: &str = "class 0: the same DRNG seed for every measurement (the same keys, inputs and \
 randomness); class 1: a random seed each time, so every secret the operation sees is new";
 const CLOCK: &str = "CLOCK_MONOTONIC of ct_timer (process 1 of the container, outside the operation's \
-process), from its go byte to the driver's done byte: the operation alone, the setup is untimed";
+process), from its go byte to the driver's done byte: the operation alone, the setup is untimed; and \
+from each done byte to the next ready byte (the gap), tested with the next window by the class before";
+
+/// The three tests on one run's measurements, each dudect's: the window by its own class,
+/// and, by the class of the window before, the gap after it and the next window.
+const AFTER: &str = "the gap after the window, by its class";
+const NEXT: &str = "the next window, by the class of the one before";
 
 /// Whether `op` gets the timing test after a memcheck run with `status`.
 pub fn wanted(op: &CtOp, status: CtStatus) -> bool {
@@ -76,6 +85,7 @@ fn blank(status: CtTimingStatus, detail: Option<String>, asked: u64) -> CtTiming
         timer_sha256: String::new(),
         command: vec![],
         wall_s: 0.0,
+        moved: vec![],
     }
 }
 
@@ -105,12 +115,15 @@ pub fn run(t: &Timing, build: &Build, program: &str, op: &str) -> Result<CtTimin
             .with_context(|| format!("the timer's stream held no frame: {:?}", String::from_utf8_lossy(&head)))?,
         Err(stopped) => return Ok(stopped_record(t, stopped, session.take_stderr())),
     };
-    let bytes = match session.bytes(frame.taken as usize * 4 + frame.err_len, deadline)? {
+    let words = frame.taken as usize * 4;
+    let bytes = match session.bytes(2 * words + frame.err_len, deadline)? {
         Ok(b) => b,
         Err(stopped) => return Ok(stopped_record(t, stopped, session.take_stderr())),
     };
-    let (raw, printed) = bytes.split_at(frame.taken as usize * 4);
-    let mut rec = judge(&frame, &samples(raw), t.measurements, printed);
+    let (raw, rest) = bytes.split_at(words);
+    let (gaps, printed) = rest.split_at(words);
+    let gaps: Vec<f64> = samples(gaps).into_iter().map(|(_, ns)| ns).collect();
+    let mut rec = judge(&frame, &samples(raw), &gaps, t.measurements, printed);
     rec.timer_sha256 = t.timer.sha256.clone();
     rec.command = command;
     rec.wall_s = started.elapsed().as_secs_f64();
@@ -135,8 +148,15 @@ fn samples(raw: &[u8]) -> Vec<(usize, f64)> {
         .collect()
 }
 
+/// By the class of measurement i: the gap after it, and the window of i + 1.
+fn moved(samples: &[(usize, f64)], gaps: &[f64]) -> [Vec<(usize, f64)>; 2] {
+    let after = samples.iter().zip(gaps).take(samples.len().saturating_sub(1)).map(|(s, &g)| (s.0, g)).collect();
+    let next = samples.windows(2).map(|w| (w[0].0, w[1].1)).collect();
+    [after, next]
+}
+
 /// The record of a complete frame.
-fn judge(frame: &Frame, samples: &[(usize, f64)], asked: u64, printed: &[u8]) -> CtTiming {
+fn judge(frame: &Frame, samples: &[(usize, f64)], gaps: &[f64], asked: u64, printed: &[u8]) -> CtTiming {
     let fail = |why: String| {
         let mut r = blank(CtTimingStatus::Failed, Some(why), asked);
         r.taken = frame.taken;
@@ -156,12 +176,27 @@ fn judge(frame: &Frame, samples: &[(usize, f64)], asked: u64, printed: &[u8]) ->
             frame.helpers
         ));
     }
-    let Some(w) = stats::dudect(samples) else {
+    let Some(mut w) = stats::dudect(samples) else {
         return fail(format!("fewer than {} measurements in a class", stats::MIN_PER_CLASS));
     };
+    let [after, next] = moved(samples, gaps);
+    let others: Vec<(&str, stats::Welch)> =
+        [(AFTER, after), (NEXT, next)].into_iter().filter_map(|(what, s)| Some((what, stats::dudect(&s)?))).collect();
+    let worst = others.iter().filter(|(_, m)| m.differs()).max_by(|a, b| a.1.t.abs().total_cmp(&b.1.t.abs()));
+    let mut detail = None;
+    if let (false, Some((what, m))) = (w.differs(), worst) {
+        // The window's own test is the record's unless only a moved one differs.
+        detail = Some(format!(
+            "the window alone shows no difference (|t| = {:.1}), but {what} does: work moved out of the timed window",
+            w.t.abs()
+        ));
+        w = stats::Welch { test: format!("{what}: {}", m.test), ..m.clone() };
+    }
     let status = if w.differs() { CtTimingStatus::Differs } else { CtTimingStatus::NoneFound };
-    let mut r = blank(status, None, asked);
+    let mut r = blank(status, detail, asked);
     (r.taken, r.t, r.test, r.n, r.mean_ns) = (frame.taken, w.t, w.test, w.n, w.mean_ns);
+    r.moved =
+        others.into_iter().map(|(what, m)| MovedTest { what: what.into(), t: m.t, test: m.test, n: m.n }).collect();
     r
 }
 
@@ -221,20 +256,67 @@ mod tests {
     fn a_status_needs_a_whole_run_with_no_helpers() {
         let done = Frame { kind: "done".into(), value: 0, taken: 4, helpers: 0, err_len: 0 };
         // Too few for any test.
-        assert_eq!(judge(&done, &[(0, 1.0), (1, 1.0), (0, 1.0), (1, 1.0)], 4, b"").status, CtTimingStatus::Failed);
+        assert_eq!(
+            judge(&done, &[(0, 1.0), (1, 1.0), (0, 1.0), (1, 1.0)], &[0.0; 4], 4, b"").status,
+            CtTimingStatus::Failed
+        );
         let even: Vec<(usize, f64)> = (0..4000).map(|i| (i % 2, 1000.0 + (i % 7) as f64)).collect();
         let slow: Vec<(usize, f64)> =
             (0..4000).map(|i| (i % 2, 1000.0 + (i % 7) as f64 + 500.0 * (i % 2) as f64)).collect();
         let whole = Frame { taken: 4000, ..done };
-        assert_eq!(judge(&whole, &even, 4000, b"").status, CtTimingStatus::NoneFound);
-        let r = judge(&whole, &slow, 4000, b"");
+        let flat = vec![5000.0; 4000];
+        assert_eq!(judge(&whole, &even, &flat, 4000, b"").status, CtTimingStatus::NoneFound);
+        let r = judge(&whole, &slow, &flat, 4000, b"");
         assert_eq!((r.status, r.t < -stats::THRESHOLD), (CtTimingStatus::Differs, true), "{r:?}");
         let helped = Frame { helpers: 1, ..whole };
-        assert!(judge(&helped, &slow, 4000, b"").detail.unwrap().contains("helper"));
+        assert!(judge(&helped, &slow, &flat, 4000, b"").detail.unwrap().contains("helper"));
         let ended = Frame { kind: "exited".into(), value: 2, taken: 10, helpers: 0, err_len: 0 };
-        let r = judge(&ended, &even[..10], 4000, b"CRYPTOFAIL: dec returned -1\n");
+        let r = judge(&ended, &even[..10], &flat[..10], 4000, b"CRYPTOFAIL: dec returned -1\n");
         assert!(r.detail.unwrap().contains("after 10 of 4000 measurements (exited 2): CRYPTOFAIL"));
         assert_eq!(samples(&[1, 0, 0, 0x80, 7, 0, 0, 0]), [(1, 1.0), (0, 7.0)]);
+    }
+
+    /// A leak left for later: the window is even, but the gap after a class-1 window, or
+    /// the next window, is slower. The classes are drawn at random, as the timer does.
+    #[test]
+    fn work_moved_out_of_the_window_is_a_difference_by_the_class_before() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let classes: Vec<usize> = (0..4000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 33) as usize & 1
+            })
+            .collect();
+        let noise = |i: usize| (i * 7919 % 13) as f64;
+        let window: Vec<(usize, f64)> = classes.iter().enumerate().map(|(i, &c)| (c, 1000.0 + noise(i))).collect();
+        let whole = Frame { kind: "done".into(), value: 0, taken: 4000, helpers: 0, err_len: 0 };
+        let even: Vec<f64> = (0..4000).map(|i| 5000.0 + noise(i + 3)).collect();
+        let r = judge(&whole, &window, &even, 4000, b"");
+        assert_eq!((r.status, r.detail.clone()), (CtTimingStatus::NoneFound, None), "{r:#?}");
+        let whats: Vec<&str> = r.moved.iter().map(|m| m.what.as_str()).collect();
+        assert_eq!(whats, [AFTER, NEXT]);
+        assert!(r.moved.iter().all(|m| m.t.abs() <= stats::THRESHOLD && m.n[0] >= 500), "{:?}", r.moved);
+        // Paid in the gap after a class-1 window.
+        let after: Vec<f64> = (0..4000).map(|i| 5000.0 + noise(i + 3) + 500.0 * classes[i] as f64).collect();
+        let r = judge(&whole, &window, &after, 4000, b"");
+        assert_eq!(r.status, CtTimingStatus::Differs, "{r:#?}");
+        assert!(r.test.starts_with(AFTER) && r.detail.unwrap().contains("work moved out"), "{}", r.test);
+        // Paid in the next window.
+        let next: Vec<(usize, f64)> = (0..4000)
+            .map(|i| (classes[i], 1000.0 + noise(i) + if i > 0 { 500.0 * classes[i - 1] as f64 } else { 0.0 }))
+            .collect();
+        let r = judge(&whole, &next, &even, 4000, b"");
+        assert_eq!(r.status, CtTimingStatus::Differs, "{r:#?}");
+        assert!(r.test.starts_with(NEXT), "{}", r.test);
+        // A leak in the window itself is reported as the window's, as before.
+        let leak: Vec<(usize, f64)> = window.iter().map(|&(c, ns)| (c, ns + 500.0 * c as f64)).collect();
+        let r = judge(&whole, &leak, &after, 4000, b"");
+        assert_eq!((r.status, r.detail), (CtTimingStatus::Differs, None));
+        assert!(!r.test.starts_with(AFTER) && !r.test.starts_with(NEXT), "{}", r.test);
+        // ... and the moved tests are still recorded beside it.
+        assert!(r.moved.iter().any(|m| m.what == AFTER && m.t.abs() > stats::THRESHOLD), "{:?}", r.moved);
     }
 
     #[test]

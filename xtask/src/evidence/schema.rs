@@ -1248,6 +1248,20 @@ pub struct CtTiming {
     pub timer_sha256: String,
     pub command: Vec<String>,
     pub wall_s: f64,
+    /// The same tests by the class of the window before: on the gap after each window and
+    /// on the next window, where work moved out of a window shows (absent in records made
+    /// before the timer timed the gaps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<MovedTest>,
+}
+
+/// One of dudect's tests on where work moved out of the window would be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MovedTest {
+    pub what: String,
+    pub t: f64,
+    pub test: String,
+    pub n: [u64; 2],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
