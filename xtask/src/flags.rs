@@ -18,7 +18,8 @@ const UNSANDBOXED_HOST_LONG: &str = concat!(
      anything runs. Records say `toolchain: host (unpinned, unsandboxed)`."
 );
 
-/// Reproducible build-and-verify harness for post-quantum candidates (KEMs, signatures).
+/// Reproducible build-and-verify harness for post-quantum candidates (KEMs, signatures,
+/// hash functions, key exchanges).
 ///
 /// Every submission is compiled with a pinned gcc/cmake toolchain inside a
 /// Debian or Ubuntu container (no network, read-only sources, bounded memory,
@@ -26,7 +27,7 @@ const UNSANDBOXED_HOST_LONG: &str = concat!(
 /// checked against kat/<id>/kat.sha256.
 ///
 /// Exit status: 0 done and clean; 1 a candidate verdict or check that did not hold
-/// (MISMATCH, BUILD-FAIL, a failed timing, evidence not matching its index, figures not
+/// (MISMATCH, BUILDFAIL, a failed timing, evidence not matching its index, figures not
 /// comparable); 2 a wrong command line or value (nothing run); 3 a failure of the tool,
 /// the engine or the machine (no candidate status recorded for it); 130 interrupted.
 #[derive(Debug, Parser)]
@@ -67,7 +68,8 @@ pub enum Cmd {
     Image(ImageCmd),
     /// Build every instance of the submissions, generate their KATs and check the digests.
     Verify(Verify),
-    /// Time keygen, enc and dec of every instance (cycles or ticks, time, ops/s, memory, sizes).
+    /// Time the family's operations of every instance (KEM keygen/enc/dec, signature keygen/sign/verify, hash
+    /// message sizes, key-exchange passes): cycles or ticks, time, ops/s, memory, sizes.
     Bench(Bench),
     /// Share of each operation in the ICCS hash functions, DRNG and own symmetric primitives.
     ///

@@ -16,7 +16,7 @@ use crate::evidence::schema::{ErrorReport, ResultRow, RunReport};
 pub mod exit {
     /// Everything asked for was done and every candidate result is clean.
     pub const OK: i32 = 0;
-    /// The tool worked and observed something not clean: a KAT MISMATCH or BUILD-FAIL,
+    /// The tool worked and observed something not clean: a KAT MISMATCH or BUILDFAIL,
     /// a failed check, a timing failure, evidence that does not match its index,
     /// figures that are not comparable.
     pub const FINDINGS: i32 = 1;

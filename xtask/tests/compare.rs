@@ -235,6 +235,15 @@ fn a_missing_folder_or_system_is_a_usage_error() {
     let missing = tmp.path().join("nothing");
     let c = xtask(&["compare", s(&out), s(&missing)], None);
     assert!(c.status.code() == Some(2) && stderr(&c).contains("no evidence directory"), "{}", stderr(&c));
+    // The missing folder is named even beside a set that would be refused itself.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let c = xtask(&["compare", s(&empty), s(&missing)], None);
+    let said = format!("no evidence directory {}", s(&missing));
+    assert!(c.status.code() == Some(2) && stderr(&c).contains(&said), "{}", stderr(&c));
+    let c = xtask(&["site", s(&missing), "--out", s(&tmp.path().join("site"))], None);
+    assert!(c.status.code() == Some(2) && stderr(&c).contains(&said), "{}", stderr(&c));
+    assert_eq!(stderr(&c).matches("No such file").count(), 0, "{}", stderr(&c));
     let c = xtask(&["compare", s(&out), &format!("{}:arm_9", s(&out))], None);
     assert!(c.status.code() == Some(2) && stderr(&c).contains("(it has: x86_1)"), "{}", stderr(&c));
     let file = tmp.path().join("a-file");

@@ -492,6 +492,13 @@ fn check_out(out: &camino::Utf8Path, sides: [&Side; 2]) -> Result<()> {
 
 impl Compare {
     pub fn run(self, _sh: &Shell) -> Result<()> {
+        // A missing folder is named before either set is read.
+        for side in [&self.a, &self.b] {
+            let dir = side.as_str().rsplit_once(':').filter(|(_, s)| !s.contains('/')).map_or(side.as_str(), |d| d.0);
+            if !Utf8PathBuf::from(dir).is_dir() {
+                return ui::usage(format!("no evidence directory {dir}"));
+            }
+        }
         let (a, b) = (Side::parse(self.a.as_str())?, Side::parse(self.b.as_str())?);
         if let Some(out) = &self.out {
             check_out(out, [&a, &b])?;

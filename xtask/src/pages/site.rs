@@ -34,6 +34,12 @@ code{background:#f3f3f3;padding:0 .2em}";
 
 impl Site {
     pub fn run(self, _sh: &Shell) -> Result<()> {
+        if !self.dir.is_dir() {
+            return crate::ui::usage(format!(
+                "no evidence directory {}: give the --out of a campaign, verify or bench run",
+                self.dir
+            ));
+        }
         refuse_overlap(&self.dir, &self.out)?;
         evidence::refuse_unindexed(&self.dir)?;
         let files = evidence::files(&self.dir)?;
