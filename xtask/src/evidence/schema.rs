@@ -566,6 +566,19 @@ pub struct HostCheck {
     /// absent in records made before it was measured per run (then 100 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowance_ns: Option<u64>,
+    /// The longer run the host checked when the trials were too short for the bound
+    /// (`bench::PROBE_FACTOR`); not among the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Probe>,
+}
+
+/// One run outside a record's figures, for the host's check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub iterations: u64,
+    pub ns: u64,
+    pub accounted_ns: u64,
+    pub host_cpu_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

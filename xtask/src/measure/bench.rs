@@ -18,7 +18,7 @@ use crate::container::sandbox::{Limits, Sandbox};
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
     self, Calibration, Commands, ContentControl, ContentVerdict, Counter, Credibility, Disagreement, Environment,
-    HostCheck, LenStats, Memory, PlanRecord, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
+    HostCheck, LenStats, Memory, PlanRecord, Probe, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
 };
 use crate::evidence::Layout;
 use crate::family::{Family, OpId};
@@ -570,7 +570,17 @@ impl Bench {
             counter_is_cycles = slots.iter().all(|s| s.iter().all(|t| t.1.counter == CounterKind::PerfCycles));
         }
         checked.extend(slots.iter().flatten().map(|(_, r)| HostRun::of(r)));
-        let host_check = HostCheck::of(&checked, allowance);
+        let kept: Vec<&DriverReport> = slots.iter().map(|s| &s.last().unwrap().1).collect();
+        let probe = match probe_iterations(&kept, allowance) {
+            Some(n) => {
+                crate::ui::doing("a longer run for the host's check");
+                let r = ctx.run(runner, op, n, plan.warmups)?;
+                checked.push(HostRun::of(&r));
+                Some(Probe::of(&r))
+            }
+            None => None,
+        };
+        let host_check = HostCheck::of(&checked, allowance).with_probe(probe, &kept);
         Ok(Timed {
             spec,
             plan,
@@ -767,6 +777,46 @@ pub fn content_control<'a>(control: impl Iterator<Item = &'a (u8, u64)>) -> Cont
     }
 }
 
+/// A trial shorter than `PROBE_FACTOR` × the allowance is checked only loosely by the
+/// bound; the reference plan's cap of 20,000 iterations keeps a fast operation's trials
+/// that short. Then one run of that many allowances, outside the figures, is checked by
+/// the bound, and the trials' time per operation may not be below its by more than
+/// `PROBE_AGREEMENT`: a forgery kept to short runs disagrees with it, one in every run
+/// is over the bound in it.
+pub const PROBE_FACTOR: u64 = 10;
+pub const PROBE_AGREEMENT: f64 = 2.0;
+
+/// Iterations of the longer run, or None when the trials are long enough themselves.
+fn probe_iterations(kept: &[&DriverReport], allowance_ns: u64) -> Option<u64> {
+    let want = PROBE_FACTOR * allowance_ns;
+    let mut accounted: Vec<u64> = kept.iter().map(|r| r.accounted_ns).collect();
+    accounted.sort_unstable();
+    if accounted.get(accounted.len() / 2).is_none_or(|&a| a >= want) {
+        return None;
+    }
+    let per_op = median_per_op(kept).max(1.0);
+    let most = kept.iter().map(|r| r.iterations).max().unwrap_or(1).saturating_mul(1000);
+    Some(((want as f64 / per_op).ceil() as u64).clamp(1, most))
+}
+
+/// The median of the reports' time per operation, in ns.
+fn median_per_op(reports: &[&DriverReport]) -> f64 {
+    let mut per_op: Vec<f64> = reports.iter().map(|r| r.ns as f64 / r.iterations.max(1) as f64).collect();
+    per_op.sort_by(f64::total_cmp);
+    per_op.get(per_op.len() / 2).copied().unwrap_or(0.0)
+}
+
+impl Probe {
+    fn of(r: &DriverReport) -> Probe {
+        Probe {
+            iterations: r.iterations,
+            ns: r.ns,
+            accounted_ns: r.accounted_ns,
+            host_cpu_ns: r.host_cpu.as_ref().and_then(HostCpu::ns),
+        }
+    }
+}
+
 /// Whether the host's reading is within the bound of the driver's accounted time.
 pub fn credible(accounted_ns: u64, host_cpu_ns: u64, allowance_ns: u64) -> bool {
     host_cpu_ns as f64 <= CPU_FACTOR * accounted_ns as f64 + allowance_ns as f64
@@ -803,7 +853,31 @@ impl HostCheck {
         } else {
             (Credibility::Checked, None)
         };
-        HostCheck { credibility, rule, detail, allowance_ns: Some(allowance_ns) }
+        HostCheck { credibility, rule, detail, allowance_ns: Some(allowance_ns), probe: None }
+    }
+
+    /// With the longer run (if one was needed): the trials' time per operation may not be
+    /// below its by more than `PROBE_AGREEMENT`. The run's is the CPU the host read per
+    /// operation (its own word where the host read none): a loaded machine stretches a
+    /// run's wall time, never its CPU time.
+    fn with_probe(mut self, probe: Option<Probe>, kept: &[&DriverReport]) -> HostCheck {
+        let Some(p) = probe else { return self };
+        let longer = p.host_cpu_ns.unwrap_or(p.ns) as f64 / p.iterations.max(1) as f64;
+        let trials = median_per_op(kept);
+        if trials * PROBE_AGREEMENT < longer {
+            let why = format!(
+                "the trials report {trials:.1} ns per operation, a run of {} iterations {longer:.1} ns",
+                p.iterations
+            );
+            self.detail = Some(self.detail.map_or(why.clone(), |d| format!("{d}; {why}")));
+            self.credibility = Credibility::NotCredible;
+        }
+        self.rule += &format!(
+            "; trials shorter than {PROBE_FACTOR} x that allowance: one run that long, whose time per operation \
+             the trials' may not be below by more than {PROBE_AGREEMENT}x"
+        );
+        self.probe = Some(p);
+        self
     }
 
     /// The less trustworthy of two checks (a profile times two builds).
@@ -1241,6 +1315,43 @@ mod tests {
         assert_eq!(unread.clone().worse(forged.clone()).credibility, Credibility::NotCredible);
         assert_eq!(ok.worse(unread).credibility, Credibility::SelfReported);
         assert_eq!(HostCheck::of(&[], allowance).credibility, Credibility::Checked);
+    }
+
+    /// A longer run that reports 50 ns per operation of 1,200,000.
+    fn claims_50_ns() -> Probe {
+        Probe { iterations: 1_200_000, ns: 60_000_000, accounted_ns: 61_000_000, host_cpu_ns: None }
+    }
+
+    #[test]
+    fn short_trials_get_a_longer_run_whose_time_per_operation_they_must_match() {
+        let allowance = 6_000_000;
+        // 20,000 iterations of 50 ns: 1 ms a trial, far below 10 allowances (60 ms).
+        let short = [report(20_000, 1_000_000, 1), report(20_000, 1_100_000, 1), report(20_000, 900_000, 1)];
+        let kept: Vec<&DriverReport> = short.iter().collect();
+        assert_eq!(probe_iterations(&kept, allowance), Some(1_200_000), "60 ms at 50 ns");
+        // Long trials need none; the run is at most 1000 times a trial's iterations.
+        let long = [report(20_000, 80_000_000, 1)];
+        assert_eq!(probe_iterations(&long.iter().collect::<Vec<_>>(), allowance), None);
+        let tiny = [report(1, 1, 1)];
+        assert_eq!(probe_iterations(&tiny.iter().collect::<Vec<_>>(), allowance), Some(1000));
+        let checked = || HostCheck::of(&[], allowance);
+        // The longer run agrees (70 ns against 50): credible, and recorded.
+        let agrees = Probe { iterations: 1_200_000, ns: 84_000_000, accounted_ns: 85_000_000, host_cpu_ns: None };
+        let c = checked().with_probe(Some(agrees.clone()), &kept);
+        assert_eq!((c.credibility, c.probe), (Credibility::Checked, Some(agrees)));
+        assert!(c.rule.contains("one run that long"), "{}", c.rule);
+        // Forged only in short runs: 50 ns in the trials, 450 ns in the longer run.
+        let honest = Probe { iterations: 1_200_000, ns: 540_000_000, accounted_ns: 541_000_000, host_cpu_ns: None };
+        let c = checked().with_probe(Some(honest), &kept);
+        assert_eq!(c.credibility, Credibility::NotCredible);
+        assert!(c
+            .detail
+            .unwrap()
+            .contains("the trials report 50.0 ns per operation, a run of 1200000 iterations 450.0 ns"));
+        assert_eq!(checked().with_probe(None, &kept).probe, None);
+        // The host's CPU is the run's figure where it was read: its own word does not help it.
+        let read = Probe { host_cpu_ns: Some(540_000_000), ..claims_50_ns() };
+        assert_eq!(checked().with_probe(Some(read), &kept).credibility, Credibility::NotCredible);
     }
 
     #[test]
