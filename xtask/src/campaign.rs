@@ -1,6 +1,7 @@
 //! `cargo xtask campaign`: the toolchain image, then verify and bench for each
 //! submission on one system. Resumable: with --resume, a step whose evidence exists
 //! and matches the evidence index is skipped. Timing only follows a passing verify.
+//! `--dry-run` prints the plan (and what is skipped, and why) from the manifests alone.
 
 use std::time::Instant;
 
@@ -27,6 +28,22 @@ enum Step {
     Bench(String, Part),
     Profile(String),
     Ct(String),
+}
+
+/// A step of the plan, and why it is skipped (None: it runs).
+struct Planned {
+    step: Step,
+    skipped: Option<String>,
+}
+
+impl Planned {
+    fn run(step: Step) -> Planned {
+        Planned { step, skipped: None }
+    }
+
+    fn skip(step: Step, why: impl Into<String>) -> Planned {
+        Planned { step, skipped: Some(why.into()) }
+    }
 }
 
 /// Which instances of a submission a step takes: with `--defer`, the `slow` ones come
@@ -213,6 +230,14 @@ impl Campaign {
     /// Every value and every source checked before the image step: a typo or a
     /// missing archive is found in the first second, all of them at once.
     fn check(&self, profile: &SystemProfile) -> Result<Vec<Submission>> {
+        let (all, subs) = self.check_values(profile)?;
+        all.check_archives(&subs)?;
+        Ok(subs)
+    }
+
+    /// Every value but the archives: the selection's manifests (instances of other
+    /// architectures dropped) and the inputs of all of them.
+    fn check_values(&self, profile: &SystemProfile) -> Result<(Inputs, Vec<Submission>)> {
         let ids = profile.ids(&self.ids);
         let mut all = self.inputs(None);
         (all.ids, all.archive, all.source_dir) = (ids.clone(), self.archives.clone(), self.source_dirs.clone());
@@ -222,44 +247,79 @@ impl Campaign {
         let arch = profile.arch(self.target.arch);
         subs.iter_mut().for_each(|sub| drop_other_arches(sub, arch));
         all.check_host(&subs)?;
-        all.check_archives(&subs)?;
-        Ok(subs)
+        Ok((all, subs))
     }
 
-    /// Steps name a submission as it was selected (an id, or a manifest's path).
+    /// The steps that run, in order.
     fn steps(&self, subs: &[Submission], names: &[String]) -> Vec<Step> {
-        let mut steps = vec![Step::Image];
+        self.plan(subs, names).into_iter().filter(|p| p.skipped.is_none()).map(|p| p.step).collect()
+    }
+
+    /// Every step of the campaign, in order, each with why it is skipped (None: it runs).
+    /// Steps name a submission as it was selected (an id, or a manifest's path).
+    fn plan(&self, subs: &[Submission], names: &[String]) -> Vec<Planned> {
+        let mut plan = vec![Planned::run(Step::Image)];
         let mut deferred = Vec::new();
         for (sub, name) in subs.iter().zip(names) {
             let sub = &Submission { id: name.clone(), ..sub.clone() };
             if sub.instances.is_empty() {
-                continue; // every instance is built on other architectures only (said)
+                let why = "every instance is built on other architectures only (manifest)";
+                plan.push(Planned::skip(Step::Verify(sub.id.clone(), Part::All), why));
+                continue;
             }
             let split = self.defer && sub.instances.iter().any(|i| i.slow);
             let part = if split { Part::Fast } else { Part::All };
             if sub.instances.iter().any(|i| part.takes(i)) {
-                steps.push(Step::Verify(sub.id.clone(), part));
-                if !self.no_bench && timed_any(sub, part) {
-                    steps.push(Step::Bench(sub.id.clone(), part));
-                }
+                plan.push(Planned::run(Step::Verify(sub.id.clone(), part)));
+                plan.push(self.bench_step(sub, part));
             }
-            if !self.no_bench && !self.no_profile && sub.profile.is_some() && !split {
-                steps.push(Step::Profile(sub.id.clone()));
-            }
-            // valgrind is pinned in an image: no ct step on the host toolchain.
-            let engine = self.target.engine != crate::flags::EngineChoice::Host;
-            if !self.no_ct && engine && crate::ct::applies(sub) && !split {
-                steps.push(Step::Ct(sub.id.clone()));
-            }
+            plan.push(self.profile_step(sub, split));
+            plan.push(self.ct_step(sub, split));
             if split {
-                deferred.push(Step::Verify(sub.id.clone(), Part::Slow));
-                if !self.no_bench && timed_any(sub, Part::Slow) {
-                    deferred.push(Step::Bench(sub.id.clone(), Part::Slow));
-                }
+                deferred.push(Planned::run(Step::Verify(sub.id.clone(), Part::Slow)));
+                deferred.push(self.bench_step(sub, Part::Slow));
             }
         }
-        steps.extend(deferred);
-        steps
+        plan.extend(deferred);
+        plan
+    }
+
+    fn bench_step(&self, sub: &Submission, part: Part) -> Planned {
+        let step = Step::Bench(sub.id.clone(), part);
+        if self.no_bench {
+            Planned::skip(step, "--no-bench")
+        } else if !timed_any(sub, part) {
+            Planned::skip(step, "no instance is timed (timed = false in the manifest)")
+        } else {
+            Planned::run(step)
+        }
+    }
+
+    fn profile_step(&self, sub: &Submission, split: bool) -> Planned {
+        let why = match () {
+            _ if self.no_bench => "--no-bench",
+            _ if self.no_profile => "--no-profile",
+            _ if sub.profile.is_none() => "the manifest has no [profile]",
+            _ if split => "--defer splits its instances, and a profile runs whole",
+            _ => return Planned::run(Step::Profile(sub.id.clone())),
+        };
+        Planned::skip(Step::Profile(sub.id.clone()), why)
+    }
+
+    fn ct_step(&self, sub: &Submission, split: bool) -> Planned {
+        let step = Step::Ct(sub.id.clone());
+        let refusal = crate::build::recipe::ct_refusal(sub).unwrap_or_else(|e| Some(format!("{e:#}")));
+        let why = match refusal {
+            _ if self.no_ct => "--no-ct".to_owned(),
+            // valgrind is pinned in an image: no ct step on the host toolchain.
+            _ if self.target.engine == crate::flags::EngineChoice::Host => {
+                "valgrind is pinned in an image: no ct on --engine host".to_owned()
+            }
+            Some(why) => why.strip_prefix(&format!("{}: ", sub.id)).map_or(why.clone(), str::to_owned),
+            None if split => "--defer splits its instances, and ct runs whole".to_owned(),
+            None => return Planned::run(step),
+        };
+        Planned::skip(step, why)
     }
 
     /// `--archives DIR`: the candidates found there become the selection and their
@@ -289,6 +349,9 @@ impl Campaign {
     pub fn run(mut self, sh: &Shell) -> Result<()> {
         let profile = SystemProfile::load(&self.system)?;
         let missing = self.select_from_folder()?;
+        if self.dry_run {
+            return self.dry_run(&profile, missing);
+        }
         let subs = self.check(&profile)?;
         let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
         let steps = self.steps(&subs, &profile.ids(&self.ids));
@@ -344,6 +407,50 @@ impl Campaign {
         crate::say!("campaign on {} finished in {}", self.system, ui::clock(campaign_start.elapsed()));
         ui::emit(&report)?;
         report.outcome()
+    }
+
+    /// `--dry-run`: every step and why some are skipped, and every missing archive, from
+    /// the manifests alone (nothing built, no engine called). Exit 2 when one is missing,
+    /// as the campaign itself stops then.
+    fn dry_run(&self, profile: &SystemProfile, mut missing: Vec<String>) -> Result<()> {
+        let (all, subs) = self.check_values(profile)?;
+        let names = profile.ids(&self.ids);
+        let arch = profile.arch(self.target.arch);
+        crate::say!(
+            "campaign --dry-run on {} ({}, toolchain {}, engine {}): nothing is built, no engine is called",
+            self.system,
+            arch.uname(),
+            profile.toolchain,
+            format!("{:?}", self.target.engine).to_lowercase()
+        );
+        let lacking = |id: &str| {
+            let sub = subs.iter().zip(&names).find(|(_, n)| n.as_str() == id).map(|(s, _)| s)?;
+            let iccs = all.missing_iccs(std::slice::from_ref(sub)).map(|_| "the ICCS API package".to_owned());
+            all.missing_archive(sub).map(|_| "its archive".to_owned()).or(iccs)
+        };
+        let mut report =
+            CampaignReport { system: self.system.clone(), out: self.out.to_string(), ..Default::default() };
+        for p in self.plan(&subs, &names) {
+            let why = p.skipped.or_else(|| p.step.id().and_then(lacking).map(|w| format!("{w} is missing")));
+            match &why {
+                None => crate::say!("  {}", p.step),
+                Some(w) => crate::say!("  {}: skipped, {w}", p.step),
+            }
+            report.push(&p.step, if why.is_some() { "skipped" } else { "planned" }, 0.0, why);
+        }
+        missing.extend(all.missing_archives(&subs));
+        if !missing.is_empty() {
+            crate::say!("missing ({}):", missing.len());
+            missing.iter().for_each(|m| crate::say!("  - {m}"));
+        }
+        report.missing = missing;
+        ui::emit(&report)?;
+        match report.missing.len() {
+            0 => Ok(()),
+            n => {
+                ui::usage(format!("{n} archive(s) missing (listed above).\n{}", crate::build::sources::SUPPLY_ARCHIVES))
+            }
+        }
     }
 
     /// With --resume: the step's evidence exists, is complete and matches the index.

@@ -481,6 +481,10 @@ pub struct Campaign {
     /// timing); timing stays one process at a time on its pinned core.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..256))]
     pub jobs: Option<u32>,
+    /// Print the steps each selected submission would run, those skipped and why, and
+    /// every missing archive; build nothing, call no engine. Exit 2 when one is missing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// A system name (it names a folder): the rule of [`crate::project::plain_name`].

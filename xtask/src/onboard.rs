@@ -18,7 +18,7 @@ use xshell::Shell;
 use crate::build::sources::ExtractLimits;
 use crate::build::submission::{Instance, Submission};
 use crate::build::trees;
-use crate::family::FamilyId;
+use crate::family::{FamilyId, KatPart};
 use crate::flags::{EngineChoice, Given, Inputs, Onboard, Verify};
 use crate::kat::{self, Canonical, Mode};
 use crate::project;
@@ -31,11 +31,31 @@ struct Shape {
     header_prefix: &'static str,
     /// Functions the API header declares (all of them).
     markers: &'static [&'static str],
-    /// `KAT_<TYPE>_`: the official KAT file name before the instance name.
+    /// `KAT_<TYPE>_`: the official KAT file name before the instance name (after the
+    /// family's part prefix, `KAT_2_12_`, where it has several files).
     kat_prefix: &'static str,
     /// The harness's own KAT driver.
     kat_driver: &'static str,
+    /// How its shipped KAT files are read.
+    kat_text: KatText,
+    /// The official ICCS files the harness adds where the sources lack them.
+    iccs: &'static [&'static str],
+    /// The draft names the ICCS placeholder hash and DRNG for `profile`.
+    profiled: bool,
 }
+
+/// How a shipped KAT file is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KatText {
+    /// `Count =` starts a record (`:N` covers N of them); blank `*_Len =` lines are
+    /// template mode (`nolen`).
+    Counted,
+    /// One fixed schedule per file, digested whole (`strict`): `Msg_Len =` starts a
+    /// record, `Dst_Len =` is the digest width, and a blank `Dst =` is a template.
+    Schedule,
+}
+
+const PKC_ICCS: &[&str] = &["drng.c", "auxfunc.c"];
 
 const SHAPES: &[Shape] = &[
     Shape {
@@ -44,6 +64,9 @@ const SHAPES: &[Shape] = &[
         markers: &["kem_keygen", "kem_enc", "kem_dec"],
         kat_prefix: "KAT_KEM_",
         kat_driver: "driver:iccs_kem_kat.c",
+        kat_text: KatText::Counted,
+        iccs: PKC_ICCS,
+        profiled: true,
     },
     Shape {
         family: FamilyId::Sig,
@@ -51,6 +74,9 @@ const SHAPES: &[Shape] = &[
         markers: &["sig_keygen", "sig_sign", "sig_verify"],
         kat_prefix: "KAT_SIG_",
         kat_driver: "driver:iccs_sig_kat.c",
+        kat_text: KatText::Counted,
+        iccs: PKC_ICCS,
+        profiled: true,
     },
     Shape {
         family: FamilyId::Kex,
@@ -58,13 +84,20 @@ const SHAPES: &[Shape] = &[
         markers: &["kex_init_a"],
         kat_prefix: "KAT_KEX_",
         kat_driver: "driver:iccs_kex_kat.c",
+        kat_text: KatText::Counted,
+        iccs: PKC_ICCS,
+        profiled: true,
     },
+    // The hash KAT driver needs only the DRNG; no placeholder primitives to profile.
     Shape {
         family: FamilyId::Hash,
         header_prefix: "CryptHash_",
         markers: &["CryptHash"],
-        kat_prefix: "KAT_CryptHash_",
-        kat_driver: "",
+        kat_prefix: "",
+        kat_driver: "driver:iccs_hash_kat.c",
+        kat_text: KatText::Schedule,
+        iccs: &["drng.c"],
+        profiled: false,
     },
 ];
 
@@ -214,7 +247,25 @@ struct Kat {
     sha256: String,
     mode: Mode,
     records: usize,
+    /// Its digest covers the first `records` records (`:N`), not the whole text.
+    counted: bool,
+    /// The one `Dst_Len` of a hash KAT file (the width it was made at).
+    width: Option<u32>,
     why: String,
+}
+
+/// One KAT file of an instance (a hash function has four): the shipped file, or why none.
+struct PartKat {
+    part: KatPart,
+    kat: Option<Kat>,
+    why: String,
+}
+
+impl PartKat {
+    /// The file the harness's driver writes: `KAT_2_12_<label>.txt`, `KAT_KEM_<label>.txt`.
+    fn file(&self, f: &Found) -> String {
+        format!("{}{}{}.txt", self.part.prefix, f.shape.kat_prefix, f.label)
+    }
 }
 
 /// What onboarding found for one instance folder.
@@ -230,10 +281,20 @@ struct Found {
     sources_why: String,
     includes: Vec<String>,
     unresolved: Vec<String>,
-    kat: Option<Kat>,
-    kat_why: String,
+    kats: Vec<PartKat>,
     /// A key exchange's passes and where the guess comes from.
     passes: Option<(u32, String)>,
+    /// A hash function's digest width and where it comes from, or why none is known.
+    width: Option<std::result::Result<(u32, String), String>>,
+    /// Why the header says the instance is an extendable-output function.
+    xof: Option<String>,
+}
+
+impl Found {
+    /// The shipped KAT files found, each with its part.
+    fn shipped(&self) -> impl Iterator<Item = (&PartKat, &Kat)> {
+        self.kats.iter().filter_map(|p| p.kat.as_ref().map(|k| (p, k)))
+    }
 }
 
 /// The instance folders of the tree: each folder holding an API header (a header that
@@ -405,15 +466,21 @@ fn resolve_include(tree: &Tree, (from, name): (&str, &str), dir: &str, dirs: &mu
     Some(hit)
 }
 
-/// The shipped KAT file of an instance: `KAT_<TYPE>_<name>.txt` under a `Test_Vector*`
-/// folder (else anywhere), by the header's name, the label or the folder name.
-fn find_kat(tree: &Tree, f: &Found) -> (Option<String>, String) {
+/// One shipped KAT file of an instance: `KAT_<TYPE>_<name>.txt` (a hash's
+/// `KAT_2_12_<name>.txt`, ...) under a `Test_Vector*` folder (else anywhere), by the
+/// header's name, the label or the folder name.
+fn find_kat(tree: &Tree, f: &Found, part: &KatPart) -> (Option<String>, String) {
     let folder = base(&f.dir);
     let names: Vec<String> = [f.declared.as_deref(), Some(f.label.as_str()), Some(folder)]
         .into_iter()
         .flatten()
-        .map(|n| format!("{}{n}.txt", f.shape.kat_prefix))
-        .collect();
+        .map(|n| format!("{}{}{n}.txt", part.prefix, f.shape.kat_prefix))
+        .fold(Vec::new(), |mut v, n| {
+            if !v.contains(&n) {
+                v.push(n);
+            }
+            v
+        });
     let in_vectors = |p: &str| {
         let comps: Vec<&str> = p.split('/').collect();
         comps.iter().any(|c| c.to_ascii_lowercase().starts_with("test_vector")) && !comps.contains(&"Others")
@@ -443,14 +510,21 @@ fn find_kat(tree: &Tree, f: &Found) -> (Option<String>, String) {
     (None, format!("no KAT file found (looked for {})", tried.join(", ")))
 }
 
-/// Lines the record and template checks look at: their first bytes are enough.
+/// Lines the record, template and width checks look at: their first bytes are enough.
 struct Scan {
+    text: KatText,
     records: usize,
     blank_len: bool,
+    blank_dst: bool,
+    widths: BTreeSet<String>,
     line: Vec<u8>,
 }
 
 impl Scan {
+    fn new(text: KatText) -> Scan {
+        Scan { text, records: 0, blank_len: false, blank_dst: false, widths: BTreeSet::new(), line: Vec::new() }
+    }
+
     fn feed(&mut self, bytes: &[u8]) {
         for &b in bytes {
             if b == b'\n' {
@@ -463,21 +537,38 @@ impl Scan {
 
     fn end(&mut self) {
         let line = String::from_utf8_lossy(&self.line).replace('\r', "");
-        if kat::is_record_start(&line) {
-            self.records += 1;
-        }
-        if kat::is_len_line(&line) && line.split_once('=').is_some_and(|(_, v)| v.trim().is_empty()) {
+        let field = line.split_once('=').map(|(k, v)| (k.trim(), v.trim()));
+        let starts = match self.text {
+            KatText::Counted => kat::is_record_start(&line),
+            KatText::Schedule => field.is_some_and(|(k, _)| k == "Msg_Len"),
+        };
+        self.records += usize::from(starts);
+        if kat::is_len_line(&line) && field.is_some_and(|(_, v)| v.is_empty()) {
             self.blank_len = true;
         }
+        match field {
+            Some(("Dst", "")) => self.blank_dst = true,
+            Some(("Dst_Len", v)) if self.widths.len() < 4 => {
+                self.widths.insert(v.to_owned());
+            }
+            _ => {}
+        }
         self.line.clear();
+    }
+
+    /// The one `Dst_Len` of the file, when it has exactly one and it is a number.
+    fn width(&self) -> Option<u32> {
+        let [one] = self.widths.iter().collect::<Vec<_>>()[..] else { return None };
+        one.parse().ok()
     }
 }
 
 /// The digest of a shipped KAT file: `strict`, or `nolen` when its lengths are blank
-/// (template mode), over the records it has; streamed, so any size is fine.
-fn digest_kat(tree: &Tree, path: &str) -> Result<Kat> {
+/// (template mode), over the records it has; a hash's file whole, `strict`, and none
+/// for a template (blank digests). Streamed, so any size is fine.
+fn digest_kat(tree: &Tree, path: &str, text: KatText) -> Result<Kat> {
     let file = project::open_regular(&tree.top.join(path))?;
-    let mut scan = Scan { records: 0, blank_len: false, line: Vec::new() };
+    let mut scan = Scan::new(text);
     let mut strict = Canonical::new(Mode::Strict, None, Sha256::new());
     let mut nolen = Canonical::new(Mode::Nolen, None, Sha256::new());
     let mut reader = std::io::BufReader::new(file);
@@ -492,16 +583,22 @@ fn digest_kat(tree: &Tree, path: &str) -> Result<Kat> {
         nolen.update(&buf[..n]);
     }
     scan.end();
-    let (mode, c, why) = if scan.blank_len {
+    let counted = text == KatText::Counted;
+    if scan.records == 0 {
+        let key = if counted { "Count =" } else { "Msg_Len =" };
+        anyhow::bail!("{}: no `{key}` line, not a KAT text", q(path));
+    }
+    if !counted && scan.blank_dst {
+        anyhow::bail!("{}: its `Dst =` lines are blank (template mode), so its digest would check no output", q(path));
+    }
+    let (mode, c, why) = if counted && scan.blank_len {
         (Mode::Nolen, nolen, "its `*_Len =` lines are blank (template mode), so the lengths are left out (nolen)")
     } else {
         (Mode::Strict, strict, "the canonical strict text")
     };
     let sha256 = kat::finish_digest(c).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
-    if scan.records == 0 {
-        anyhow::bail!("{}: no `Count =` line, not a KAT text", q(path));
-    }
-    Ok(Kat { path: path.to_owned(), sha256, mode, records: scan.records, why: why.to_owned() })
+    let (records, width, why) = (scan.records, scan.width(), why.to_owned());
+    Ok(Kat { path: path.to_owned(), sha256, mode, records, counted, width, why })
 }
 
 /// A plain label from a folder name: every other character becomes `-`.
@@ -570,9 +667,6 @@ struct Analysis {
     iccs_elsewhere: BTreeMap<&'static str, Vec<String>>,
 }
 
-/// The ICCS API files the harness adds when an instance's sources lack them.
-const ICCS_NAMES: &[&str] = &["drng.c", "auxfunc.c"];
-
 fn analyse(tree: &Tree) -> Result<Analysis> {
     let mut notes = Vec::new();
     if !tree.unnameable.is_empty() {
@@ -587,20 +681,8 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
     if dirs.is_empty() {
         return crate::ui::usage(
             "no instance folder found: no folder holds a header declaring an ICCS API (kem_keygen, kem_enc, kem_dec; \
-             sig_keygen, sig_sign, sig_verify; kex_init_a) beside C sources. Write the manifest by hand (README, \"Adding a submission\")",
+             sig_keygen, sig_sign, sig_verify; kex_init_a; CryptHash) beside C sources. Write the manifest by hand (README, \"Adding a submission\")",
         );
-    }
-    // Drafts exist for the shapes with a KAT driver here; a hash manifest needs each
-    // instance's width, which only the submitter's documents give reliably.
-    if let Some((d, h, s)) = dirs.iter().find(|(_, _, s)| s.kat_driver.is_empty()) {
-        return crate::ui::usage(format!(
-            "family {} cannot be onboarded yet: {} in {} declares the {} API, and onboard drafts kem, sig and kex \
-             manifests only (write a hash manifest by hand: README, \"Hash functions\")",
-            s.family,
-            q(base(h)),
-            q(d),
-            s.family
-        ));
     }
     let families: BTreeSet<FamilyId> = dirs.iter().map(|(_, _, s)| s.family).collect();
     if families.len() > 1 {
@@ -632,9 +714,10 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
                 sources_why,
                 includes,
                 unresolved,
-                kat: None,
-                kat_why: String::new(),
+                kats: Vec::new(),
                 passes: None,
+                width: None,
+                xof: None,
             }
         })
         .collect();
@@ -649,29 +732,55 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
             "no instance folder has a source the harness's rule would compile: write the manifest by hand",
         );
     }
-    let iccs_elsewhere = ICCS_NAMES.iter().map(|n| (*n, tree.by_name.get(*n).cloned().unwrap_or_default())).collect();
+    let shape = found[0].shape;
+    let iccs_elsewhere = shape.iccs.iter().map(|n| (*n, tree.by_name.get(*n).cloned().unwrap_or_default())).collect();
     choose_labels(&mut found);
+    let family = shape.family.get()?;
     for f in &mut found {
-        let (path, why) = find_kat(tree, f);
-        f.kat_why = why;
-        if let Some(p) = path {
-            match digest_kat(tree, &p) {
-                Ok(k) => f.kat = Some(k),
-                Err(e) => f.kat_why = format!("{}, but {e:#}", f.kat_why),
-            }
+        f.kats = family.kat_parts.iter().map(|part| read_kat(tree, f, part)).collect();
+        let header = tree.read(&f.header);
+        if family.passes {
+            let kat = f.shipped().next().map(|(_, k)| tree.read(&k.path));
+            f.passes = Some(guess_passes(kat.as_deref(), &header));
         }
-        if f.shape.family.get().is_ok_and(|family| family.passes) {
-            let kat = f.kat.as_ref().map(|k| tree.read(&k.path));
-            f.passes = Some(guess_passes(kat.as_deref(), &tree.read(&f.header)));
+        if family.digest_width {
+            f.xof = guess_xof(f.declared.as_deref(), &header);
+            f.width = Some(guess_width(f, &header));
         }
     }
+    let mut no_width = Vec::new();
+    found.retain(|f| match &f.width {
+        Some(Err(why)) => {
+            no_width.push(format!("left out {} ({}): no digest width: {why}", f.label, q(&f.dir)));
+            false
+        }
+        _ => true,
+    });
+    if found.is_empty() {
+        return crate::ui::usage(format!(
+            "no instance's digest width is said by the archive:\n  {}\nwrite the manifest by hand (README, \
+             \"Hash functions\")",
+            no_width.join("\n  ")
+        ));
+    }
+    notes.extend(no_width);
     let mut paths: Vec<&str> = found.iter().map(|f| f.dir.as_str()).collect();
-    paths.extend(found.iter().filter_map(|f| f.kat.as_ref()).map(|k| parent(&k.path)));
+    paths.extend(found.iter().flat_map(Found::shipped).map(|(_, k)| parent(&k.path)));
     let root = common_folder(&paths);
     // The root stays strictly above every instance folder (`{dir}` is never `.`).
     let root = if found.iter().any(|f| f.dir == root) { parent(&root).to_owned() } else { root };
     let folders = tree.files.iter().flat_map(|f| ancestors(f)).collect();
     Ok(Analysis { found, notes, root, folders, iccs_elsewhere })
+}
+
+/// One KAT file of `f`: the shipped one found and its digest, or why there is none.
+fn read_kat(tree: &Tree, f: &Found, part: &KatPart) -> PartKat {
+    let (path, why) = find_kat(tree, f, part);
+    let Some(p) = path else { return PartKat { part: *part, kat: None, why } };
+    match digest_kat(tree, &p, f.shape.kat_text) {
+        Ok(k) => PartKat { part: *part, kat: Some(k), why },
+        Err(e) => PartKat { part: *part, kat: None, why: format!("{why}, but {e:#}") },
+    }
 }
 
 /// A key exchange's passes: the shipped KAT file's first `Pass_Num` (blank in template
@@ -686,6 +795,124 @@ fn guess_passes(kat: Option<&str>, header: &str) -> (u32, String) {
         .take_while(|k| declares(header, &format!("kex_generate_pass{k}_msg_{}", if k % 2 == 1 { 'a' } else { 'b' })))
         .count() as u32;
     (declared, format!("the header declares kex_generate_pass1 to pass{declared} (no Pass_Num in a shipped KAT file)"))
+}
+
+/// `#define NAME VALUE` lines of a header whose value is a plain decimal number.
+fn numeric_defines(text: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) =
+            line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|r| r.strip_prefix("define"))
+        else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let (Some(name), Some(value), None) = (words.next(), words.next(), words.next()) else { continue };
+        let value = value.trim_start_matches('(').trim_end_matches(')').trim_end_matches(['u', 'U', 'l', 'L']);
+        if let Ok(n) = value.parse() {
+            out.push((name.to_owned(), n));
+        }
+    }
+    out
+}
+
+/// How a macro name says a width: its rank (`DIGEST_BIT_LENGTH`, the ICCS template's,
+/// first; another digest or output length in bits; one in bytes) and bits per unit.
+fn width_macro(name: &str) -> Option<(u8, u64)> {
+    let up = name.to_ascii_uppercase();
+    let about = ["DIGEST", "OUTPUT", "HASH"].iter().any(|w| up.contains(w));
+    match () {
+        _ if name == "DIGEST_BIT_LENGTH" => Some((0, 1)),
+        _ if about && up.contains("BIT") => Some((1, 1)),
+        _ if about && up.contains("BYTE") => Some((2, 8)),
+        _ => None,
+    }
+}
+
+/// The header's word for the width: the macro of the best rank and its bits; several
+/// different values of that rank are no answer.
+fn header_width(header: &str) -> std::result::Result<Option<(String, u64)>, String> {
+    let defs: Vec<(u8, String, u64)> = numeric_defines(header)
+        .into_iter()
+        .filter_map(|(n, v)| width_macro(&n).map(|(rank, scale)| (rank, n, v.saturating_mul(scale))))
+        .collect();
+    let Some(best) = defs.iter().map(|(r, _, _)| *r).min() else { return Ok(None) };
+    let hits: Vec<&(u8, String, u64)> = defs.iter().filter(|(r, _, _)| *r == best).collect();
+    let values: BTreeSet<u64> = hits.iter().map(|(_, _, v)| *v).collect();
+    if values.len() > 1 {
+        let list: Vec<String> = hits.iter().map(|(_, n, v)| format!("{n} {v}")).collect();
+        return Err(format!("the header defines several widths ({})", list.join(", ")));
+    }
+    Ok(hits.first().map(|(_, n, v)| (n.clone(), *v)))
+}
+
+/// The number a label ends in (`-256`, `_512`, `FEILIAN512`).
+fn trailing_number(label: &str) -> Option<u64> {
+    let digits = label.len() - label.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    label[label.len() - digits..].parse().ok()
+}
+
+/// A width the loader takes: whole bytes, at most the Loop's.
+fn usable_width(bits: u64) -> Option<u32> {
+    let max = u64::from(crate::build::submission::MAX_DIGEST_BITS);
+    (bits > 0 && bits.is_multiple_of(8) && bits <= max).then_some(bits as u32)
+}
+
+/// A hash instance's digest width, from what the archive says (nothing is run): the
+/// shipped KAT files' `Dst_Len` (the width their digests were made at), else the
+/// header's define, else the label's trailing number (never an XOF's: Dragon-XOF-256
+/// is 1280 bits). A source that names an unusable width is passed over, and said.
+fn guess_width(f: &Found, header: &str) -> std::result::Result<(u32, String), String> {
+    let mut said: Vec<(u64, String)> = Vec::new();
+    let mut passed = Vec::new();
+    let kats: BTreeSet<u32> = f.shipped().filter_map(|(_, k)| k.width).collect();
+    match kats.iter().collect::<Vec<_>>()[..] {
+        [] => {}
+        [one] => said.push((u64::from(*one), format!("the shipped KAT files' `Dst_Len = {one}`"))),
+        _ => return Err(format!("the shipped KAT files disagree on Dst_Len ({kats:?})")),
+    }
+    match header_width(header) {
+        Ok(Some((name, bits))) => {
+            said.push((bits, format!("`#define {name}` in {} ({bits} bits)", q(base(&f.header)))))
+        }
+        Ok(None) => passed.push(format!("{} defines no digest length", q(base(&f.header)))),
+        Err(why) => passed.push(why),
+    }
+    match (trailing_number(&f.label), &f.xof) {
+        (Some(n), None) => said.push((n, format!("the label's trailing number {n}"))),
+        (Some(_), Some(_)) => passed.push("an XOF label's number is not always its output length".into()),
+        (None, _) => passed.push("the label ends in no number".into()),
+    }
+    let Some(pos) = said.iter().position(|(bits, _)| usable_width(*bits).is_some()) else {
+        passed.extend(said.iter().map(|(b, why)| format!("{why}: {b} bits is no usable width")));
+        let none = if kats.is_empty() { "no shipped KAT file gives `Dst_Len`; " } else { "" };
+        return Err(format!("{none}{}", passed.join("; ")));
+    };
+    let (bits, why) = &said[pos];
+    let others: Vec<String> = said.iter().filter(|(b, _)| b != bits).map(|(b, w)| format!("{w} says {b}")).collect();
+    let why = if others.is_empty() { why.clone() } else { format!("{why}; but {}", others.join(", ")) };
+    Ok((*bits as u32, why))
+}
+
+/// Why the header says the instance is an extendable-output function: its
+/// `ALGORITHM_INSTANCE` has an `XOF` part, or a macro names XOF or squeezing.
+fn guess_xof(declared: Option<&str>, header: &str) -> Option<String> {
+    let xof_part = |n: &str| n.split(['-', '_']).any(|p| p.eq_ignore_ascii_case("XOF"));
+    if let Some(d) = declared.filter(|d| xof_part(d)) {
+        return Some(format!("ALGORITHM_INSTANCE {} names an XOF", q(d)));
+    }
+    defined_names(header).into_iter().find_map(|n| {
+        let up = n.to_ascii_uppercase();
+        (up.contains("XOF") || up.contains("SQUEEZE")).then(|| format!("the header defines {}", q(&n)))
+    })
+}
+
+/// Every macro name a header `#define`s.
+fn defined_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix('#').map(str::trim_start)?.strip_prefix("define"))
+        .filter_map(|r| r.split(|c: char| c.is_whitespace() || c == '(').find(|w| !w.is_empty()).map(str::to_owned))
+        .collect()
 }
 
 /// The folders above `rel`, nearest first.
@@ -789,7 +1016,13 @@ fn drafted<'a>(a: &'a Analysis) -> Result<Vec<Drafted<'a>>> {
                 sources: f.sources.iter().map(|s| t(s)).collect(),
                 includes: f.includes.iter().map(|s| t(s)).collect(),
                 header: t(&f.header),
-                reference: f.kat.as_ref().map(|k| t(&k.path)),
+                // `reference` names one file: an instance of several has none.
+                reference: f
+                    .kats
+                    .first()
+                    .filter(|_| f.kats.len() == 1)
+                    .and_then(|p| p.kat.as_ref())
+                    .map(|k| t(&k.path)),
                 f,
                 inst,
             })
@@ -844,8 +1077,12 @@ fn render(d: &Draft, a: &Analysis) -> Result<(String, String)> {
         render_instance(&mut doc, item, &items);
     }
     doc.line("");
-    doc.comment("`cargo xtask profile`: the ICCS placeholder hash functions and DRNG (ICCS API names).");
-    doc.0.push_str(ICCS_GROUPS);
+    if shape.profiled {
+        doc.comment("`cargo xtask profile`: the ICCS placeholder hash functions and DRNG (ICCS API names).");
+    }
+    if shape.profiled {
+        doc.0.push_str(ICCS_GROUPS);
+    }
     Ok((doc.0, kat_lines(d, &items)))
 }
 
@@ -915,7 +1152,7 @@ fn render_build(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
 /// Official ICCS `drng.c`/`auxfunc.c` for a tree whose sources lack them.
 fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
     let mut iccs = Vec::new();
-    for name in ICCS_NAMES {
+    for name in a.found[0].shape.iccs {
         let lacking: Vec<&str> = items
             .iter()
             .filter(|i| !i.f.sources.iter().any(|s| base(s) == *name))
@@ -940,7 +1177,10 @@ fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
         }
     }
     if !iccs.is_empty() {
-        doc.comment("as the harness adds api/drng.c and api/auxfunc.c; verify needs the ICCS API package API_PKC.zip");
+        doc.comment(&format!(
+            "as the harness adds {}; verify needs the ICCS API package API_PKC.zip",
+            a.found[0].shape.iccs.iter().map(|n| format!("api/{n}")).collect::<Vec<_>>().join(" and ")
+        ));
         doc.strings("iccs", &iccs);
     }
 }
@@ -953,6 +1193,11 @@ fn render_kat(doc: &mut Doc, shape: &Shape, items: &[Drafted]) {
     let header = if headers.len() == 1 { items[0].header.clone() } else { "{api_header}".to_owned() };
     doc.comment(&format!("guessed: the header that declares {} in the instance folder", shape.markers.join(", ")));
     doc.kv("api_header", header.as_str());
+    let parts = &items[0].f.kats;
+    if parts.len() > 1 {
+        let names: Vec<String> = parts.iter().map(|p| format!("{}<file>", p.part.prefix)).collect();
+        doc.comment(&format!("the {} files are {}", parts.len(), names.join(", ")));
+    }
     doc.kv("file", format!("{}{{label}}.txt", shape.kat_prefix));
     let refs: BTreeSet<&String> = items.iter().filter_map(|i| i.reference.as_ref()).collect();
     match refs.iter().next() {
@@ -965,7 +1210,7 @@ fn render_kat(doc: &mut Doc, shape: &Shape, items: &[Drafted]) {
     }
     doc.line("");
     doc.line("[bench]");
-    doc.comment("guessed: the ICCS API (kem_*/sig_* and the ICCS DRNG) through the same header");
+    doc.comment(&format!("guessed: the ICCS API ({}) through the same header", shape.markers.join(", ")));
     doc.kv("api", "iccs");
     doc.kv("header", header.as_str());
 }
@@ -975,7 +1220,7 @@ fn render_kat(doc: &mut Doc, shape: &Shape, items: &[Drafted]) {
 fn own_iccs(item: &Drafted, items: &[Drafted]) -> Vec<String> {
     let lacks = |i: &Drafted, name: &str| !i.f.sources.iter().any(|s| base(s) == name);
     let all = |name: &str| items.iter().all(|i| lacks(i, name));
-    ICCS_NAMES.iter().filter(|n| lacks(item, n) && !all(n)).map(|n| (*n).to_owned()).collect()
+    item.f.shape.iccs.iter().filter(|n| lacks(item, n) && !all(n)).map(|n| (*n).to_owned()).collect()
 }
 
 fn render_instance(doc: &mut Doc, item: &Drafted, items: &[Drafted]) {
@@ -1003,19 +1248,35 @@ fn render_instance(doc: &mut Doc, item: &Drafted, items: &[Drafted]) {
         doc.comment("guessed: its sources lack these, so it takes the official ICCS copies");
         doc.strings("iccs", &iccs);
     }
-    match &f.kat {
-        Some(k) => {
-            doc.comment(&format!("KAT: {}; {} record(s); {}", f.kat_why, k.records, k.why));
-            if k.records != 10 {
-                doc.comment("guessed: the driver replays as many records as the shipped file has");
-                doc.kv("kat_records", i64::try_from(k.records).unwrap_or(i64::MAX));
-            }
-        }
-        None => doc.comment(&format!("KAT: {}; verify will say NOKAT", f.kat_why)),
+    for p in &f.kats {
+        render_part(doc, p);
     }
     if let Some((n, why)) = &f.passes {
         doc.comment(&format!("guessed passes: {why}; verify checks kex_get_passes_num() says the same"));
         doc.kv("passes", i64::from(*n));
+    }
+    if let Some(why) = &f.xof {
+        doc.comment(&format!("guessed: an extendable-output instance: {why}; digest_bits is its one output length"));
+        doc.kv("xof", true);
+    }
+    if let Some(Ok((bits, why))) = &f.width {
+        doc.comment(&format!("guessed digest width: {why}"));
+        doc.kv("digest_bits", i64::from(*bits));
+    }
+}
+
+/// The comment on one KAT file of an instance (and `kat_records` where it counts).
+fn render_part(doc: &mut Doc, p: &PartKat) {
+    let name = if p.part.id.is_empty() { "KAT".to_owned() } else { format!("KAT {}", p.part.id) };
+    match &p.kat {
+        Some(k) => {
+            doc.comment(&format!("{name}: {}; {} record(s); {}", p.why, k.records, k.why));
+            if k.counted && k.records != 10 {
+                doc.comment("guessed: the driver replays as many records as the shipped file has");
+                doc.kv("kat_records", i64::try_from(k.records).unwrap_or(i64::MAX));
+            }
+        }
+        None => doc.comment(&format!("{name}: {}; verify will say NOKAT", p.why)),
     }
 }
 
@@ -1025,15 +1286,21 @@ fn kat_lines(d: &Draft, items: &[Drafted]) -> String {
         q(d.archive.file_name().unwrap_or(""))
     );
     for i in items {
-        let Some(k) = &i.f.kat else { continue };
-        let mode = match k.records {
-            10 => format!("{:?}", k.mode).to_lowercase(),
-            n => format!("{}:{n}", format!("{:?}", k.mode).to_lowercase()),
-        };
-        out.push_str(&format!("# {} from {}\n", i.f.label, q(&k.path)));
-        out.push_str(&format!("{} {mode} {}/{}{}.txt\n", k.sha256, i.f.label, i.f.shape.kat_prefix, i.f.label));
+        for (p, k) in i.f.shipped() {
+            out.push_str(&format!("# {} from {}\n", i.f.label, q(&k.path)));
+            out.push_str(&format!("{} {} {}/{}\n", k.sha256, mode_word(k), i.f.label, p.file(i.f)));
+        }
     }
     out
+}
+
+/// `strict`, `nolen:3`: the mode and records of a `kat.sha256` line.
+fn mode_word(k: &Kat) -> String {
+    let mode = format!("{:?}", k.mode).to_lowercase();
+    match k.records {
+        n if k.counted && n != 10 => format!("{mode}:{n}"),
+        _ => mode,
+    }
 }
 
 /// A word a POSIX shell reads back as itself.
@@ -1133,15 +1400,18 @@ impl Onboard {
     fn tell(&self, a: &Analysis, manifest: &Utf8Path, kat_path: &Utf8Path) {
         crate::say!("onboard: {} instance(s), family {}", a.found.len(), a.found[0].shape.family);
         for f in &a.found {
-            let kat = f.kat.as_ref().map_or("no KAT file".to_owned(), |k| {
-                format!(
-                    "{}{} {}",
-                    format!("{:?}", k.mode).to_lowercase(),
-                    if k.records == 10 { String::new() } else { format!(":{}", k.records) },
-                    &k.sha256[..12]
-                )
-            });
-            crate::say!("  {:<24} {} ({} sources) {kat}", f.label, q(&f.dir), f.sources.len());
+            let kats: Vec<String> = f
+                .kats
+                .iter()
+                .map(|p| {
+                    p.kat.as_ref().map_or("no KAT file".to_owned(), |k| format!("{} {}", mode_word(k), &k.sha256[..12]))
+                })
+                .collect();
+            let width = match &f.width {
+                Some(Ok((bits, _))) => format!(" {bits} bits{}", if f.xof.is_some() { " (XOF)" } else { "" }),
+                _ => String::new(),
+            };
+            crate::say!("  {:<24} {} ({} sources){width} {}", f.label, q(&f.dir), f.sources.len(), kats.join(", "));
         }
         for n in &a.notes {
             crate::say!("  note: {n}");
@@ -1173,6 +1443,20 @@ mod tests {
         assert!(why.contains("pass2"), "{why}");
         assert_eq!(guess_passes(None, "int kex_init_a(void);\n").0, 0, "a non-interactive exchange");
         assert_eq!(guess_passes(Some("Pass_Num = 1099511627776\n"), header).0, 2, "beyond 8: not taken");
+    }
+
+    #[test]
+    fn a_header_says_a_width_by_its_best_macro_and_an_xof_by_its_name() {
+        let h = "#define DIGEST_BIT_LENGTH 768\n#define OUTPUT_BYTES 64\n#define CAPACITY_BITS 576\n";
+        assert_eq!(header_width(h), Ok(Some(("DIGEST_BIT_LENGTH".into(), 768))));
+        assert_eq!(header_width("#define HASH_OUTPUT_BYTES (64)\n"), Ok(Some(("HASH_OUTPUT_BYTES".into(), 512))));
+        assert!(header_width("#define DIGEST_BIT_LENGTH 256\n#define DIGEST_BIT_LENGTH 512\n").is_err());
+        assert_eq!(header_width("#define STATE_BITS (DIGEST_BIT_LENGTH + 64)\n"), Ok(None));
+        assert_eq!((trailing_number("FEILIAN512"), trailing_number("X-XOF")), (Some(512), None));
+        assert_eq!(usable_width(1001), None);
+        assert!(guess_xof(Some("Thunder-XOF-256"), "").is_some());
+        assert!(guess_xof(Some("Thunder-512"), "#define SQUEEZE_BIT_LENGTH 1280\n").is_some());
+        assert!(guess_xof(Some("Xoferia-512"), "#define DIGEST_BIT_LENGTH 512\n").is_none());
     }
 
     #[test]

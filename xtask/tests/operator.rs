@@ -127,6 +127,43 @@ fn every_missing_archive_is_named_at_once_in_verify_and_campaign() {
 }
 
 #[test]
+fn a_dry_run_says_every_step_and_missing_archive_without_an_engine() {
+    let f = FakeEngines::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp_out(tmp.path());
+    let args = ["campaign", "pqclean-ml-kem", "kem-03", "kem-07", "--system", "arm_1", "--engine", "podman"];
+    let run = f.run(&[&args[..], &["--dry-run", "--out", out.to_str().unwrap()]].concat());
+    assert_eq!(run.status.code(), Some(2), "a missing archive: campaign's exit");
+    let text = common::stdout(&run);
+    for line in [
+        "campaign --dry-run on arm_1 (aarch64, toolchain ubuntu-26.04, engine podman)",
+        "  image\n",
+        "  verify pqclean-ml-kem\n  bench pqclean-ml-kem\n  profile pqclean-ml-kem\n  ct pqclean-ml-kem\n",
+        "  verify kem-03: skipped, its archive is missing",
+        "  verify kem-07: skipped, every instance is built on other architectures only (manifest)",
+        "missing (1):\n  - kem-03 needs its archive BAG-Loong.zip (16321958 bytes, SHA-256 2795fd57",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    assert_eq!(f.calls(), "", "a dry run calls no engine");
+    assert!(!out.exists(), "and writes no evidence");
+
+    // The same as JSON; nothing missing: exit 0.
+    let run = f.run(&[&args[..], &["--dry-run", "--no-ct", "--json", "--out", out.to_str().unwrap()]].concat());
+    let report: xtask::evidence::schema::CampaignReport = serde_json::from_slice(&run.stdout).unwrap();
+    let step = |name: &str| report.steps.iter().find(|s| s.step == name).unwrap();
+    assert_eq!(
+        (step("bench pqclean-ml-kem").outcome.as_str(), step("ct pqclean-ml-kem").outcome.as_str()),
+        ("planned", "skipped")
+    );
+    assert_eq!(step("ct pqclean-ml-kem").detail.as_deref(), Some("--no-ct"));
+    assert_eq!(report.missing.len(), 1);
+    let run = f.run(&["campaign", "pqclean-ml-kem", "--engine", "podman", "--dry-run", "--out", out.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(0));
+    assert_eq!(f.calls(), "");
+}
+
+#[test]
 fn results_usage_and_failures_have_distinct_exit_codes() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("out");

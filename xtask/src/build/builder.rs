@@ -829,14 +829,7 @@ impl Inputs {
     /// Every missing archive at once, before anything is extracted or built.
     /// A submission with no instance left to build here (`arch`) needs no archive.
     pub fn check_archives(&self, subs: &[Submission]) -> Result<()> {
-        let missing: Vec<String> = subs
-            .iter()
-            .filter(|s| !s.instances.is_empty())
-            .filter(|s| given_for(&self.source_dir, &s.id).is_none())
-            .filter_map(|s| sources::missing_archive(s, given_for(&self.archive, &s.id).as_deref()))
-            .chain(self.missing_iccs(subs))
-            .map(|m| format!("  - {m}"))
-            .collect();
+        let missing: Vec<String> = self.missing_archives(subs).into_iter().map(|m| format!("  - {m}")).collect();
         if missing.is_empty() {
             return Ok(());
         }
@@ -858,8 +851,21 @@ pub fn submission_id(given: &str) -> &str {
 }
 
 impl Inputs {
+    /// Every missing archive, one line each (file, size, SHA-256, page, where looked).
+    pub fn missing_archives(&self, subs: &[Submission]) -> Vec<String> {
+        subs.iter().filter_map(|s| self.missing_archive(s)).chain(self.missing_iccs(subs)).collect()
+    }
+
+    /// The archive `sub` needs and nobody gave; none when nothing of it is built here.
+    pub fn missing_archive(&self, sub: &Submission) -> Option<String> {
+        if sub.instances.is_empty() || given_for(&self.source_dir, &sub.id).is_some() {
+            return None;
+        }
+        sources::missing_archive(sub, given_for(&self.archive, &sub.id).as_deref())
+    }
+
     /// The ICCS API package, when a selected manifest takes its files and it is missing.
-    fn missing_iccs(&self, subs: &[Submission]) -> Option<String> {
+    pub fn missing_iccs(&self, subs: &[Submission]) -> Option<String> {
         let users: Vec<&str> = subs.iter().filter(|s| s.takes_iccs()).map(|s| s.id.as_str()).collect();
         if users.is_empty() {
             return None;
