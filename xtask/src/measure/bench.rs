@@ -857,12 +857,14 @@ impl HostCheck {
     }
 
     /// With the longer run (if one was needed): the trials' time per operation may not be
-    /// below its by more than `PROBE_AGREEMENT`. The run's is the CPU the host read per
-    /// operation (its own word where the host read none): a loaded machine stretches a
-    /// run's wall time, never its CPU time.
+    /// below its by more than `PROBE_AGREEMENT`. The run's is the CPU the host read, in
+    /// the share of its accounted time that its timed loop took, per operation (its own
+    /// word where the host read none): a loaded machine stretches a run's wall time,
+    /// never its CPU time, and the share leaves out its setup and untimed preparation.
     fn with_probe(mut self, probe: Option<Probe>, kept: &[&DriverReport]) -> HostCheck {
         let Some(p) = probe else { return self };
-        let longer = p.host_cpu_ns.unwrap_or(p.ns) as f64 / p.iterations.max(1) as f64;
+        let share = p.ns as f64 / p.accounted_ns.max(1) as f64;
+        let longer = p.host_cpu_ns.map_or(p.ns as f64, |cpu| cpu as f64 * share) / p.iterations.max(1) as f64;
         let trials = median_per_op(kept);
         if trials * PROBE_AGREEMENT < longer {
             let why = format!(
@@ -1341,7 +1343,7 @@ mod tests {
         assert_eq!((c.credibility, c.probe), (Credibility::Checked, Some(agrees)));
         assert!(c.rule.contains("one run that long"), "{}", c.rule);
         // Forged only in short runs: 50 ns in the trials, 450 ns in the longer run.
-        let honest = Probe { iterations: 1_200_000, ns: 540_000_000, accounted_ns: 541_000_000, host_cpu_ns: None };
+        let honest = Probe { iterations: 1_200_000, ns: 540_000_000, accounted_ns: 540_000_000, host_cpu_ns: None };
         let c = checked().with_probe(Some(honest), &kept);
         assert_eq!(c.credibility, Credibility::NotCredible);
         assert!(c
@@ -1352,6 +1354,11 @@ mod tests {
         // The host's CPU is the run's figure where it was read: its own word does not help it.
         let read = Probe { host_cpu_ns: Some(540_000_000), ..claims_50_ns() };
         assert_eq!(checked().with_probe(Some(read), &kept).credibility, Credibility::NotCredible);
+        // Untimed preparation inside the run (a key exchange's fresh inputs) is not the
+        // operation's: three quarters of 240 ms of CPU outside the timed loop, 50 ns left.
+        let prepared =
+            Probe { iterations: 1_200_000, ns: 60_000_000, accounted_ns: 240_000_000, host_cpu_ns: Some(240_000_000) };
+        assert_eq!(checked().with_probe(Some(prepared), &kept).credibility, Credibility::Checked);
     }
 
     #[test]
