@@ -288,6 +288,10 @@ pub struct InstanceResult {
     /// PASS. Empty for families with one file, whose fields above describe it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<KatFileResult>,
+    /// The KAT run's container CPU as the host read it (families with one file), which
+    /// bench holds the timed figures against (`bench::kat_cross_check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kat_cpu_ns: Option<u64>,
     pub finished: String,
     pub harness_commit: String,
 }
@@ -570,6 +574,19 @@ pub struct HostCheck {
     /// (`bench::PROBE_FACTOR`); not among the figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<Probe>,
+    /// The KAT run of the same library, held against the timed figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kat_run: Option<KatRunCheck>,
+}
+
+/// The CPU the host read of a KAT run against what the timed figures say it needed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KatRunCheck {
+    pub kat_cpu_ns: u64,
+    pub records: u64,
+    /// Records × the sum of the mean times of the operations each record calls.
+    pub predicted_ns: u64,
+    pub credible: bool,
 }
 
 /// One run outside a record's figures, for the host's check.

@@ -507,6 +507,7 @@ impl Ctx<'_> {
             message: None,
             known_issue: None,
             files: Vec::new(),
+            kat_cpu_ns: None,
             finished: String::new(),
             harness_commit: self.harness_commit.clone(),
         };
@@ -602,6 +603,7 @@ impl Ctx<'_> {
         r.run_outcome = Some(f.outcome);
         r.run_seconds = Some(f.wall.as_secs_f64());
         r.output_bytes = Some(f.stdout_bytes);
+        r.kat_cpu_ns = f.cpu.ns();
         if let Some(status) = Status::from_run(f.outcome) {
             r.status = status;
             r.message = Some(self.describe(f.outcome, &f.stderr));

@@ -18,7 +18,8 @@ use crate::container::sandbox::{Limits, Sandbox};
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
     self, Calibration, Commands, ContentControl, ContentVerdict, Counter, Credibility, Disagreement, Environment,
-    HostCheck, LenStats, Memory, PlanRecord, Probe, Record, SizeAudit, SizeRecord, SlotTrial, ToolchainRecord,
+    HostCheck, KatRunCheck, LenStats, Memory, PlanRecord, Probe, Record, SizeAudit, SizeRecord, SlotTrial,
+    ToolchainRecord,
 };
 use crate::evidence::Layout;
 use crate::family::{Family, OpId};
@@ -499,6 +500,7 @@ impl Bench {
             }
             crate::evidence::update_index(&layout.out)?;
         }
+        kat_cross_check(ctx, facts, &built, layout, failures)?;
         Ok(api_sizes)
     }
 
@@ -817,6 +819,78 @@ impl Probe {
     }
 }
 
+/// A KAT run needs its records' calls and the start of its container; one whose CPU is
+/// more than `KAT_FACTOR` × what the timed figures say its calls need + `KAT_START_NS`
+/// holds the figures not credible: a library slow where its KAT text is made and fast
+/// where it is timed. The factor covers single cold calls against warm means and the
+/// KAT program's printing; the start, the container's (33-37 ms of CPU for `/bin/true`).
+pub const KAT_FACTOR: f64 = 10.0;
+pub const KAT_START_NS: u64 = 100_000_000;
+
+/// Whether a KAT run's CPU is within what the timed figures allow.
+pub fn kat_credible(kat_cpu_ns: u64, predicted_ns: u64) -> bool {
+    kat_cpu_ns as f64 <= KAT_FACTOR * predicted_ns as f64 + KAT_START_NS as f64
+}
+
+/// The KAT run of this library (the same set's verify summary), if there is one and the
+/// family says which operations each record calls, held against this instance's records
+/// of those operations; every one of them carries the check.
+fn kat_cross_check(
+    ctx: &Ctx,
+    facts: &RunFacts,
+    built: &BuiltFacts,
+    layout: &Layout,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let (id, label) = (&facts.sub.id, &built.inst.label);
+    // Under qemu-user a KAT run's CPU is the emulator's start and translation as much as
+    // the library's: nothing to hold the figures against.
+    if ctx.family.kat_calls.is_empty() || ctx.sb.jit {
+        return Ok(());
+    }
+    let Some(summary) = schema::read::<schema::Summary>(&layout.kat_summary(id))? else { return Ok(()) };
+    let same =
+        |r: &&schema::InstanceResult| r.label == *label && r.library_sha256.as_deref() == Some(&built.library_sha256);
+    let Some(kat_cpu_ns) = summary.instances.iter().find(same).and_then(|r| r.kat_cpu_ns) else { return Ok(()) };
+    let mut records = Vec::new();
+    for op in ctx.family.kat_calls {
+        let path = layout.record(id, label, op);
+        match schema::read::<Record>(&path)? {
+            Some(r) => records.push((path, r)),
+            None => return Ok(()), // not every call timed: nothing to hold it against
+        }
+    }
+    let n = u64::from(built.inst.kat_records);
+    let predicted_ns = (n as f64 * records.iter().map(|(_, r)| r.aggregate.mean_ns).sum::<f64>()) as u64;
+    let check = KatRunCheck { kat_cpu_ns, records: n, predicted_ns, credible: kat_credible(kat_cpu_ns, predicted_ns) };
+    let why = format!(
+        "the KAT run of this library took {:.1} ms of CPU for {n} records, the timed figures say its calls need {:.3} ms",
+        kat_cpu_ns as f64 / 1e6,
+        predicted_ns as f64 / 1e6
+    );
+    for (path, mut r) in records {
+        if !check.credible {
+            failures.push(format!("{id} {label} {}: timing not credible: {why}", r.op.name()));
+            if r.host_check.credibility != Credibility::NotCredible || r.host_check.kat_run.is_none() {
+                r.host_check.credibility = Credibility::NotCredible;
+                r.host_check.detail = Some(r.host_check.detail.map_or(why.clone(), |d| format!("{d}; {why}")));
+            }
+        }
+        if r.host_check.kat_run.as_ref() != Some(&check) {
+            if r.host_check.kat_run.is_none() {
+                r.host_check.rule += &format!(
+                    "; the KAT run of the same library: its CPU <= {KAT_FACTOR} x records x the means of the \
+                     operations a record calls + {} ms",
+                    KAT_START_NS / 1_000_000
+                );
+            }
+            r.host_check.kat_run = Some(check.clone());
+            schema::write(&path, &r)?;
+        }
+    }
+    crate::evidence::update_index(&layout.out).map(drop)
+}
+
 /// Whether the host's reading is within the bound of the driver's accounted time.
 pub fn credible(accounted_ns: u64, host_cpu_ns: u64, allowance_ns: u64) -> bool {
     host_cpu_ns as f64 <= CPU_FACTOR * accounted_ns as f64 + allowance_ns as f64
@@ -853,7 +927,7 @@ impl HostCheck {
         } else {
             (Credibility::Checked, None)
         };
-        HostCheck { credibility, rule, detail, allowance_ns: Some(allowance_ns), probe: None }
+        HostCheck { credibility, rule, detail, allowance_ns: Some(allowance_ns), probe: None, kat_run: None }
     }
 
     /// With the longer run (if one was needed): the trials' time per operation may not be
@@ -1322,6 +1396,15 @@ mod tests {
     /// A longer run that reports 50 ns per operation of 1,200,000.
     fn claims_50_ns() -> Probe {
         Probe { iterations: 1_200_000, ns: 60_000_000, accounted_ns: 61_000_000, host_cpu_ns: None }
+    }
+
+    #[test]
+    fn a_kat_run_far_above_the_timed_figures_makes_them_not_credible() {
+        // The fixture's figures: an honest KAT run of 36 ms (the container's start), the
+        // chameleon's 165 ms, where the timed calls of 10 records need 0.05 ms.
+        assert!(kat_credible(36_014_541, 50_000) && !kat_credible(165_119_431, 50_000));
+        // Slow operations: a KAT run up to ten times what the warm means say, and the start.
+        assert!(kat_credible(1_100_000_000, 100_000_000) && !kat_credible(1_100_000_001, 100_000_000));
     }
 
     #[test]
