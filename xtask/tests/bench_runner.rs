@@ -63,10 +63,7 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
     assert!(text.contains("fixture-kem fix-leftover keygen: `/build/candidate < bench start` left"), "{text}");
     assert!(text.contains("process(es) behind when it ended (killed)"), "{text}");
     // The file it left for the next trial to read.
-    assert!(
-        text.contains("fixture-kem fix-residue keygen: `/build/candidate < bench start` left 1 file(s)"),
-        "{text}"
-    );
+    assert!(text.contains("fixture-kem fix-residue keygen: `/build/candidate < bench start` left 1 file(s)"), "{text}");
     for label in ["fix-leftover", "fix-residue"] {
         assert!(!common::layout(&out).record("fixture-kem", label, "keygen").exists(), "{label}: no record");
     }
