@@ -43,16 +43,21 @@ fn timing_reports_cannot_be_forged_from_the_candidates_process() {
         ("fix-slow", 16, "#define FIX_SLOW 1\n".into()),
         ("fix-clock", 16, format!("{DEFAULT}#define FIX_SLOW 1\n#define FIX_FORGE 1\n#define FIX_FORGE_CLOCK 1\n")),
         ("fix-stack", 16, format!("{DEFAULT}#define FIX_FORGE 1\n#define FIX_FORGE_STACK 1\n")),
+        (
+            "fix-burn",
+            16,
+            format!("{DEFAULT}#define FIX_FORGE 1\n#define FIX_FORGE_STACK 1\n#define FIX_FORGE_BURN 1\n"),
+        ),
     ];
     let (m, zip) = setup(tmp.path(), &insts);
     let out = tmp.path().join("out");
     // The interposed clock_gettime no longer reaches the driver, which reads the
     // kernel's clock by a raw system call (drivers/rawsys.h): those records are honest.
     // The clock readings moved forward in the driver's own frames are not, and the
-    // host's per-trial bound says so: the run fails on fix-stack alone.
+    // host's checks say so: the run fails on fix-stack and fix-burn.
     assert_eq!(exit_code("bench", &m, &zip, &out, &["--op", "keygen"]), Some(1));
     let rec = |label| record(&out, "fixture-kem", label, "keygen");
-    for label in ["fix-16", "fix-dtor", "fix-slow", "fix-clock", "fix-stack"] {
+    for label in ["fix-16", "fix-dtor", "fix-slow", "fix-clock", "fix-stack", "fix-burn"] {
         let r = rec(label);
         let outside = r.trials.iter().map(|t| t.host_cpu_ns.unwrap_or(0) as f64 - t.accounted_ns as f64);
         eprintln!(
@@ -85,6 +90,11 @@ fn timing_reports_cannot_be_forged_from_the_candidates_process() {
     // longer run is checked, and the host's CPU or its time per operation gives it away.
     let stack = rec("fix-stack");
     assert_eq!(stack.host_check.credibility, Credibility::NotCredible, "{:?}", stack.host_check);
+    // Burning CPU in a constructor raises the allowance, and every trial as much: the
+    // longer run grows with the allowance, and the forgery is still over the bound.
+    let burn = rec("fix-burn");
+    assert!(burn.host_check.allowance_ns > stack.host_check.allowance_ns, "{:?}", burn.host_check);
+    assert_eq!(burn.host_check.credibility, Credibility::NotCredible, "{:?}", burn.host_check);
     assert_eq!(rec("fix-16").host_check.credibility, Credibility::Checked);
     let page = xtask(&["report", m.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
     assert!(page.status.success());

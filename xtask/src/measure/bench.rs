@@ -181,10 +181,9 @@ impl Ctx<'_> {
             if !out.is_empty() {
                 return Err(ProgramFailed(format!("`{line}` printed {} bytes where nothing was due", out.len())).into());
             }
-            read.extend(cpu.ns());
+            read.extend(cpu.ns().map(|ns| ns as f64));
         }
-        read.sort_unstable();
-        Ok(read.get(read.len() / 2).copied())
+        Ok((!read.is_empty()).then(|| stats::median(read) as u64))
     }
 
     /// One run of the timing program with these words (through the runner when there
@@ -721,7 +720,7 @@ fn why_no_cycles(errno: i32) -> Option<String> {
 /// again for its spread, and a margin: `MARGIN_NS` natively, `EMULATED_MARGIN_NS` under
 /// qemu-user (whose translation of the code a trial runs is partly outside the accounted
 /// time). Measured on the fixture KEM (podman, x86-64): a start of 2.0-2.2 ms, honest
-/// trials 1.9-2.9 ms over their accounted time. A fixed allowance (100 ms before) let a
+/// trials 1.9-3.9 ms over their accounted time. A fixed allowance (100 ms before) let a
 /// fast operation's short trial hide a forgery inside it.
 pub const CPU_FACTOR: f64 = 1.25;
 pub const START_PROBES: usize = 3;
@@ -791,9 +790,7 @@ pub const PROBE_AGREEMENT: f64 = 2.0;
 /// Iterations of the longer run, or None when the trials are long enough themselves.
 fn probe_iterations(kept: &[&DriverReport], allowance_ns: u64) -> Option<u64> {
     let want = PROBE_FACTOR * allowance_ns;
-    let mut accounted: Vec<u64> = kept.iter().map(|r| r.accounted_ns).collect();
-    accounted.sort_unstable();
-    if accounted.get(accounted.len() / 2).is_none_or(|&a| a >= want) {
+    if kept.is_empty() || stats::median(kept.iter().map(|r| r.accounted_ns as f64).collect()) >= want as f64 {
         return None;
     }
     let per_op = median_per_op(kept).max(1.0);
@@ -803,9 +800,7 @@ fn probe_iterations(kept: &[&DriverReport], allowance_ns: u64) -> Option<u64> {
 
 /// The median of the reports' time per operation, in ns.
 fn median_per_op(reports: &[&DriverReport]) -> f64 {
-    let mut per_op: Vec<f64> = reports.iter().map(|r| r.ns as f64 / r.iterations.max(1) as f64).collect();
-    per_op.sort_by(f64::total_cmp);
-    per_op.get(per_op.len() / 2).copied().unwrap_or(0.0)
+    stats::median(reports.iter().map(|r| r.ns as f64 / r.iterations.max(1) as f64).collect())
 }
 
 impl Probe {

@@ -67,7 +67,8 @@ impl Trial {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median (NaN of nothing), the one rule every median of the tool follows.
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {
