@@ -1,7 +1,8 @@
 //! The trial runner (`drivers/bench_runner.c`) attacked from inside the candidate's
 //! process, as a hostile submitter would: a trial that leaves a busy child behind, one
 //! that leaves a file for the next trial, one that tries to stop or kill the runner and
-//! to write a forged frame into its stream, one that floods stderr. And `bench --resume`, per record.
+//! to write a forged frame into its stream, one that floods stderr, two that take their
+//! input before `main` to learn which run they are in. And `bench --resume`, per record.
 
 mod common;
 
@@ -29,6 +30,27 @@ const NOISY: &str = "#define _DEFAULT_SOURCE 1\n#include <string.h>\n#include <u
       static char junk[1 << 16];\n  memset(junk, 'n', sizeof junk);\n\
       for (int i = 0; i < 16; i++) { if (write(2, junk, sizeof junk) < 0) { return; } }\n}\n";
 
+/// The chameleon's first step: learn the run from its input before `main`. A thread
+/// takes stdin's line and passes it on through a pipe put in place of fd 0 (the library
+/// then knows whether it is timed); the other variant relays through a child process.
+const STEAL_THREAD: &str = "#define _GNU_SOURCE 1\n#include <pthread.h>\n#include <string.h>\n#include <unistd.h>\n\
+    static int fix_saved = -1, fix_pipe[2];\nvolatile int fix_timed;\n\
+    static void fix_relay_line(void) {\n\
+      char line[512]; size_t n = 0;\n\
+      while (n < sizeof line - 1 && read(fix_saved, line + n, 1) == 1) { if (line[n++] == '\\n') { break; } }\n\
+      fix_timed = strncmp(line, \"bench \", 6) == 0;\n\
+      if (write(fix_pipe[1], line, n) < 0) { return; }\n}\n\
+    static void *fix_relay(void *arg) { (void)arg; fix_relay_line(); close(fix_pipe[1]); return 0; }\n\
+    __attribute__((constructor)) static void fix_steal(void) {\n\
+      pthread_t t;\n  fix_saved = dup(0);\n\
+      if (pipe(fix_pipe) != 0 || dup2(fix_pipe[0], 0) != 0) { return; }\n\
+      if (FIX_STEAL_FORK) { if (fork() == 0) { fix_relay_line(); _exit(0); } close(fix_pipe[1]); return; }\n\
+      pthread_create(&t, 0, fix_relay, 0);\n}\n";
+
+fn steal(fork: bool) -> String {
+    format!("#define FIX_STEAL_FORK {}\n{STEAL_THREAD}", u8::from(fork))
+}
+
 fn setup(tmp: &std::path::Path, insts: &[Inst]) -> (std::path::PathBuf, std::path::PathBuf) {
     write_tree(&tmp.join("tree"), insts);
     let zip = tmp.join("Fixture KEM v1.zip");
@@ -51,6 +73,8 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
         ("fix-residue", 16, RESIDUE.into()),
         ("fix-tamper", 16, TAMPER.into()),
         ("fix-noisy", 16, NOISY.into()),
+        ("fix-steal", 16, steal(false)),
+        ("fix-relay", 16, steal(true)),
     ];
     let (m, zip) = setup(tmp.path(), &insts);
     let out = tmp.path().join("out");
@@ -59,12 +83,22 @@ fn a_trial_cannot_leave_anything_for_the_next_nor_reach_the_runner() {
     let text = format!("{}{}", stdout(&run), String::from_utf8_lossy(&run.stderr));
     // The busy child: killed, and the operation fails naming it; no record. Both act when
     // the library loads, so the first run of the container already shows it: the one that
-    // measures a trial process's start.
-    assert!(text.contains("fixture-kem fix-leftover keygen: `/build/candidate < bench start` left"), "{text}");
-    assert!(text.contains("process(es) behind when it ended (killed)"), "{text}");
+    // measures a trial process's start. The child is about when the trial waits for its
+    // input, so the input is never sent (such a child could take it and pass it on).
+    assert!(text.contains("fixture-kem fix-leftover keygen: `/build/candidate < bench start`: was killed before its input was sent: when it waited for it, it had"), "{text}");
+    assert!(text.contains("other process(es) about, one of which could take it"), "{text}");
     // The file it left for the next trial to read.
     assert!(text.contains("fixture-kem fix-residue keygen: `/build/candidate < bench start` left 1 file(s)"), "{text}");
-    for label in ["fix-leftover", "fix-residue"] {
+    // The chameleons that take the line before `main` and pass it on: never sent it.
+    let killed = "was killed before its input was sent: when it waited for it, it";
+    assert!(
+        text.contains(&format!("fix-steal keygen: `/build/candidate < bench start`: {killed} had other threads")),
+        "{text}"
+    );
+    let replaced =
+        format!("fix-relay keygen: `/build/candidate < bench start`: {killed} read it from a stdin that was no longer");
+    assert!(text.contains(&replaced), "{text}");
+    for label in ["fix-leftover", "fix-residue", "fix-steal", "fix-relay"] {
         assert!(!common::layout(&out).record("fixture-kem", label, "keygen").exists(), "{label}: no record");
     }
     // SIGSTOP and SIGKILL to the runner, its stream and its memory through /proc: none

@@ -103,6 +103,13 @@ fn timing(m: &Path, zip: &Path, out: &Path) {
         assert!(r.aggregate.mean_ticks > 0.0, "kex-p4 {op}");
     }
     assert!(read(out, "kex-p0", "exchange").is_some() && read(out, "kex-p0", "pass1").is_none(), "0 passes");
+    // The KAT run of the same library (ten whole exchanges) is held against the timed
+    // exchange, and an honest one agrees.
+    for label in ["kex-p4", "kex-p0"] {
+        let r = read(out, label, "exchange").unwrap();
+        let check = r.host_check.kat_run.clone().unwrap_or_else(|| panic!("{label}: not held against the KAT run"));
+        assert!(check.credible && check.records == 10, "{label}: {check:?}");
+    }
     let p4 = read(out, "kex-p4", "exchange").unwrap();
     let lens: Vec<u64> = (1..=4).map(|k| p4.sizes.returned.get(&format!("m{k}"))).collect();
     assert_eq!(lens, (1..=4).map(|k| msg_len(k) as u64).collect::<Vec<_>>());

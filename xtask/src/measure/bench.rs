@@ -311,8 +311,12 @@ impl Bench {
             let list: Vec<String> = failed.iter().map(|c| format!("  - {}", c.detail)).collect();
             if !self.allow_unfixed_host {
                 bail!(
-                    "refusing to time on an unfixed host:\n{}\nFix the host, or pass --allow-unfixed-host to \
-                     time anyway (the failed checks are then written into every record).",
+                    "refusing to time on an unfixed host (`cargo xtask doctor` shows the same checks):\n{}\n\
+                     Frequency scaling, turbo and other load would move the figures. To time here anyway (a laptop \
+                     or a VM: figures indicative only), add --allow-unfixed-host to the same command, e.g. \
+                     `cargo xtask bench pqclean-ml-kem --quick --allow-unfixed-host`; every record then carries \
+                     these failed checks. To fix the host: the performance governor, turbo off, min = max \
+                     frequency, the SMT sibling offline, and --cpu N.",
                     list.join("\n")
                 );
             }
@@ -1261,7 +1265,9 @@ mod tests {
                 b
             };
             let refused = bench(&[]).gate_on(&profile, root).unwrap_err();
-            assert!(format!("{refused:#}").contains("refusing to time on an unfixed host"), "{arch:?}: {refused:#}");
+            let text = format!("{refused:#}");
+            assert!(text.contains("refusing to time on an unfixed host"), "{arch:?}: {text}");
+            assert!(text.contains("add --allow-unfixed-host to the same command"), "{arch:?}: the way through: {text}");
             let gate = bench(&["--allow-unfixed-host"]).gate_on(&profile, root).unwrap();
             assert!(!gate.failed().is_empty() && gate.overridden, "{arch:?}: failed checks let through are recorded");
         }

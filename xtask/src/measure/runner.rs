@@ -151,14 +151,10 @@ impl Runner {
     pub fn start(sh: &Shell, sb: &Sandbox, bin: &RunnerBinary, like: &Job) -> Result<Runner> {
         let mut mounts = like.mounts.clone();
         mounts.push(Mount { host: bin.dir.clone(), guest: GUEST, writable: false });
-        let job = Job {
-            argv: vec![bin.guest_path()],
-            workdir: like.workdir.clone(),
-            mounts,
-            timeout: like.timeout,
-            disk: None,
-            stdin: None,
-        };
+        let mut argv = vec![bin.guest_path()];
+        // qemu-user hides the guest's threads and calls from /proc: no readiness check.
+        argv.extend(sb.jit.then(|| "emulated".to_owned()));
+        let job = Job { argv, workdir: like.workdir.clone(), mounts, timeout: like.timeout, disk: None, stdin: None };
         let mut session = sb.session(sh, &job)?;
         let deadline = Instant::now() + Duration::from_mins(2);
         match session.line(256, deadline)? {
@@ -189,6 +185,9 @@ impl Runner {
             let text = project::printable(&String::from_utf8_lossy(&head));
             return Ok(Err(format!("the trial runner's stream held no frame of this trial: {text:?}")));
         };
+        if let Some(why) = frame.refused {
+            return Ok(Err(why.explain(frame.left)));
+        }
         let (stdout, err) = match self.session.bytes(frame.len + frame.err_len, deadline)? {
             Ok(mut bytes) => {
                 let err = bytes.split_off(frame.len);
@@ -230,9 +229,48 @@ fn salt() -> Result<String> {
     Ok(project::hex(&project::random_bytes(12)?))
 }
 
+/// Why the runner killed a trial instead of sending it its input (drivers/bench_runner.c,
+/// `ready`): what a library could use to learn its run from the input before `main`.
+#[derive(Debug, PartialEq, Clone, Copy)]
+enum Refused {
+    Hidden,
+    Crowded,
+    Threads,
+    Replaced,
+    Unblocked,
+}
+
+impl Refused {
+    fn of(code: i32) -> Option<Refused> {
+        Some(match code {
+            2 => Refused::Hidden,
+            3 => Refused::Crowded,
+            4 => Refused::Threads,
+            5 => Refused::Replaced,
+            6 => Refused::Unblocked,
+            _ => return None,
+        })
+    }
+
+    fn explain(self, others: u32) -> String {
+        let why = match self {
+            Refused::Hidden => "made its state unreadable in /proc (not dumpable), so the runner could not see it \
+                                was ready for it"
+                .to_owned(),
+            Refused::Crowded => format!("had {others} other process(es) about, one of which could take it"),
+            Refused::Threads => "had other threads, one of which could take it".to_owned(),
+            Refused::Replaced => "read it from a stdin that was no longer the runner's pipe".to_owned(),
+            Refused::Unblocked => "could still receive signals, whose handler could take it".to_owned(),
+        };
+        format!("was killed before its input was sent: when it waited for it, it {why}")
+    }
+}
+
 #[derive(Debug, PartialEq)]
 struct Frame {
     outcome: Outcome,
+    /// Why the runner killed the trial instead of sending its input.
+    refused: Option<Refused>,
     cpu_us: u64,
     left: u32,
     residue: u32,
@@ -252,7 +290,7 @@ impl Frame {
         }
         let value: i32 = value.parse().ok()?;
         let outcome = match kind {
-            "exited" | "no-exec" => Outcome::Exited(value),
+            "exited" | "no-exec" | "refused" => Outcome::Exited(value),
             "signalled" => Outcome::Signalled(value),
             "output-cap" => Outcome::OutputLimit,
             _ => return None,
@@ -260,7 +298,11 @@ impl Frame {
         let len: usize = len.parse().ok().filter(|&l| l <= MAX_OUT)?;
         let err_len: usize = err_len.parse().ok().filter(|&l| l <= MAX_ERR)?;
         let (cpu_us, left, residue) = (cpu_us.parse().ok()?, left.parse().ok()?, residue.parse().ok()?);
-        Some(Frame { outcome, cpu_us, left, residue, len, err_len })
+        let refused = match kind {
+            "refused" => Some(Refused::of(value)?),
+            _ => None,
+        };
+        Some(Frame { outcome, refused, cpu_us, left, residue, len, err_len })
     }
 }
 
@@ -271,7 +313,21 @@ mod tests {
     #[test]
     fn frames_are_taken_only_for_this_trial() {
         let f = Frame::parse(b"ngcc-trial ab1 exited 0 1200 0 2 31 7", "ab1").unwrap();
-        assert_eq!(f, Frame { outcome: Outcome::Exited(0), cpu_us: 1200, left: 0, residue: 2, len: 31, err_len: 7 });
+        assert_eq!(
+            f,
+            Frame {
+                outcome: Outcome::Exited(0),
+                refused: None,
+                cpu_us: 1200,
+                left: 0,
+                residue: 2,
+                len: 31,
+                err_len: 7
+            }
+        );
+        assert_eq!(Frame::parse(b"ngcc-trial ab1 refused 2 1 0 0 0 0", "ab1").unwrap().refused, Some(Refused::Hidden));
+        assert_eq!(Frame::parse(b"ngcc-trial ab1 refused 3 1 4 0 0 0", "ab1").unwrap().refused, Some(Refused::Crowded));
+        assert!(Frame::parse(b"ngcc-trial ab1 refused 9 1 4 0 0 0", "ab1").is_none(), "no such reason");
         assert_eq!(
             Frame::parse(b"ngcc-trial ab1 signalled 9 1 2 0 0 0", "ab1").unwrap().outcome,
             Outcome::Signalled(9)
