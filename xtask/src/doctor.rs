@@ -1,7 +1,7 @@
 //! `cargo xtask doctor`: every prerequisite of the container path for this system
 //! profile, checked, with the one command that fixes each missing item here.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use camino::Utf8Path;
 use xshell::Shell;
 
@@ -98,11 +98,12 @@ impl Doctor {
         }
         let missing = findings.iter().filter(|f| f.required && !f.ok).count();
         if missing > 0 {
-            bail!(
+            // A finding of the doctor's (exit 1), as a check that did not hold.
+            return Err(crate::ui::Findings(format!(
                 "{missing} prerequisite(s) missing for {} on {}; run the fixes above",
-                facts.toolchain.name,
-                self.on.system
-            );
+                facts.toolchain.name, self.on.system
+            ))
+            .into());
         }
         crate::say!(
             "ready: {} images for {} can be built and used; {}",
@@ -368,8 +369,8 @@ pub fn timing(gate: &Gate, counter: &HostCounter, system: &str) -> Vec<Finding> 
                 list.join("; ")
             ),
             fix: Some(format!(
-                "to time anyway, add --allow-unfixed-host (every record and page then says the host was unfixed: \
-                 figures indicative only); to fix it, set what failed and pin a core with --cpu N (or cpu in \
+                "to time anyway, add --allow-unfixed-host (every record then carries the failed checks and the \
+                 site's pages an Unfixed host banner: figures indicative only); to fix it, set what failed and pin a core with --cpu N (or cpu in \
                  systems/{system}.toml)"
             )),
         }

@@ -88,4 +88,14 @@ fn doctor_says_what_bench_reads_and_whether_this_host_is_fixed() {
     }
     let said = counter.split("bench reads ").nth(1).unwrap().split(": ").next().unwrap();
     assert!(ready.contains(&format!("bench reads {said}")), "{said} / {ready}");
+
+    // A missing prerequisite is the doctor's finding: exit 1, as documented.
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["doctor", "--engine", "host"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(common::stdout(&out).contains("MISS patch"), "{}", common::stdout(&out));
 }
