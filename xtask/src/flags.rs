@@ -61,7 +61,7 @@ impl Output {
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
-    /// List submissions, their instances, and the pinned toolchains.
+    /// List submissions, their instances, which archives are here, and the pinned toolchains.
     List(List),
     /// Build or check a pinned toolchain image (mmdebstrap + engine import, no registry).
     #[command(subcommand)]
@@ -189,7 +189,13 @@ pub struct OnSystem {
 }
 
 #[derive(Debug, Args)]
-pub struct List {}
+pub struct List {
+    /// Where to look for the candidates' archives (default: archives/ of the checkout,
+    /// where verify looks). Each is looked for under its pinned file name and checked by
+    /// its size only: its SHA-256 is checked when verify or campaign takes it.
+    #[arg(long = "archives", value_name = "DIR")]
+    pub archive_dir: Option<Utf8PathBuf>,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum ImageCmd {
@@ -753,6 +759,14 @@ impl Xtask {
                 absolute(&mut c.out, cwd);
                 absolute_given(&mut c.archives, cwd);
                 absolute_given(&mut c.source_dirs, cwd);
+                if let Some(d) = c.archive_dir.as_mut() {
+                    absolute(d, cwd);
+                }
+            }
+            Cmd::List(l) => {
+                if let Some(d) = l.archive_dir.as_mut() {
+                    absolute(d, cwd);
+                }
             }
             Cmd::Report(r) => {
                 absolute_ids(&mut r.ids, cwd);
@@ -779,7 +793,7 @@ impl Xtask {
                 .into_iter()
                 .chain(o.iccs_api.as_mut())
                 .for_each(|p| absolute(p, cwd)),
-            Cmd::List(_) | Cmd::Image(_) | Cmd::Env(_) | Cmd::Doctor(_) => {}
+            Cmd::Image(_) | Cmd::Env(_) | Cmd::Doctor(_) => {}
         }
     }
 }
@@ -822,6 +836,16 @@ mod tests {
         x.resolve_paths(Utf8Path::new("/tmp"));
         let Cmd::Evidence(EvidenceCmd::Check(e)) = x.cmd else { panic!() };
         assert_eq!(e.dir, "/tmp/out");
+        for cmd in ["list", "campaign"] {
+            let mut x = Xtask::parse_from(["xtask", cmd, "--archives", "dl"]);
+            x.resolve_paths(Utf8Path::new("/w"));
+            let dir = match x.cmd {
+                Cmd::List(l) => l.archive_dir,
+                Cmd::Campaign(c) => c.archive_dir,
+                _ => panic!(),
+            };
+            assert_eq!(dir.unwrap(), "/w/dl", "{cmd} --archives is the caller's folder");
+        }
     }
 
     #[test]

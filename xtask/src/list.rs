@@ -1,12 +1,15 @@
-//! `cargo xtask list`: submissions, instances and toolchains.
+//! `cargo xtask list`: submissions, instances, which candidates' archives are here, and
+//! toolchains.
 
 use anyhow::Result;
+use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
 use crate::build::submission::{SourceSpec, Submission};
 use crate::container::toolchain::Toolchain;
 use crate::family::{Family, FamilyId};
 use crate::flags::List;
+use crate::project;
 
 /// How many of a submission's instances `kat.sha256` gives a digest for, every KAT file.
 fn digests(s: &Submission) -> Result<usize> {
@@ -77,6 +80,122 @@ fn say_field(rows: &[FieldRow]) {
     }
 }
 
+/// Where a pinned archive stands in the folder `list` looks in. Only its name and size
+/// are looked at (reading every archive, about 6 GB for the whole field, is no listing's
+/// work): a file of the pinned size may still have another SHA-256, which `verify` and
+/// `campaign` check before anything is extracted.
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Presence {
+    /// A regular file of the pinned name and size.
+    Present,
+    /// A regular file of the pinned name and another size: not the pinned archive.
+    SizeDiffers,
+    /// A link, folder or special file at the path: `verify` refuses it.
+    NotAFile,
+    Missing,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct ArchiveHere {
+    file: String,
+    bytes: u64,
+    path: Utf8PathBuf,
+    state: Presence,
+    /// The size of the file found, when it is a regular file.
+    found_bytes: Option<u64>,
+}
+
+impl ArchiveHere {
+    /// Look for `file` in `dir` (never through a link).
+    fn look(dir: &Utf8Path, file: &str, bytes: u64) -> ArchiveHere {
+        let path = dir.join(file);
+        let (state, found_bytes) = match std::fs::symlink_metadata(&path) {
+            Err(_) => (Presence::Missing, None),
+            Ok(m) if !m.file_type().is_file() => (Presence::NotAFile, None),
+            Ok(m) if m.len() == bytes => (Presence::Present, Some(m.len())),
+            Ok(m) => (Presence::SizeDiffers, Some(m.len())),
+        };
+        ArchiveHere { file: file.to_owned(), bytes, path, state, found_bytes }
+    }
+
+    fn of(s: &Submission, dir: &Utf8Path) -> Option<ArchiveHere> {
+        let SourceSpec::Archive { file, bytes, .. } = &s.source else { return None };
+        Some(ArchiveHere::look(dir, file, *bytes))
+    }
+
+    /// What a submission's listing says of it.
+    fn words(&self) -> String {
+        let at = project::relative(&self.path);
+        match (self.state, self.found_bytes) {
+            (Presence::Present, _) => format!("present ({at}, the pinned size; SHA-256 checked when used)"),
+            (Presence::SizeDiffers, Some(n)) => {
+                format!("present, size differs ({at} has {n} bytes, the pin {}): not the pinned file", self.bytes)
+            }
+            (Presence::SizeDiffers, None) | (Presence::NotAFile, _) => {
+                format!("present, not a regular file ({at}: a link or folder, which verify refuses)")
+            }
+            (Presence::Missing, _) => format!("missing (looked for {at})"),
+        }
+    }
+}
+
+/// The archives of every candidate pinned by one, in one folder, counted.
+#[derive(Debug, serde::Serialize)]
+struct Archives {
+    /// The folder looked in (`archives/` of the checkout unless `--archives DIR`).
+    dir: Utf8PathBuf,
+    /// Submissions whose source is a pinned archive (the NGCC candidates).
+    candidates: usize,
+    present: usize,
+    /// Of another size, or not a regular file: not usable as they are.
+    not_pinned: usize,
+    missing: usize,
+    /// The ICCS API package, and how many of the candidates take its files.
+    iccs_api: ArchiveHere,
+    iccs_takers: usize,
+}
+
+impl Archives {
+    fn count(dir: &Utf8Path, subs: &[Submission]) -> Result<Archives> {
+        let found: Vec<ArchiveHere> = subs.iter().filter_map(|s| ArchiveHere::of(s, dir)).collect();
+        let n = |p: &[Presence]| found.iter().filter(|a| p.contains(&a.state)).count();
+        let pin = crate::build::iccs::Pin::load()?;
+        Ok(Archives {
+            dir: dir.to_owned(),
+            candidates: found.len(),
+            present: n(&[Presence::Present]),
+            not_pinned: n(&[Presence::SizeDiffers, Presence::NotAFile]),
+            missing: n(&[Presence::Missing]),
+            iccs_api: ArchiveHere::look(dir, &pin.file, pin.bytes),
+            iccs_takers: subs.iter().filter(|s| ArchiveHere::of(s, dir).is_some() && s.takes_iccs()).count(),
+        })
+    }
+
+    fn say(&self) {
+        let dir = format!("{}/", project::relative(&self.dir).trim_end_matches('/'));
+        crate::say!(
+            "Archives in {dir}: {} of {} candidates present, {} present but not the pinned file, {} missing; \
+             the ICCS API package {} ({} of them take its files): {}",
+            self.present,
+            self.candidates,
+            self.not_pinned,
+            self.missing,
+            self.iccs_api.file,
+            self.iccs_takers,
+            match self.iccs_api.state {
+                Presence::Present => "present",
+                Presence::SizeDiffers | Presence::NotAFile => "present but not the pinned file",
+                Presence::Missing => "missing",
+            }
+        );
+        crate::say!(
+            "  (names and sizes only: verify and campaign check each SHA-256 before extracting anything; \
+             `campaign --archives DIR` finds them by SHA-256 under any name)"
+        );
+    }
+}
+
 fn verified(s: &Submission) -> String {
     match &s.verified {
         Some(how) => format!("verified on the real source: {how}"),
@@ -88,10 +207,13 @@ impl List {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         let subs = Submission::ids()?.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         let tcs = Toolchain::names()?.iter().map(|n| Toolchain::load(n)).collect::<Result<Vec<_>>>()?;
+        let dir = self.archive_dir.unwrap_or_else(|| project::root().join("archives"));
+        let archives = Archives::count(&dir, &subs)?;
         if crate::ui::json() {
             #[derive(serde::Serialize)]
             struct Listing<'a> {
                 field: Vec<FieldRow>,
+                archives: Archives,
                 submissions: Vec<Listed<'a>>,
                 toolchains: &'a [Toolchain],
             }
@@ -101,10 +223,18 @@ impl List {
                 submission: &'a Submission,
                 /// Instances with a published digest for every KAT file; null without a `kat.sha256`.
                 instances_with_digests: Option<usize>,
+                /// Where its pinned archive stands in the folder looked in; null for a crate.
+                archive: Option<ArchiveHere>,
             }
-            let submissions =
-                subs.iter().map(|s| Listed { submission: s, instances_with_digests: digests(s).ok() }).collect();
-            crate::ui::emit(&Listing { field: FieldRow::field(&subs)?, submissions, toolchains: &tcs })?;
+            let submissions = subs
+                .iter()
+                .map(|s| Listed {
+                    submission: s,
+                    instances_with_digests: digests(s).ok(),
+                    archive: ArchiveHere::of(s, &dir),
+                })
+                .collect();
+            crate::ui::emit(&Listing { field: FieldRow::field(&subs)?, archives, submissions, toolchains: &tcs })?;
             return Ok(());
         }
         say_field(&FieldRow::field(&subs)?);
@@ -122,7 +252,11 @@ impl List {
             let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
             crate::say!("  {:<16} {} instances: {}", "", labels.len(), labels.join(", "));
             crate::say!("  {:<16} KAT digests: {}; {}", "", digests_line(s), verified(s));
+            if let Some(a) = ArchiveHere::of(s, &dir) {
+                crate::say!("  {:<16} archive: {}", "", a.words());
+            }
         }
+        archives.say();
         crate::say!("Toolchains:");
         for t in &tcs {
             let pins: Vec<String> = t.pinned.iter().map(|(p, v)| format!("{p}={v}")).collect();

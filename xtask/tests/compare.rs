@@ -350,3 +350,54 @@ fn the_rank_test_matches_its_exact_distribution() {
     let (even, odd): (Vec<f64>, Vec<f64>) = (0..24).map(f64::from).partition(|x| (*x as u32).is_multiple_of(2));
     assert!(stats::mann_whitney_p(&even, &odd) > 0.5);
 }
+
+/// Two quick sets timed on unfixed hosts: why every row says `too few trials` is said
+/// once, above the table (quick runs, unfixed hosts, what that means for the figures),
+/// and the rows keep their short note; a fixed host drops its part, one quick side is
+/// named as such.
+#[test]
+fn quick_unfixed_sides_are_said_once_above_the_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for side in [&a, &b] {
+        golden_set::write_part(side, &["x86_1"], &[KEM]);
+        // As `bench --quick --allow-unfixed-host` on a VM leaves them: three trials.
+        edit_records(side, "x86_1", KEM, &|r| {
+            r.quick = true;
+            r.trials.truncate(3);
+        });
+    }
+    let c = xtask(&["compare", s(&a), s(&b)], None);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let page = common::stdout(&c);
+    let table = page.find("| submission | instance |").unwrap();
+    let quick = "Quick runs: both sides timed with `bench --quick` (3 trials of about 50 ms each, for CI), not the \
+        reference plan. With that few trials no ordering of them reaches p < 0.05, so 9 of 9 rows say `too few \
+        trials`: no verdict either way, not \"no difference\".";
+    let unfixed = "Unfixed hosts: both sides timed with `--allow-unfixed-host` although bench's host gate failed \
+        (boost, fixed frequency, governor, pinned): frequency scaling, turbo and other load move such figures, by 2× \
+        or more between two runs of the same code. Read the ratios as indications; for a verdict, time both sides \
+        on fixed hosts without `--quick`.";
+    for said in [quick, unfixed] {
+        assert_eq!(page.matches(said).count(), 1, "said once: {said}\n{page}");
+        assert!(page.find(said).unwrap() < table, "above the table: {page}");
+    }
+    let rows = rows(&page);
+    assert_eq!(rows.len(), 9);
+    assert!(rows.iter().all(|r| r[4] == "too few trials (3 and 3)"), "{rows:?}");
+    let json = xtask(&["--json", "compare", s(&a), s(&b)], None);
+    let cmp: Comparison = serde_json::from_str(&common::stdout(&json)).unwrap();
+    assert_eq!(cmp.caveats, [quick, unfixed]);
+
+    // A fixed host on both sides, and only B quick.
+    for side in [&a, &b] {
+        edit_records(side, "x86_1", KEM, &|r| {
+            r.host_gate.checks.iter_mut().for_each(|c| c.ok = true);
+            r.host_gate.overridden = false;
+            r.quick = side == &b;
+        });
+    }
+    let page = common::stdout(&xtask(&["compare", s(&a), s(&b)], None));
+    assert!(!page.contains("Unfixed hosts:"), "{page}");
+    assert!(page.contains("Quick runs: side B timed with `bench --quick`"), "{page}");
+}

@@ -351,3 +351,89 @@ fn onboard_never_runs_a_draft_on_the_host() {
     assert!(!c.cache().join("builds").exists() && !c.ran());
     assert!(common::stdout(&run).contains("the draft was not judged"), "{}", common::stdout(&run));
 }
+
+/// `list` says which candidates' archives are in the folder verify looks in (or
+/// `--archives DIR`, the caller's path): by pinned name and size, never reading them; a
+/// file of another size is named as not the pinned file, a link as refused; counts and
+/// states are in `--json` too.
+#[test]
+fn list_says_which_archives_are_here_by_name_and_size() {
+    use xtask::build::submission::{SourceSpec, Submission};
+    let archive = |id: &str| match Submission::load(id).unwrap().source {
+        SourceSpec::Archive { file, bytes, .. } => (file, bytes),
+        SourceSpec::Crate { .. } => panic!("{id} is pinned by an archive"),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("dl");
+    std::fs::create_dir(&dir).unwrap();
+    // kem-03: the pinned name and size (sparse: its bytes are not read); kem-07: the pinned
+    // name, another size; kem-04: a link at the pinned name.
+    let (loong, loong_bytes) = archive("kem-03");
+    std::fs::File::create(dir.join(&loong)).unwrap().set_len(loong_bytes).unwrap();
+    let (brqc, brqc_bytes) = archive("kem-07");
+    std::fs::write(dir.join(&brqc), b"not BRQC").unwrap();
+    let (piglet, _) = archive("kem-04");
+    std::os::unix::fs::symlink(dir.join(&loong), dir.join(&piglet)).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).current_dir(tmp.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let text = common::stdout(&run(&["list", "--archives", "dl"]));
+    let of = |id: &str| {
+        let at = text.lines().position(|l| l.starts_with(&format!("  {id:<16} "))).expect(id);
+        text.lines().skip(at).take(5).find(|l| l.trim_start().starts_with("archive: ")).unwrap().trim().to_owned()
+    };
+    let d = dir.to_str().unwrap();
+    assert_eq!(of("kem-03"), format!("archive: present ({d}/{loong}, the pinned size; SHA-256 checked when used)"));
+    assert_eq!(
+        of("kem-07"),
+        format!("archive: present, size differs ({d}/{brqc} has 8 bytes, the pin {brqc_bytes}): not the pinned file")
+    );
+    assert!(of("kem-04").starts_with("archive: present, not a regular file ("), "{}", of("kem-04"));
+    let (file, _) = archive("kem-01");
+    assert_eq!(of("kem-01"), format!("archive: missing (looked for {d}/{file})"));
+    let n = text.lines().filter(|l| l.trim_start().starts_with("archive: ")).count();
+    let summary = format!(
+        "Archives in {d}/: 1 of {n} candidates present, 2 present but not the pinned file, {} missing; the ICCS API \
+         package API_PKC.zip (",
+        n - 3
+    );
+    assert!(text.contains(&summary), "{summary}\n{text}");
+    assert!(text.contains("names and sizes only: verify and campaign check each SHA-256"), "{text}");
+
+    #[derive(serde::Deserialize)]
+    struct Listing {
+        archives: Archives,
+        submissions: Vec<Listed>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Archives {
+        candidates: usize,
+        present: usize,
+        not_pinned: usize,
+        missing: usize,
+    }
+    #[derive(serde::Deserialize)]
+    struct Listed {
+        id: String,
+        archive: Option<Here>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Here {
+        state: String,
+        found_bytes: Option<u64>,
+    }
+    let listing: Listing = serde_json::from_slice(&run(&["--json", "list", "--archives", "dl"]).stdout).unwrap();
+    let a = &listing.archives;
+    assert_eq!((a.candidates, a.present, a.not_pinned, a.missing), (n, 1, 2, n - 3));
+    let state = |id: &str| {
+        let h = listing.submissions.iter().find(|s| s.id == id).unwrap().archive.as_ref().unwrap();
+        (h.state.clone(), h.found_bytes)
+    };
+    assert_eq!(state("kem-03"), ("present".into(), Some(loong_bytes)));
+    assert_eq!(state("kem-07"), ("size-differs".into(), Some(8)));
+    assert_eq!(state("kem-04"), ("not-a-file".into(), None));
+    assert_eq!(state("kem-01").0, "missing");
+    assert!(listing.submissions.iter().find(|s| s.id == "pqclean-ml-kem").unwrap().archive.is_none(), "a crate");
+}

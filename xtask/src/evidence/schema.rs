@@ -1003,6 +1003,10 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
     /// What differs but does not stop a comparison.
     pub notes: Vec<String>,
+    /// What the runs of both sides were, said once above the table: quick runs and
+    /// unfixed hosts, and what that means for the figures and the noise verdicts.
+    #[serde(default)]
+    pub caveats: Vec<String>,
     /// Which order the rows are in, in words.
     pub order: String,
     /// The rule behind `significance`, in words.

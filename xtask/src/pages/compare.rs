@@ -24,6 +24,7 @@ use crate::evidence::schema::{
 };
 use crate::flags::Compare;
 use crate::measure::stats;
+use crate::pages::chart::text_width;
 use crate::pages::report::md;
 use crate::pages::site::{self, esc};
 use crate::{project, ui};
@@ -380,6 +381,83 @@ fn row(k: &Key, x: &Record, y: &Record) -> Option<ComparedRow> {
     })
 }
 
+/// How one side's records were timed, counted over the operations compared.
+#[derive(Default)]
+struct Runs {
+    quick: usize,
+    unfixed: usize,
+    /// The host gate's failed checks, by name, over every record.
+    failed: Vec<String>,
+}
+
+impl Runs {
+    fn of<'a>(records: impl Iterator<Item = &'a Record>) -> Runs {
+        let mut runs = Runs::default();
+        for r in records {
+            runs.quick += usize::from(r.quick);
+            let failed = r.host_gate.failed();
+            runs.unfixed += usize::from(!failed.is_empty());
+            runs.failed.extend(failed.iter().map(|c| c.name.clone()));
+        }
+        runs.failed.sort();
+        runs.failed.dedup();
+        runs
+    }
+}
+
+/// Which sides a property holds for, as the subject of a sentence; None for neither.
+fn sides(a: usize, b: usize, all: usize) -> Option<String> {
+    let part = |n: usize| if n == all { String::new() } else { format!(" ({n} of {all} operations)") };
+    match (a, b) {
+        (0, 0) => None,
+        (a, 0) => Some(format!("side A{}", part(a))),
+        (0, b) => Some(format!("side B{}", part(b))),
+        (a, b) if a == all && b == all => Some("both sides".into()),
+        (a, b) => Some(format!("side A{} and side B{}", part(a), part(b))),
+    }
+}
+
+/// What the runs behind the figures were, said once above the table (each row's note
+/// stays short): quick runs, whose few trials no rank test can separate, and unfixed
+/// hosts, whose figures move between runs of the same code.
+fn caveats(common: &[Key], (ra, rb): (&Records, &Records), rows: &[ComparedRow]) -> Vec<String> {
+    let (a, b) = (Runs::of(common.iter().map(|k| &ra[k])), Runs::of(common.iter().map(|k| &rb[k])));
+    let all = common.len();
+    let mut out = Vec::new();
+    if let Some(who) = sides(a.quick, b.quick, all) {
+        let few = rows.iter().filter(|r| r.significance == Significance::TooFewTrials).count();
+        let spec = stats::PlanSpec::quick();
+        let mut text = format!(
+            "Quick runs: {who} timed with `bench --quick` ({} trials of about {} ms each, for CI), not the \
+             reference plan.",
+            spec.trials,
+            spec.trial_target_s * 1000.0
+        );
+        if few > 0 {
+            let _ = write!(
+                text,
+                " With that few trials no ordering of them reaches p < 0.05, so {few} of {} rows say `too few \
+                 trials`: no verdict either way, not \"no difference\".",
+                rows.len()
+            );
+        }
+        out.push(text);
+    }
+    if let Some(who) = sides(a.unfixed, b.unfixed, all) {
+        let mut failed = a.failed;
+        failed.extend(b.failed);
+        failed.sort();
+        failed.dedup();
+        out.push(format!(
+            "Unfixed hosts: {who} timed with `--allow-unfixed-host` although bench's host gate failed ({}): \
+             frequency scaling, turbo and other load move such figures, by 2× or more between two runs of the same \
+             code. Read the ratios as indications; for a verdict, time both sides on fixed hosts without `--quick`.",
+            failed.iter().map(|f| md(&shown(Some(f)))).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    out
+}
+
 fn verdict(r: &ComparedRow) -> String {
     match r.significance {
         Significance::Significant => format!("significant (p = {:.3})", r.p_value),
@@ -419,6 +497,7 @@ fn compare(sides: (&Side, &Side), records: (&Records, &Records), common: &[Key],
             None => *notes.entry("no usable trial on one side: not compared".into()).or_default() += 1,
         }
     }
+    let caveats = if compared { caveats(common, records, &rows) } else { Vec::new() };
     Comparison {
         a: sides.0.described(),
         b: sides.1.described(),
@@ -427,6 +506,7 @@ fn compare(sides: (&Side, &Side), records: (&Records, &Records), common: &[Key],
         image_basis: basis.into_iter().map(|(basis, operations)| ImageBasisCount { basis, operations }).collect(),
         differences: found,
         notes: notes.into_iter().map(|(n, c)| format!("{n} ({c} operations)")).collect(),
+        caveats,
         order,
         noise_rule: NOISE_RULE.into(),
         rows,
@@ -553,6 +633,9 @@ fn page(c: &Comparison, emulated: bool) -> String {
     for n in &c.notes {
         let _ = writeln!(p, "- note: {}", md(n));
     }
+    for caveat in &c.caveats {
+        let _ = writeln!(p, "\n{caveat}");
+    }
     p.push_str(
         "\n| submission | instance | operation | A mean time | B mean time | B / A | noise | A spread | B spread |\n",
     );
@@ -602,10 +685,10 @@ const ROW_H: f64 = 22.0;
 const TOP: f64 = 12.0;
 const BOTTOM: f64 = 56.0;
 const PLOT_W: f64 = 440.0;
-const VALUE_W: f64 = 190.0;
-/// Width of one character of the 12 px labels, generously (labels are cut to fit).
-const CHAR_W: f64 = 7.5;
-const LABEL_CHARS: usize = 40;
+/// The labels' font size, px.
+const FONT: f64 = 12.0;
+/// Labels longer than this many characters (only hostile evidence has them) are cut.
+const LABEL_CHARS: usize = 80;
 
 /// At most `n` characters, the cut marked with `…`.
 fn cut(s: &str, n: usize) -> String {
@@ -659,17 +742,15 @@ pub fn ratio_chart(rows: &[ComparedRow]) -> String {
         }
         lines.push(Line::Row(r));
     }
-    let label_chars = rows
-        .iter()
-        .map(|r| r.instance.chars().count() + r.op.chars().count() + 1)
-        .max()
-        .unwrap_or(8)
-        .clamp(8, LABEL_CHARS);
-    let left = label_chars as f64 * CHAR_W + 16.0;
+    // Both text areas are as wide as their longest text: nothing is cut.
+    let widest = |texts: &mut dyn Iterator<Item = String>| texts.map(|t| text_width(&t, FONT)).fold(0.0, f64::max);
+    let left = (widest(&mut rows.iter().map(row_label)) + 16.0).max(60.0);
+    let values = widest(&mut rows.iter().map(value_label)) + 20.0;
+    let titles = widest(&mut rows.iter().map(|r| cut(&r.id, LABEL_CHARS))) * 1.1 + 8.0;
     let (lo, hi) = domain(rows);
     let x = |v: f64| left + (v.ln() - lo.ln()) / (hi.ln() - lo.ln()) * PLOT_W;
     let bottom = TOP + lines.len() as f64 * ROW_H;
-    let (width, height) = (left + PLOT_W + VALUE_W, bottom + BOTTOM);
+    let (width, height) = ((left + PLOT_W + values).max(titles), bottom + BOTTOM);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width:.0} {height:.0}\" width=\"{width:.0}\" \
          height=\"{height:.0}\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\" aria-label=\"B over A \
@@ -689,10 +770,14 @@ pub fn ratio_chart(rows: &[ComparedRow]) -> String {
         let y = TOP + i as f64 * ROW_H + ROW_H / 2.0;
         match line {
             Line::Submission(id) => {
-                let _ =
-                    writeln!(s, "<text x=\"4\" y=\"{:.1}\" font-weight=\"bold\">{}</text>", y + 4.0, esc(&cut(id, 80)));
+                let _ = writeln!(
+                    s,
+                    "<text x=\"4\" y=\"{:.1}\" font-weight=\"bold\">{}</text>",
+                    y + 4.0,
+                    esc(&cut(id, LABEL_CHARS))
+                );
             }
-            Line::Row(r) => s.push_str(&chart_row(r, y, (left, label_chars), &x)),
+            Line::Row(r) => s.push_str(&chart_row(r, y, left, &x)),
         }
     }
     let _ = writeln!(
@@ -705,29 +790,38 @@ pub fn ratio_chart(rows: &[ComparedRow]) -> String {
     s
 }
 
-fn chart_row(r: &ComparedRow, y: f64, (left, chars): (f64, usize), x: &dyn Fn(f64) -> f64) -> String {
-    let label = format!("{} {}", r.instance, r.op);
+/// A row's label on the chart: instance and operation.
+fn row_label(r: &ComparedRow) -> String {
+    cut(&format!("{} {}", r.instance, r.op), LABEL_CHARS)
+}
+
+/// The text right of a row: ratio and verdict.
+fn value_label(r: &ComparedRow) -> String {
+    format!("{:.3} · {}", r.ratio, cut(&verdict(r), LABEL_CHARS))
+}
+
+fn chart_row(r: &ComparedRow, y: f64, left: f64, x: &dyn Fn(f64) -> f64) -> String {
     let fill = if r.significance == Significance::Significant { "#1f5fa8" } else { "#fff" };
     format!(
-        "<g><title>{} {}: B / A {:.3}, {}</title>\
+        "<g><title>{} {} {}: B / A {:.3}, {}</title>\
          <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
          <line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#1f5fa8\" stroke-width=\"2\"/>\
          <circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4.5\" fill=\"{fill}\" stroke=\"#1f5fa8\" stroke-width=\"1.5\"/>\
-         <text x=\"{:.1}\" y=\"{:.1}\">{:.3} · {}</text></g>\n",
+         <text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>\n",
         esc(&r.id),
-        esc(&label),
+        esc(&r.instance),
+        esc(&r.op),
         r.ratio,
         esc(&verdict(r)),
         left - 8.0,
         y + 4.0,
-        esc(&cut(&label, chars)),
+        esc(&row_label(r)),
         x(r.ratio_low),
         x(r.ratio_high),
         x(r.ratio),
         left + PLOT_W + 10.0,
         y + 4.0,
-        r.ratio,
-        esc(&cut(&verdict(r), 24)),
+        esc(&value_label(r)),
     )
 }
 
@@ -827,6 +921,45 @@ mod tests {
         let e = refuse_not_credible(&[key], (&ra, &rb)).unwrap_err();
         assert_eq!(ui::exit_code(&e), ui::exit::FINDINGS);
         assert!(e.to_string().contains("not credible") && e.to_string().contains("ML-KEM-512"), "{e}");
+    }
+
+    /// Every label and value text is drawn whole, inside the chart: the label area is as
+    /// wide as the widest label in the widest font, the value area as its widest text.
+    #[test]
+    fn chart_labels_are_whole_and_fit_their_areas() {
+        let spread = TrialSpread { trials: 3, mean_ns: 1e5, median_ns: 1e5, min_ns: 0.9e5, max_ns: 1.1e5 };
+        let row = |instance: &str, op: &str, significance| ComparedRow {
+            id: "sign-26".into(),
+            instance: instance.into(),
+            op: op.into(),
+            ratio: 1.25,
+            ratio_low: 1.0,
+            ratio_high: 1.5,
+            a: spread.clone(),
+            b: spread.clone(),
+            p_value: 0.1,
+            significance,
+        };
+        let rows = [
+            row("ML-KEM-512", "keygen", Significance::Significant),
+            row("SQIsign2D-push2-NIST-V", "sign_msgs", Significance::TooFewTrials),
+            row("WWMMWWMMWWMMWWMMWW", "dec", Significance::NotSignificant),
+        ];
+        let svg = ratio_chart(&rows);
+        let width: f64 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        for r in &rows {
+            let label = format!("{} {}", r.instance, r.op);
+            let at = svg.find(&format!(">{label}</text>")).unwrap_or_else(|| panic!("{label} whole: {svg}"));
+            let x: f64 = svg[..at].rsplit("<text x=\"").next().unwrap().split('"').next().unwrap().parse().unwrap();
+            assert!(x - text_width(&label, FONT) >= 4.0, "{label} starts inside the chart: x = {x}");
+            let value = value_label(r);
+            let at = svg.find(&format!(">{}</text>", esc(&value))).unwrap_or_else(|| panic!("{value} whole: {svg}"));
+            let x: f64 = svg[..at].rsplit("<text x=\"").next().unwrap().split('"').next().unwrap().parse().unwrap();
+            assert!(x + text_width(&value, FONT) <= width, "{value} ends inside the chart: {x} of {width}");
+        }
+        assert!(svg.contains(">1.250 · too few trials (3 and 3)</text>"), "{svg}");
+        // Wide letters take more room than a count of characters gave them (7.5 px each).
+        assert!(text_width("WWMMWWMMWWMMWWMMWW dec", FONT) > 22.0 * 7.5);
     }
 
     #[test]
