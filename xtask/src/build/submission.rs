@@ -102,6 +102,11 @@ pub struct Submission {
     /// empty: any. On another one its instances are not built, and that is no failure.
     #[serde(default)]
     pub arch: Vec<crate::flags::Arch>,
+    /// Values an operation derives from its secret input that are public by design (an
+    /// ML-KEM key pair's matrix seed ρ): what `ct` sees inside the named functions is
+    /// listed apart, not as a finding, and the operation gets no timing test.
+    #[serde(default)]
+    pub ct_public_derived: Vec<PublicDerived>,
     #[serde(rename = "instance")]
     pub instances: Vec<Instance>,
     /// Folder of the manifest file; `<base>/<id>/patches/` holds its patches.
@@ -387,6 +392,33 @@ pub struct PublicBytes {
     pub why: String,
 }
 
+/// A public value an operation computes from its secret input (`ct_public_derived`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PublicDerived {
+    /// The operation (one `ct` checks).
+    pub op: String,
+    /// Functions that work on the public value only: a report whose stack passes through
+    /// one of them (by name, or by its last `_`-separated part, for prefixed names) is
+    /// about that value.
+    pub functions: Vec<String>,
+    pub why: String,
+}
+
+impl PublicDerived {
+    /// Whether `function` (a stack frame's) is one of these.
+    pub fn names(&self, function: &str) -> bool {
+        self.functions
+            .iter()
+            .any(|f| function == f || function.strip_suffix(f.as_str()).is_some_and(|p| p.ends_with('_')))
+    }
+
+    /// `keygen: values derived in gen_matrix (why)`.
+    pub fn describe(&self) -> String {
+        format!("{}: values derived in {} ({})", self.op, self.functions.join(", "), self.why)
+    }
+}
+
 impl PublicBytes {
     /// `secret key bytes 768..1568 (why)`.
     pub fn describe(&self) -> String {
@@ -566,6 +598,24 @@ impl Submission {
             self.validate_xof(inst)?;
             self.validate_passes(inst)?;
             self.validate_public(inst)?;
+        }
+        self.validate_derived()
+    }
+
+    /// Each public-derived entry names an operation `ct` checks, functions (C names) and
+    /// a reason.
+    fn validate_derived(&self) -> Result<()> {
+        for d in &self.ct_public_derived {
+            let at = format!("{}: ct_public_derived for {:?}", self.path, d.op);
+            let ct = self.family()?.ct.with_context(|| format!("{at}: a {} has no ct check", self.family))?;
+            if !ct.ops.iter().any(|o| o.id == d.op) {
+                let ops: Vec<&str> = ct.ops.iter().map(|o| o.id).collect();
+                bail!("{at}: not an operation ct checks ({})", ops.join(", "));
+            }
+            let c_name = |f: &String| !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if d.functions.is_empty() || !d.functions.iter().all(c_name) || d.why.trim().is_empty() {
+                bail!("{at}: needs C function names and a reason");
+            }
         }
         Ok(())
     }
@@ -950,6 +1000,29 @@ mod tests {
         let e = format!("{:#}", check_selection(&given, &subs).unwrap_err());
         assert!(e.contains("20000 unknown label(s): \"nope-0\", \"nope-1\"") && e.contains("and 19990 more"), "{e}");
         assert!(e.ends_with("bad has instances L") && e.len() < 400, "{e}");
+    }
+
+    #[test]
+    fn public_derived_values_name_an_operation_ct_checks_c_functions_and_a_reason() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let with = |entry: &str| {
+            let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");
+            good.replace("[[instance]]", &format!("[[ct_public_derived]]\n{entry}\n[[instance]]"))
+        };
+        let ok = "op = \"keygen\"\nfunctions = [\"gen_matrix\"]\nwhy = \"rho\"";
+        std::fs::write(dir.join("bad.toml"), with(ok)).unwrap();
+        let sub = Submission::load(dir.join("bad.toml").as_str()).unwrap();
+        assert_eq!(sub.ct_public_derived[0].functions, ["gen_matrix"]);
+        for (entry, why) in [
+            (ok.replace("keygen", "sign"), "not an operation ct checks (keygen, enc, dec)"),
+            (ok.replace("[\"gen_matrix\"]", "[]"), "needs C function names and a reason"),
+            (ok.replace("gen_matrix", "gen matrix()"), "needs C function names and a reason"),
+            (ok.replace("\"rho\"", "\" \""), "needs C function names and a reason"),
+        ] {
+            let e = format!("{:#}", load_text(dir, &with(&entry)));
+            assert!(e.contains(why), "{entry}: {e}");
+        }
     }
 
     #[test]

@@ -22,10 +22,10 @@ use xshell::Shell;
 use crate::build::builder::{Build, BuildCtx, BuildEnv, Built, RunCtx};
 use crate::build::recipe;
 use crate::build::sources::Source;
-use crate::build::submission::{Instance, Submission};
+use crate::build::submission::{Instance, PublicDerived, Submission};
 use crate::container::sandbox::Sandbox;
 use crate::evidence::schema::{
-    self, AnalysisLayer, CtRecord, CtStatus, CtTiming, CtTimingStatus, OpId, ResultRow, ToolchainRecord,
+    self, AnalysisLayer, CtFinding, CtRecord, CtStatus, CtTiming, CtTimingStatus, OpId, ResultRow, ToolchainRecord,
 };
 use crate::evidence::Layout;
 use crate::family::{CtCheck, CtOp};
@@ -291,12 +291,29 @@ fn record(
     } else {
         Err(format!("`{}` {}: {}", command.join(" "), finished.outcome, project::last_lines(&finished.stderr, 4)))
     };
-    let (status, findings, bytes, detail) = match seen {
-        Ok(j) => (j.status, j.findings, j.bytes, None),
-        Err(why) => (CtStatus::Failed, vec![], [0; 3], Some(why)),
+    let derived = public_derived(sub, op.id);
+    let (status, findings, public, bytes, detail) = match seen {
+        Ok(j) => {
+            let (findings, public) = split_public(j.findings, &derived);
+            let j = Judged { findings, bytes: j.bytes };
+            (j.status(), j.findings, public, j.bytes, None)
+        }
+        Err(why) => (CtStatus::Failed, vec![], vec![], [0; 3], Some(why)),
     };
     let (status, detail) = with_requests(status, detail, requests);
-    let timing = time_op(ctx, (inst, build), (ct, op), status)?;
+    let timing = match derived.first() {
+        Some(d) if timing::wanted(op, status) && ctx.opts.measurements > 0 => {
+            let why = format!(
+                "its two classes of secret input also differ in a value public by design ({}), whose handling may \
+                 take its own time (manifest: ct_public_derived)",
+                d.why
+            );
+            Some(timing::not_run(&why, ctx.opts.measurements))
+        }
+        _ => time_op(ctx, (inst, build), (ct, op), status)?,
+    };
+    let mut declassified: Vec<String> = inst.ct_public_sk.iter().map(|r| r.describe()).collect();
+    declassified.extend(derived.iter().map(|d| d.describe()));
     Ok(CtRecord {
         schema: schema::version::<CtRecord>(),
         id: sub.id.clone(),
@@ -308,10 +325,11 @@ fn record(
         status,
         detail,
         findings,
+        public_derived: public,
         secret_bytes: bytes[0],
         random_bytes: bytes[1],
         declassified_bytes: bytes[2],
-        declassified: inst.ct_public_sk.iter().map(|r| r.describe()).collect(),
+        declassified,
         client_requests: requests,
         command,
         toolchain: ctx.tc.clone(),
@@ -324,6 +342,20 @@ fn record(
         started,
         finished: project::now_utc(),
     })
+}
+
+/// The manifest's public-derived values of `op`.
+fn public_derived<'a>(sub: &'a Submission, op: &str) -> Vec<&'a PublicDerived> {
+    sub.ct_public_derived.iter().filter(|d| d.op == op).collect()
+}
+
+/// Findings apart from those whose stack passes through a function of `derived`.
+fn split_public(findings: Vec<CtFinding>, derived: &[&PublicDerived]) -> (Vec<CtFinding>, Vec<CtFinding>) {
+    findings.into_iter().partition(|f| !in_derived(f, derived))
+}
+
+fn in_derived(f: &CtFinding, derived: &[&PublicDerived]) -> bool {
+    f.stack.iter().chain([&f.at]).any(|frame| derived.iter().any(|d| d.names(&frame.function)))
 }
 
 /// The timing test of `op`, when it gets one.
@@ -376,13 +408,18 @@ fn with_requests(status: CtStatus, detail: Option<String>, requests: u32) -> (Ct
 /// What a finished run's report says.
 #[derive(Debug)]
 struct Judged {
-    status: CtStatus,
     findings: Vec<crate::evidence::schema::CtFinding>,
     /// Secret bytes, DRNG bytes poisoned and key bytes declassified, from the driver's line.
     bytes: [u64; 3],
 }
 
-/// The status a report gives; `Err` when it cannot be read as a whole run's.
+impl Judged {
+    fn status(&self) -> CtStatus {
+        verdict(!self.findings.is_empty(), [self.bytes[0], self.bytes[1]])
+    }
+}
+
+/// What a report holds; `Err` when it cannot be read as a whole run's.
 fn judge(xml: &[u8], roots: &memcheck::Roots) -> std::result::Result<Judged, String> {
     let report = memcheck::parse(xml, roots)?;
     if !report.finished {
@@ -398,8 +435,7 @@ fn judge(xml: &[u8], roots: &memcheck::Roots) -> std::result::Result<Judged, Str
         word.and_then(|v| v.parse().ok()).ok_or_else(|| format!("the driver's line has no {name}: {line:?}"))
     };
     let bytes = [field("secret_bytes")?, field("random_bytes")?, field("declassified_bytes")?];
-    let status = verdict(!report.findings.is_empty(), [bytes[0], bytes[1]]);
-    Ok(Judged { status, findings: report.findings, bytes })
+    Ok(Judged { findings: report.findings, bytes })
 }
 
 /// The status a finished run's findings and poisoned bytes (secret, DRNG) give.
@@ -415,6 +451,10 @@ fn verdict(findings: bool, poisoned: [u64; 2]) -> CtStatus {
 /// bytes and client requests give (a failed run records none of them), and its timing
 /// test's is the one its t gives, taken only when its status asks for one.
 pub(crate) fn check_kept(rec: &CtRecord, sub: &Submission) -> Result<()> {
+    let derived = public_derived(sub, rec.op.name());
+    if let Some(f) = rec.public_derived.iter().find(|f| !in_derived(f, &derived)) {
+        anyhow::bail!("it lists {}:{} as public-derived, which the manifest does not name", f.at.file, f.at.line);
+    }
     let poisoned = [rec.secret_bytes, rec.random_bytes];
     let derived = with_requests(verdict(!rec.findings.is_empty(), poisoned), None, rec.client_requests).0;
     let failed = rec.findings.is_empty() && poisoned == [0, 0] && rec.declassified_bytes == 0;
@@ -520,6 +560,10 @@ fn print_row(rec: &CtRecord) {
     for f in rec.findings.iter().take(5) {
         crate::say!("      {} in {} at {}:{} (×{})", f.kind.as_str(), f.at.function, f.at.file, f.at.line, f.count);
     }
+    if !rec.public_derived.is_empty() {
+        let n = rec.public_derived.len();
+        crate::say!("      {n} report(s) on values public by design, not findings (manifest: ct_public_derived)");
+    }
     if let Some(t) = &rec.timing {
         crate::say!("      {}", timing_summary(t));
     }
@@ -548,6 +592,33 @@ mod tests {
 
     const ROOTS: memcheck::Roots = memcheck::Roots { src: "/src", drivers: "/drivers" };
 
+    fn finding(stack: &[&str]) -> CtFinding {
+        let frame = |f: &&str| crate::evidence::schema::CtFrame { function: (*f).into(), file: "x.c".into(), line: 1 };
+        CtFinding {
+            kind: crate::evidence::schema::CtKind::Branch,
+            at: frame(&stack[0]),
+            stack: stack.iter().map(frame).collect(),
+            count: 1,
+            what: String::new(),
+        }
+    }
+
+    #[test]
+    fn reports_under_a_public_derived_function_are_set_apart_by_name_or_prefixed_name() {
+        let d = PublicDerived { op: "keygen".into(), functions: vec!["gen_matrix".into()], why: "rho".into() };
+        let found = vec![
+            finding(&["rej_uniform", "PQCLEAN_MLKEM512_CLEAN_gen_matrix", "indcpa_keypair"]),
+            finding(&["poly_getnoise", "indcpa_keypair"]),
+            finding(&["my_gen_matrix_fast", "keypair"]),
+            finding(&["gen_matrix"]),
+        ];
+        let (kept, public) = split_public(found, &[&d]);
+        let at = |v: &[CtFinding]| v.iter().map(|f| f.at.function.clone()).collect::<Vec<_>>();
+        assert_eq!(at(&kept), ["poly_getnoise", "my_gen_matrix_fast"], "only whole names or `_` prefixes");
+        assert_eq!(at(&public), ["rej_uniform", "gen_matrix"]);
+        assert_eq!(d.describe(), "keygen: values derived in gen_matrix (rho)");
+    }
+
     #[test]
     fn a_status_needs_the_drivers_line_and_something_poisoned() {
         let line = |s, r| {
@@ -555,11 +626,11 @@ mod tests {
                 "<clientmsg><text>ngcc-ct op=keygen runs=4 secret_bytes={s} random_bytes={r} declassified_bytes=0</text></clientmsg>"
             )
         };
-        assert_eq!(judge(&xml(&line(0, 128)), &ROOTS).unwrap().status, CtStatus::NoneFound);
-        assert_eq!(judge(&xml(&line(0, 0)), &ROOTS).unwrap().status, CtStatus::NothingPoisoned);
+        assert_eq!(judge(&xml(&line(0, 128)), &ROOTS).unwrap().status(), CtStatus::NoneFound);
+        assert_eq!(judge(&xml(&line(0, 0)), &ROOTS).unwrap().status(), CtStatus::NothingPoisoned);
         let error = "<error><unique>0x0</unique><kind>UninitCondition</kind><what>c</what><stack><frame><ip>0x1</ip><fn>f</fn><dir>/src</dir><file>a.c</file><line>7</line></frame></stack></error>";
         let j = judge(&xml(&format!("{error}{}", line(0, 0))), &ROOTS).unwrap();
-        assert_eq!((j.status, j.findings[0].at.line), (CtStatus::Findings, 7));
+        assert_eq!((j.status(), j.findings[0].at.line), (CtStatus::Findings, 7));
         // No line (the run ended before the driver's report), or a line without its counts.
         assert!(judge(&xml(""), &ROOTS).unwrap_err().contains("ngcc-ct line"));
         let bad = "<clientmsg><text>ngcc-ct op=keygen runs=4</text></clientmsg>";

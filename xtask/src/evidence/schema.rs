@@ -1238,6 +1238,10 @@ pub struct CtRecord {
     /// and the manifest's ranges with their reasons.
     pub declassified_bytes: u64,
     pub declassified: Vec<String>,
+    /// What memcheck reported inside the functions the manifest names as working on a
+    /// value public by design (`ct_public_derived`): listed, never a finding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub public_derived: Vec<CtFinding>,
     /// Valgrind client requests found in the candidate's own code (they can hide a leak).
     pub client_requests: u32,
     pub command: Vec<String>,

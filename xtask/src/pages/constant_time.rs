@@ -73,12 +73,18 @@ pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<
 
 /// What the manifests declare public in each instance's secret key, once per instance.
 fn declassified(w: &mut String, records: &[CtRecord]) -> Result<()> {
-    let mut seen: Vec<&str> = Vec::new();
-    for r in records.iter().filter(|r| !r.declassified.is_empty()) {
-        if !seen.contains(&r.label.as_str()) {
-            seen.push(&r.label);
-            let ranges: Vec<String> = r.declassified.iter().map(|d| md(d)).collect();
-            writeln!(w, "\nDeclassified by the manifest for {}: {}.", md(&r.label), ranges.join("; "))?;
+    let mut labels: Vec<&str> = records.iter().map(|r| r.label.as_str()).collect();
+    labels.dedup();
+    for label in labels {
+        // Key ranges hold for every operation, public-derived values for one: all of them.
+        let mut all: Vec<String> = Vec::new();
+        for d in records.iter().filter(|r| r.label == label).flat_map(|r| &r.declassified) {
+            if !all.contains(&md(d)) {
+                all.push(md(d));
+            }
+        }
+        if !all.is_empty() {
+            writeln!(w, "\nDeclassified by the manifest for {}: {}.", md(label), all.join("; "))?;
         }
     }
     Ok(())
