@@ -39,7 +39,9 @@ impl Merge {
                     problems.index.iter().chain(&problems.refused).map(|i| format!(", {i}")).collect::<String>()
                 );
             }
-            rederive(shard, &|id| Manifest::load(&Manifest::default_path(id)))?;
+            rederive(shard, &|id| {
+                Manifest::of(&crate::build::submission::Submission::load(id)?, &Manifest::default_path(id))
+            })?;
             for (path, sha) in evidence::read_index(shard)? {
                 match plan.get(&path) {
                     Some((other, from)) if *other != sha => {
@@ -210,7 +212,7 @@ mod tests {
             std::fs::write(dir.join(LOG), log).unwrap();
         }
         evidence::write_index(dir).unwrap();
-        Manifest { path: "kat.sha256".into(), entries }
+        Manifest { path: "kat.sha256".into(), entries, kat_from: Default::default() }
     }
 
     fn merged(dir: &Utf8Path, manifest: &Manifest) -> std::result::Result<(), String> {
