@@ -67,6 +67,11 @@ fn a_variant_passes_against_the_named_instances_digest_and_a_wrong_one_does_not(
     // The first difference is shown against kf-ref's submitted text, the text it must equal.
     let said = wrong.message.as_deref().unwrap_or_default();
     assert!(said.contains("reference `kf-ref/KAT/KAT_KEM_kf-ref.txt` of the source tree"), "{said}");
+    // --resume keeps the variant's PASS: derived again from its log against kf-ref's line.
+    let run = xtask(&[&args[..], &["--instance", "kf-fast", "--resume"]].concat(), None);
+    assert_eq!(run.status.code(), Some(0));
+    let said = common::stdout(&run);
+    assert!(said.contains("kf-fast") && said.contains("(kept, --resume)"), "{said}");
 }
 
 /// `list` says which instance's KAT a variant takes (sign-02's optimized instances).
