@@ -111,7 +111,7 @@ impl Campaign {
             && sub.instances.iter().all(|i| passed(&i.label))
             && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
             && self.checked(&layout.kat_summary(&sub.id), |root, index, rel| {
-                let manifest = crate::kat::Manifest::load(&sub.kat_manifest_path())?;
+                let manifest = crate::kat::Manifest::of(sub, &sub.kat_manifest_path())?;
                 summary.instances.iter().try_for_each(|r| {
                     evidence::merge::check_kept(root, index, (rel, &manifest), r)
                         .with_context(|| format!("{} {}", sub.id, r.label))

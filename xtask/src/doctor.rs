@@ -210,7 +210,7 @@ impl Facts<'_> {
     fn disk(&self) -> Finding {
         let cache = project::cache_dir();
         let probe = cache.ancestors().find(|p| p.exists()).unwrap_or(Utf8Path::new("/"));
-        let free = free_bytes(probe).unwrap_or(0);
+        let free = project::free_bytes(probe).unwrap_or(0);
         let need: u64 = 4 << 30;
         let detail = format!("{} GiB free at {probe} (images and builds need about 4)", free >> 30);
         finding("disk", free >= need, true, detail, "free space there, or set NGCC_CACHE to a larger disk".into())
@@ -442,13 +442,6 @@ pub fn missing_engines(sh: &Shell) -> String {
 
 fn first_line(s: &str) -> &str {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s)
-}
-
-fn free_bytes(path: &Utf8Path) -> Option<u64> {
-    let c = std::ffi::CString::new(path.as_str()).ok()?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid NUL-terminated path and a zeroed struct to fill.
-    (unsafe { libc::statvfs(c.as_ptr(), &raw mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 #[cfg(test)]

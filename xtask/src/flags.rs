@@ -280,15 +280,17 @@ pub struct Inputs {
     /// Most a build may write into its folder, in MiB (and at most 100000 files).
     #[arg(long, default_value_t = 4096, value_name = "MIB")]
     pub build_disk_mib: u64,
-    /// Most bytes an archive may expand to, in MiB.
-    #[arg(long, default_value_t = 4096, value_name = "MIB")]
-    pub max_extract_mib: u64,
-    /// Most entries an archive may hold.
-    #[arg(long, default_value_t = 100_000)]
-    pub max_entries: u64,
-    /// Most expanded bytes per archive byte (a zip bomb expands far more).
-    #[arg(long, default_value_t = 200)]
-    pub max_ratio: u64,
+    /// Most bytes an archive may expand to, in MiB. Default: 4096, or the manifest's
+    /// `[source.limits] max_extract_mib`.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_extract_mib: Option<u64>,
+    /// Most entries an archive may hold. Default: 100000, or the manifest's `max_entries`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_entries: Option<u64>,
+    /// Most expanded bytes per archive byte (a zip bomb expands far more). Default: 200,
+    /// or the manifest's `max_ratio`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_ratio: Option<u64>,
 }
 
 impl Inputs {
@@ -309,9 +311,18 @@ impl Inputs {
             memory: "4g".into(),
             output_cap_mib: None,
             build_disk_mib: 4096,
-            max_extract_mib: 4096,
-            max_entries: 100_000,
-            max_ratio: 200,
+            max_extract_mib: None,
+            max_entries: None,
+            max_ratio: None,
+        }
+    }
+
+    /// The extraction limits given on the command line (each wins over a manifest's).
+    pub fn extract_limits(&self) -> crate::build::submission::ArchiveLimits {
+        crate::build::submission::ArchiveLimits {
+            max_extract_mib: self.max_extract_mib,
+            max_entries: self.max_entries,
+            max_ratio: self.max_ratio,
         }
     }
 }

@@ -5,26 +5,43 @@ use anyhow::Result;
 use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
-use crate::build::submission::{SourceSpec, Submission};
+use crate::build::submission::{Instance, SourceSpec, Submission};
 use crate::container::toolchain::Toolchain;
 use crate::family::{Family, FamilyId};
 use crate::flags::List;
 use crate::project;
 
-/// How many of a submission's instances `kat.sha256` gives a digest for, every KAT file.
+/// The instances with a KAT of their own (the field counts these): not the variants
+/// that take another's (`kat_from`).
+fn own_kat(s: &Submission) -> impl Iterator<Item = &Instance> {
+    s.instances.iter().filter(|i| i.kat_from.is_none())
+}
+
+/// How many of a submission's instances with a KAT of their own `kat.sha256` gives a
+/// digest for, every KAT file.
 fn digests(s: &Submission) -> Result<usize> {
-    let m = crate::kat::Manifest::load(&s.kat_manifest_path())?;
-    let all_files = |i: &&crate::build::submission::Instance| {
-        s.kat_files(i).is_ok_and(|f| f.iter().all(|(_, f)| m.entry(&i.label, f).is_some()))
-    };
-    Ok(s.instances.iter().filter(all_files).count())
+    let m = crate::kat::Manifest::of(s, &s.kat_manifest_path())?;
+    let all_files = |i: &&Instance| s.kat_files(i).is_ok_and(|f| f.iter().all(|(_, f)| m.entry(&i.label, f).is_some()));
+    Ok(own_kat(s).filter(all_files).count())
 }
 
 fn digests_line(s: &Submission) -> String {
     match digests(s) {
+        Ok(known) if own_kat(s).count() < s.instances.len() => {
+            format!("{known} of {} instances with a KAT of their own", own_kat(s).count())
+        }
         Ok(known) => format!("{known} of {} instances", s.instances.len()),
         Err(e) => format!("none ({e:#})"),
     }
+}
+
+/// `BiT-128, BiT-128-avx2 (KAT of BiT-128)`: each label, and whose KAT a variant takes.
+fn labels_line(s: &Submission) -> String {
+    let label = |i: &Instance| match &i.kat_from {
+        Some(from) => format!("{} (KAT of {from})", i.label),
+        None => i.label.clone(),
+    };
+    s.instances.iter().map(label).collect::<Vec<_>>().join(", ")
 }
 
 /// One family's share of NGCC round 1 and how much of it has manifests here.
@@ -34,6 +51,7 @@ struct FieldRow {
     candidates: u32,
     manifests: u32,
     instances: u32,
+    /// The field's instances: a variant that takes another's KAT (`kat_from`) is none.
     instances_with_manifest: u32,
     instances_with_digests: u32,
 }
@@ -47,7 +65,7 @@ impl FieldRow {
             candidates: f.field.candidates,
             manifests: count(mine.len()),
             instances: f.field.instances,
-            instances_with_manifest: count(mine.iter().map(|s| s.instances.len()).sum()),
+            instances_with_manifest: count(mine.iter().map(|s| own_kat(s).count()).sum()),
             instances_with_digests: count(mine.iter().map(|s| digests(s).unwrap_or(0)).sum()),
         }
     }
@@ -249,8 +267,7 @@ impl List {
                 }
             };
             crate::say!("  {:<16} {} ({}) — {source}", s.id, s.name, s.family);
-            let labels: Vec<&str> = s.instances.iter().map(|i| i.label.as_str()).collect();
-            crate::say!("  {:<16} {} instances: {}", "", labels.len(), labels.join(", "));
+            crate::say!("  {:<16} {} instances: {}", "", s.instances.len(), labels_line(s));
             crate::say!("  {:<16} KAT digests: {}; {}", "", digests_line(s), verified(s));
             if let Some(a) = ArchiveHere::of(s, &dir) {
                 crate::say!("  {:<16} archive: {}", "", a.words());

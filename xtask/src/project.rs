@@ -55,6 +55,16 @@ pub fn cache_dir() -> Utf8PathBuf {
     }
 }
 
+/// The bytes an unprivileged user may still write on the file system of `path`
+/// (`statvfs`); None when it cannot be read.
+pub fn free_bytes(path: &Utf8Path) -> Option<u64> {
+    let c = std::ffi::CString::new(path.as_str()).ok()?;
+    // SAFETY: a zeroed statvfs is a valid value of the plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid NUL-terminated path and a struct to fill.
+    (unsafe { libc::statvfs(c.as_ptr(), &raw mut st) } == 0).then(|| st.f_bavail.saturating_mul(st.f_frsize))
+}
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }

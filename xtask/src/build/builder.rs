@@ -726,11 +726,7 @@ impl Inputs {
         self.check_given(&ids)?;
         self.check_paths()?;
         Toolchain::load(&profile.toolchain(&self.toolchain))?;
-        let limits = sources::ExtractLimits {
-            max_bytes: self.max_extract_mib << 20,
-            max_entries: self.max_entries,
-            max_ratio: self.max_ratio,
-        };
+        let limits = self.extract_limits();
         let arch = profile.arch(self.target.arch);
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         crate::build::submission::check_selection(&self.instances, &subs)?;
@@ -751,6 +747,7 @@ impl Inputs {
             let mut src = sources::obtain(sh, &sub, &overrides)
                 .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
             if sub.takes_iccs() {
+                let limits = sources::ExtractLimits::resolve(&limits, None);
                 let api = IccsApi::obtain(given_for(&self.archive, iccs::ID).as_deref(), limits)
                     .with_context(|| format!("{} takes files of the ICCS API package", sub.id))?;
                 src = src.with_iccs(api);

@@ -139,8 +139,32 @@ pub enum SourceSpec {
         /// Folder inside the archive (below any wrapping folders) that is the source root.
         #[serde(default)]
         root: String,
+        /// `[source.limits]`: this archive's own extraction limits, where it is larger than
+        /// the defaults allow.
+        #[serde(default)]
+        limits: Option<ArchiveLimits>,
     },
 }
+
+/// Extraction limits, as the command line (`--max-extract-mib`, `--max-entries`,
+/// `--max-ratio`) or an archive's manifest (`[source.limits]`, the same names) gives
+/// them; what neither gives is `sources::ExtractLimits::DEFAULT`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveLimits {
+    /// Most bytes the archive may expand to, in MiB.
+    #[serde(default)]
+    pub max_extract_mib: Option<u64>,
+    /// Most entries (files and folders) it may hold.
+    #[serde(default)]
+    pub max_entries: Option<u64>,
+    /// Most expanded bytes per archive byte.
+    #[serde(default)]
+    pub max_ratio: Option<u64>,
+}
+
+/// The largest `max_extract_mib` a manifest may set (1 TiB).
+pub const MAX_EXTRACT_MIB: u64 = 1 << 20;
 
 impl SourceSpec {
     /// A crate whose checksum `sources/Cargo.lock` pins: the one source whose code the
@@ -376,6 +400,10 @@ pub struct Instance {
     /// The architectures this instance's code builds on (empty: the submission's).
     #[serde(default)]
     pub arch: Vec<crate::flags::Arch>,
+    /// A variant with no KAT of its own (an optimized build that is timed): the label of
+    /// the instance whose KAT file and `kat.sha256` line its KAT text is checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kat_from: Option<String>,
 }
 
 fn yes() -> bool {
@@ -555,11 +583,67 @@ impl Submission {
         }
         self.validate_build(text)?;
         self.validate_profile(text)?;
+        self.validate_kat_from(text)?;
+        self.validate_limits(text)?;
         let (SourceSpec::Archive { root, .. } | SourceSpec::Crate { subdir: root, .. }) = &self.source;
         if !root.is_empty() {
             check_rel_path(root).map_err(|why| invalid(root, format!("source folder {root:?} {why}")))?;
         }
         Ok(())
+    }
+
+    /// `kat_from` names another instance of this manifest, one with a KAT of its own
+    /// (no chains: the digest a variant is checked against is one line away).
+    fn validate_kat_from(&self, text: &str) -> Result<()> {
+        for inst in &self.instances {
+            let Some(from) = &inst.kat_from else { continue };
+            // The `kat_from` line where it is written plainly, else the first quoted label.
+            let line = format!("kat_from = \"{from}\"");
+            let place = locate(&self.path, text, if text.contains(&line) { &line } else { from });
+            let at = || format!("{place}: instance {}: kat_from = {from:?}", inst.label);
+            let labels = || self.instances.iter().map(|i| i.label.as_str());
+            let Some(owner) = self.instances.iter().find(|i| &i.label == from) else {
+                let hint = project::suggest(from, labels().filter(|l| *l != inst.label));
+                bail!("{} names no instance{hint} (instances: {})", at(), labels().collect::<Vec<_>>().join(", "));
+            };
+            if owner.label == inst.label {
+                bail!("{} names the instance itself: leave kat_from out for an instance with its own KAT", at());
+            }
+            if let Some(next) = &owner.kat_from {
+                bail!(
+                    "{} names an instance that takes its KAT from {next:?} itself; name {next:?}, whose KAT it is \
+                     (no chains)",
+                    at()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `[source.limits]`: positive values, and at most [`MAX_EXTRACT_MIB`].
+    fn validate_limits(&self, text: &str) -> Result<()> {
+        let SourceSpec::Archive { limits: Some(l), .. } = &self.source else { return Ok(()) };
+        for (name, value) in
+            [("max_extract_mib", l.max_extract_mib), ("max_entries", l.max_entries), ("max_ratio", l.max_ratio)]
+        {
+            if value == Some(0) {
+                bail!("{}: [source.limits] {name} = 0 would refuse every archive", locate(&self.path, text, name));
+            }
+        }
+        if let Some(mib) = l.max_extract_mib.filter(|m| *m > MAX_EXTRACT_MIB) {
+            bail!(
+                "{}: [source.limits] max_extract_mib = {mib} is above {MAX_EXTRACT_MIB} (1 TiB)",
+                locate(&self.path, text, "max_extract_mib")
+            );
+        }
+        Ok(())
+    }
+
+    /// The instance whose KAT file and `kat.sha256` line `inst`'s KAT text is checked
+    /// against: the one its `kat_from` names, else itself.
+    pub fn kat_owner<'a>(&'a self, inst: &'a Instance) -> &'a Instance {
+        let named = inst.kat_from.as_ref().and_then(|l| self.instances.iter().find(|i| &i.label == l));
+        named.unwrap_or(inst)
     }
 
     /// Libraries, ICCS files, flag sets and per-instance limits: known values only.
@@ -709,9 +793,9 @@ impl Submission {
     }
 
     /// The KAT files of `inst`, one per part of its family, with their names
-    /// (`KAT_2_12_<file>`).
+    /// (`KAT_2_12_<file>`): those of its `kat_from` instance, if it names one.
     pub fn kat_files(&self, inst: &Instance) -> Result<Vec<(crate::family::KatPart, String)>> {
-        let file = inst.expand(&self.kat.file);
+        let file = self.kat_owner(inst).expand(&self.kat.file);
         Ok(self.family()?.kat_parts.iter().map(|p| (*p, format!("{}{file}", p.prefix))).collect())
     }
 
@@ -1071,6 +1155,58 @@ mod tests {
         assert_eq!(sub.not_built_on(l, Arch::X86_64), None);
         // An instance's own list wins over the submission's.
         assert_eq!(sub.not_built_on(a, Arch::Aarch64), None);
+    }
+
+    /// `kat_from` names another instance with a KAT of its own; an unknown label, the
+    /// instance itself or a chain is a usage error naming the manifest's line.
+    #[test]
+    fn kat_from_names_an_instance_with_its_own_kat() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "{dir}/x.c");
+        let with = |a: &str, b: &str| {
+            format!(
+                "{good}\n[[instance]]\nlabel = \"A\"\ndir = \"d\"\n{a}\n[[instance]]\nlabel = \"B\"\ndir = \"e\"\n{b}"
+            )
+        };
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, with("kat_from = \"L\"", "kat_from = \"L\"")).unwrap();
+        let sub = Submission::load(path.as_str()).unwrap();
+        let (l, a) = (&sub.instances[0], &sub.instances[1]);
+        assert_eq!((sub.kat_owner(a).label.as_str(), sub.kat_owner(l).label.as_str()), ("L", "L"));
+        assert_eq!(sub.kat_files(a).unwrap()[0].1, "k.txt");
+        for (a, b, why, line) in [
+            ("kat_from = \"M\"", "", "kat_from = \"M\" names no instance", 20),
+            ("kat_from = \"A\"", "", "names the instance itself", 20),
+            ("kat_from = \"B\"", "kat_from = \"L\"", "takes its KAT from \"L\" itself", 20),
+        ] {
+            let e = format!("{:#}", load_text(dir, &with(a, b)));
+            assert!(e.contains(why) && e.contains(&format!("bad.toml:{line}:")), "{a} {b}: {e}");
+        }
+        // The nearest label is suggested.
+        let e = format!("{:#}", load_text(dir, &with("kat_from = \"l\"", "")));
+        assert!(e.contains("did you mean `L`?"), "{e}");
+    }
+
+    /// `[source.limits]` of an archive: read, and refused when zero or past the cap.
+    #[test]
+    fn archive_limits_are_read_and_checked() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");
+        let with = |limits: &str| good.replace("[build]", &format!("[source.limits]\n{limits}\n[build]"));
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, with("max_extract_mib = 8192\nmax_entries = 7")).unwrap();
+        let SourceSpec::Archive { limits, .. } = Submission::load(path.as_str()).unwrap().source else { panic!() };
+        assert_eq!(limits, Some(ArchiveLimits { max_extract_mib: Some(8192), max_entries: Some(7), max_ratio: None }));
+        for (limits, why) in [
+            ("max_ratio = 0", "max_ratio = 0 would refuse every archive"),
+            ("max_extract_mib = 1048577", "is above 1048576"),
+            ("max_mib = 5", "unknown field"),
+        ] {
+            let e = format!("{:#}", load_text(dir, &with(limits)));
+            assert!(e.contains(why), "{limits}: {e}");
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@ impl Merge {
                     problems.index.iter().chain(&problems.refused).map(|i| format!(", {i}")).collect::<String>()
                 );
             }
-            rederive(shard, &|id| Manifest::load(&Manifest::default_path(id)))?;
+            rederive(shard, &manifest_of)?;
             for (path, sha) in evidence::read_index(shard)? {
                 match plan.get(&path) {
                     Some((other, from)) if *other != sha => {
@@ -74,6 +74,17 @@ impl Merge {
         );
         Ok(())
     }
+}
+
+/// `id`'s KAT manifest in this checkout, read with its submission's `kat_from` when the
+/// submission loads; without it a variant's PASS finds no line and is refused, never
+/// accepted.
+fn manifest_of(id: &str) -> Result<Manifest> {
+    let manifest = Manifest::load(&Manifest::default_path(id))?;
+    Ok(match crate::build::submission::Submission::load(id) {
+        Ok(sub) => manifest.with_kat_from(&sub),
+        Err(_) => manifest,
+    })
 }
 
 /// Every PASS in the KAT summaries of `shard`, derived again: the log the summary
@@ -210,7 +221,7 @@ mod tests {
             std::fs::write(dir.join(LOG), log).unwrap();
         }
         evidence::write_index(dir).unwrap();
-        Manifest { path: "kat.sha256".into(), entries }
+        Manifest { path: "kat.sha256".into(), entries, kat_from: Default::default() }
     }
 
     fn merged(dir: &Utf8Path, manifest: &Manifest) -> std::result::Result<(), String> {
@@ -238,6 +249,21 @@ mod tests {
         evidence::write_index(dir).unwrap();
         let e = kept(dir).unwrap_err();
         assert!(e.contains("its PASS for fix-a") && e.contains("gives sha256"), "{e}");
+    }
+
+    /// A variant's PASS (`kat_from`) is derived against the line of the instance it names,
+    /// and only when the manifest is read with the submission's `kat_from`.
+    #[test]
+    fn a_variants_pass_is_derived_from_the_named_instances_line() {
+        let text = "count = 0\nss = 00\n";
+        let t = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(t.path()).unwrap();
+        let mut manifest = shard(dir, Some(text), text);
+        manifest.entries[0].label = "fix-ref".into();
+        let e = merged(dir, &manifest).unwrap_err();
+        assert!(e.contains("has no line for it"), "{e}");
+        manifest.kat_from.insert("fix-a".into(), "fix-ref".into());
+        assert_eq!(merged(dir, &manifest), Ok(()));
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub struct Entry {
 pub struct Manifest {
     pub path: Utf8PathBuf,
     pub entries: Vec<Entry>,
+    /// Instances whose lines are another instance's (the submission's `kat_from`):
+    /// label → the label whose lines they are checked against.
+    pub kat_from: std::collections::BTreeMap<String, String>,
 }
 
 impl Manifest {
@@ -60,11 +63,25 @@ impl Manifest {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read KAT manifest {path}"))?;
         let entries =
             parse(&text).with_context(|| format!("invalid KAT manifest {path}")).map_err(crate::ui::Usage::of)?;
-        Ok(Manifest { path: path.to_owned(), entries })
+        Ok(Manifest { path: path.to_owned(), entries, kat_from: Default::default() })
     }
 
-    /// The line of `label`'s KAT file `file`.
+    /// `sub`'s manifest, loaded, with the instances that take another's KAT (`kat_from`).
+    pub fn of(sub: &Submission, path: &Utf8Path) -> Result<Manifest> {
+        Ok(Manifest::load(path)?.with_kat_from(sub))
+    }
+
+    /// The same lines, read for `sub`: an instance with `kat_from` has the lines of the
+    /// instance it names.
+    pub fn with_kat_from(mut self, sub: &Submission) -> Manifest {
+        let taken = sub.instances.iter().filter_map(|i| Some((i.label.clone(), i.kat_from.clone()?)));
+        self.kat_from = taken.collect();
+        self
+    }
+
+    /// The line of `label`'s KAT file `file` (that of its `kat_from` instance, if any).
     pub fn entry(&self, label: &str, file: &str) -> Option<&Entry> {
+        let label = self.kat_from.get(label).map_or(label, String::as_str);
         self.entries.iter().find(|e| e.label == label && e.file == file)
     }
 
@@ -80,20 +97,34 @@ impl Manifest {
             let inst = sub.instances.iter().find(|i| i.label == e.label).with_context(|| {
                 format!("{}: {} has no instance {:?} (it has {})", at(), sub.id, e.label, labels(sub))
             })?;
+            if let Some(from) = &inst.kat_from {
+                bail!(
+                    "{}: {} takes its KAT from {from} (kat_from in {}), so a line of its own would never be read; \
+                     remove it",
+                    at(),
+                    e.label,
+                    sub.path
+                );
+            }
             let files: Vec<String> = sub.kat_files(inst)?.into_iter().map(|(_, f)| f).collect();
             if !files.contains(&e.file) {
                 let want = files.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
                 bail!("{}: the KAT files of {} are {want} ([kat] file of {}), not {:?}", at(), e.label, sub.id, e.file);
             }
-            // A digest of more records than the driver prints could never match.
-            if let Some(n) = e.records.filter(|n| *n > inst.kat_records as usize) {
-                bail!(
-                    "{}: the digest of {} covers {n} records, but the instance replays {} (set kat_records = {n} in {})",
-                    at(),
-                    e.label,
-                    inst.kat_records,
-                    sub.path
-                );
+            // A digest of more records than the driver prints could never match, for the
+            // instance or a variant checked against its line.
+            let readers = sub.instances.iter().filter(|i| i.label == e.label || i.kat_from.as_ref() == Some(&e.label));
+            for reader in readers {
+                if let Some(n) = e.records.filter(|n| *n > reader.kat_records as usize) {
+                    bail!(
+                        "{}: the digest of {} covers {n} records, but {} replays {} (set kat_records = {n} in {})",
+                        at(),
+                        e.label,
+                        reader.label,
+                        reader.kat_records,
+                        sub.path
+                    );
+                }
             }
         }
         Ok(())
@@ -420,6 +451,42 @@ mod tests {
         assert!(format!("{:#}", parse(&format!("{sha} nolen:0 A/b\n")).unwrap_err()).contains(":0"));
         assert!(parse(&format!("{sha} strict A/\n")).is_err());
         assert_eq!(parse(&text).unwrap()[1].line, 3);
+    }
+
+    /// A variant (`kat_from`) is checked against the named instance's line; a line of
+    /// its own is refused (exit 2), as it would never be read.
+    #[test]
+    fn a_kat_from_instance_reads_the_named_instances_line() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(t.path()).unwrap();
+        let text = "id = \"s\"\nname = \"s\"\n[source]\nkind = \"crate\"\nname = \"c\"\nversion = \"1\"\n\
+                    [build]\nsources = [\"{dir}/a.c\"]\n[kat]\nprogram = [\"driver:iccs_kem_kat.c\"]\n\
+                    file = \"KAT_{label}.txt\"\n[[instance]]\nlabel = \"R\"\ndir = \"r\"\n\
+                    [[instance]]\nlabel = \"R-fast\"\ndir = \"f\"\nkat_from = \"R\"\n";
+        let sub = Submission::from_text(&dir.join("s.toml"), text).unwrap();
+        let (sha, other) = ("a".repeat(64), "b".repeat(64));
+        let path = dir.join("kat.sha256");
+        std::fs::write(&path, format!("{sha} strict R/KAT_R.txt\n")).unwrap();
+        let m = Manifest::of(&sub, &path).unwrap();
+        m.check_against(&sub).unwrap();
+        let fast = &sub.instances[1];
+        let file = sub.kat_files(fast).unwrap().remove(0).1;
+        assert_eq!(file, "KAT_R.txt");
+        assert_eq!(m.entry(&fast.label, &file).map(|e| e.sha256.as_str()), Some(sha.as_str()));
+        assert!(Manifest::load(&path).unwrap().entry(&fast.label, &file).is_none(), "read without the manifest");
+        std::fs::write(&path, format!("{sha} strict R/KAT_R.txt\n{other} strict R-fast/KAT_R.txt\n")).unwrap();
+        let e = Manifest::of(&sub, &path).unwrap().check_against(&sub).unwrap_err();
+        assert_eq!(crate::ui::exit_code(&e), crate::ui::exit::USAGE);
+        assert!(format!("{e:#}").contains("kat.sha256:2: R-fast takes its KAT from R"), "{e:#}");
+        // A digest of 20 records needs 20 from the variant too.
+        let sub = Submission::from_text(
+            &dir.join("s.toml"),
+            &text.replace("dir = \"r\"\n", "dir = \"r\"\nkat_records = 20\n"),
+        )
+        .unwrap();
+        std::fs::write(&path, format!("{sha} strict:20 R/KAT_R.txt\n")).unwrap();
+        let e = format!("{:#}", Manifest::of(&sub, &path).unwrap().check_against(&sub).unwrap_err());
+        assert!(e.contains("covers 20 records, but R-fast replays 10"), "{e}");
     }
 
     #[test]

@@ -201,7 +201,7 @@ impl Verify {
     pub fn verify_all(&self, sh: &Shell, ctx: &RunCtx, work: &[(Submission, Source)]) -> Result<Vec<String>> {
         let mut failed = Vec::new();
         for (sub, src) in work {
-            let manifest = Manifest::load(&self.kat_path(sub))?;
+            let manifest = Manifest::of(sub, &self.kat_path(sub))?;
             let summary = self.verify_submission(sh, ctx, (sub, src), &manifest)?;
             let selected = summary.instances.iter().filter(|i| self.inputs.selects_label(&i.label));
             let bad = selected.filter(|i| i.finding()).count();
@@ -629,7 +629,7 @@ impl Ctx<'_> {
             Ok(actual) => {
                 if entry.sha256 != *actual {
                     r.status = Status::Mismatch;
-                    r.message = Some(mismatch_message(entry, &actual, text, self.build.src, inst, sub));
+                    r.message = Some(mismatch_message(entry, &actual, text, self.build.src, sub.kat_owner(inst), sub));
                 }
                 r.actual_sha256 = Some(Sha256Hex::computed(actual));
                 if r.status == Status::Pass {
