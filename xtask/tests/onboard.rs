@@ -622,6 +622,8 @@ enum Layout {
     Objects,
     /// `$(wildcard ...)` and `$(filter-out ...)`, `${VAR}`.
     Wildcard,
+    /// `kat_test/Makefile` whose recipe names its sources by shell globs (`../k*.c *.c`).
+    ShellGlob,
     /// No Makefile: each level's `params.h` defines PARAMS; `#include "../api.h"` says where the sources are.
     NoMakefile,
     /// No Makefile, and the level's folder holds the speed build's `randombytes.c` too,
@@ -629,11 +631,12 @@ enum Layout {
     NoMakefileDevRandom,
 }
 
-const LAYOUTS: [Layout; 6] = [
+const LAYOUTS: [Layout; 7] = [
     Layout::LevelMakefile,
     Layout::KatTestMakefile,
     Layout::Objects,
     Layout::Wildcard,
+    Layout::ShellGlob,
     Layout::NoMakefile,
     Layout::NoMakefileDevRandom,
 ];
@@ -651,6 +654,8 @@ const MK_OBJECTS: &str = "include ../common.mk\n\
 const MK_WILDCARD: &str =
     "LEVEL=@P@\nSOURCES := $(filter-out randombytes.c speed.c,$(wildcard *.c)) $(wildcard kat_test/*.c)\n\
     DEFINES = -DPARAMS=${LEVEL} -DUSE_ICCS_HASH\nall: kat\nkat: $(SOURCES)\n\tgcc $(DEFINES) -o $@ $(SOURCES)\n";
+
+const MK_GLOB: &str = "kat:\n\tgcc -O2 -DPARAMS=@P@ -DUSE_ICCS_HASH ../k*.c ../hash*.c *.c -o kat\n";
 
 fn levels_file(name: &str) -> String {
     std::fs::read_to_string(Path::new(FIXTURE).join("levels").join(name)).unwrap()
@@ -688,6 +693,7 @@ fn write_level(d: &Path, layout: Layout, params: usize) {
         Layout::KatTestMakefile => (k.join("Makefile"), MK_KAT_TEST),
         Layout::Objects => (d.join("Makefile"), MK_OBJECTS),
         Layout::Wildcard => (d.join("makefile"), MK_WILDCARD),
+        Layout::ShellGlob => (k.join("Makefile"), MK_GLOB),
         Layout::NoMakefile | Layout::NoMakefileDevRandom => return,
     };
     put(&at, &text.replace("@P@", &p));

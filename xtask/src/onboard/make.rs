@@ -3,7 +3,8 @@
 //! substitution references, a few text functions (`wildcard` over the extracted tree,
 //! `addprefix`, `addsuffix`, `filter`, `filter-out`, `patsubst`, `sort`, `strip`,
 //! `notdir`), line continuations, `include` of another file of the tree, and rules with
-//! their recipes (`$^`, `$<`, `$+`). Conditionals are skipped (every assignment counts, the
+//! their recipes (`$^`, `$<`, `$+`; a glob word matched over the tree, as make does in
+//! prerequisites and the shell in recipes). Conditionals are skipped (every assignment counts, the
 //! last one wins); anything else expands to nothing. Nothing of it reaches a shell.
 
 use std::collections::BTreeMap;
@@ -255,6 +256,7 @@ impl<'t> Makefile<'t> {
         let words: Vec<String> = std::iter::once(self.expand(&r.prereqs, None))
             .chain(recipe.iter().cloned())
             .flat_map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .flat_map(|w| if w.contains(['*', '?']) { self.wildcard(&w) } else { vec![w] })
             .collect();
         let mut sources = Vec::new();
         let mut objects = false;
@@ -410,7 +412,7 @@ mod tests {
 
     const MK: &str = "SRCDIR := ..\nCFLAGS = -O2 $(DEFS) # the level\nDEFS = -DPARAMS=2\nDEFS += -DUSE_X\n\
         SRCS = $(SRCDIR)/kem.c \\\n  $(SRCDIR)/poly.c\nSRCS += $(filter-out rng_unused.c,$(wildcard *.c))\n\
-        OBJS = $(SRCS:.c=.o)\nkat: $(OBJS) KAT_KEM.c\n\t$(CC) $(CFLAGS) $^ -o $@\nspeed: ../speed.c\n\t$(CC) $< -o $@\n";
+        OBJS = $(SRCS:.c=.o)\nkat: $(OBJS) KAT_KEM.c\n\t$(CC) $(CFLAGS) $^ -o $@\nspeed: ../speed.c\n\t$(CC) $< -o $@\nglob:\n\tcc ../k*.c r?ng_unused.c -o $@\n";
 
     #[test]
     fn a_makefile_gives_sources_and_defines_of_each_target() {
@@ -426,13 +428,14 @@ mod tests {
         let (_tmp, t) = tree(&files);
         let m = Makefile::read(&t, "L/kat_test/Makefile");
         let builds = m.builds();
-        assert_eq!(builds.len(), 2);
+        assert_eq!(builds.len(), 3);
         let kat = &builds[0];
         assert_eq!(kat.target, "kat");
         assert_eq!(kat.sources, ["L/kem.c", "L/poly.c", "L/kat_test/KAT_KEM.c", "L/kat_test/drng.c"]);
         assert_eq!(kat.defines, ["PARAMS=2", "USE_X"]);
         assert_eq!(builds[1].sources, ["L/speed.c"]);
         assert_eq!(builds[1].defines, ["PARAMS=2", "USE_X"], "from CFLAGS when the recipe shows none");
+        assert_eq!(builds[2].sources, ["L/kem.c"], "a glob matched over the tree; `?` is one character");
     }
 
     #[test]

@@ -1244,7 +1244,9 @@ fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
         let shipped: Vec<String> = a.iccs_elsewhere[name].iter().take(3).map(|p| q(p)).collect();
         let shipped = match shipped.is_empty() {
             true => "the archive has none".to_owned(),
-            false => format!("the archive's copies ({}) are other instances'", shipped.join(", ")),
+            false => {
+                format!("the archive's copies ({}) are not in or above the folders that lack it", shipped.join(", "))
+            }
         };
         if lacking.len() == items.len() {
             iccs.push((*name).to_owned());
