@@ -23,6 +23,10 @@ use crate::flags::{EngineChoice, Given, Inputs, Onboard, Verify};
 use crate::kat::{self, Canonical, Mode};
 use crate::project;
 
+mod layout;
+mod macros;
+mod make;
+
 /// How an ICCS API header of a family looks, and what its draft needs. Whether the
 /// family can be verified is the family model's word (`FamilyId::get`).
 struct Shape {
@@ -273,14 +277,20 @@ struct Found {
     dir: String,
     header: String,
     shape: &'static Shape,
-    /// The header's one literal `ALGORITHM_INSTANCE`, if it has one.
+    /// The header's one `ALGORITHM_INSTANCE`, if it has one (a literal, or expanded).
     declared: Option<String>,
+    /// How `declared` was expanded from macros.
+    declared_how: Option<String>,
     label: String,
     label_why: String,
     sources: Vec<String>,
     sources_why: String,
+    /// `-D` defines of the archive's own build (its Makefile), in its order.
+    defines: Vec<String>,
     includes: Vec<String>,
     unresolved: Vec<String>,
+    /// The official ICCS files it needs and neither its sources nor the archive have.
+    official_iccs: Vec<&'static str>,
     kats: Vec<PartKat>,
     /// A key exchange's passes and where the guess comes from.
     passes: Option<(u32, String)>,
@@ -395,8 +405,9 @@ fn default_sources(tree: &Tree, dir: &str, others: &[&str]) -> (Vec<String>, Str
 }
 
 /// The folders holding the headers that the sources include (followed through headers),
-/// `dir` first as the harness puts it; and the quoted includes found nowhere.
-fn include_dirs(tree: &Tree, dir: &str, roots: &[String]) -> (Vec<String>, Vec<String>) {
+/// `dir` first as the harness puts it; the quoted includes found nowhere; and every file
+/// reached (the roots and what they include).
+fn include_dirs(tree: &Tree, dir: &str, roots: &[String]) -> (Vec<String>, Vec<String>, Vec<String>) {
     let mut dirs = vec![dir.to_owned()];
     let mut unresolved = BTreeSet::new();
     let mut seen: BTreeSet<String> = roots.iter().cloned().collect();
@@ -438,7 +449,7 @@ fn include_dirs(tree: &Tree, dir: &str, roots: &[String]) -> (Vec<String>, Vec<S
             }
         }
     }
-    (dirs, unresolved.into_iter().collect())
+    (dirs, unresolved.into_iter().collect(), seen.into_iter().collect())
 }
 
 /// Where `#include "name"` in `from` lands: beside `from`, in a folder already on the
@@ -635,7 +646,10 @@ fn choose_labels(found: &mut [Found]) {
             Some(d) if project::plain_name(d).is_err() => {
                 (plain_from(&folder), format!("the folder name: ALGORITHM_INSTANCE {} is not a plain name", q(d)))
             }
-            Some(d) => (d.clone(), format!("ALGORITHM_INSTANCE {} of {}", q(d), q(base(&f.header)))),
+            Some(d) => {
+                let how = f.declared_how.as_ref().map_or(String::new(), |h| format!(", {h}"));
+                (d.clone(), format!("ALGORITHM_INSTANCE {} of {}{how}", q(d), q(base(&f.header))))
+            }
             None => (
                 plain_from(&folder),
                 format!("the folder name: {} has no single literal ALGORITHM_INSTANCE", q(base(&f.header))),
@@ -691,36 +705,21 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
         ));
     }
     let all_dirs: Vec<&str> = dirs.iter().map(|(d, _, _)| d.as_str()).collect();
-    let mut found: Vec<Found> = dirs
-        .iter()
-        .map(|(dir, header, shape)| {
-            let names = instance_names(&tree.read(header));
-            let declared = match names.as_slice() {
-                [Some(one)] => Some(one.clone()),
-                _ => None,
-            };
-            let (sources, sources_why) = default_sources(tree, dir, &all_dirs);
-            let mut roots = sources.clone();
-            roots.push(header.clone());
-            let (includes, unresolved) = include_dirs(tree, dir, &roots);
-            Found {
-                dir: dir.clone(),
-                header: header.clone(),
-                shape,
-                declared,
-                label: String::new(),
-                label_why: String::new(),
-                sources,
-                sources_why,
-                includes,
-                unresolved,
-                kats: Vec::new(),
-                passes: None,
-                width: None,
-                xof: None,
+    let mut found: Vec<Found> = Vec::new();
+    for (hdir, header, shape) in &dirs {
+        let f = found_at(tree, (hdir, header, shape), &all_dirs);
+        match found.iter().find(|o| o.dir == f.dir) {
+            Some(o) => {
+                notes.push(format!("left out {}: its instance folder {} is {}'s", q(header), q(&f.dir), q(&o.header)))
             }
-        })
-        .collect();
+            None => found.push(f),
+        }
+    }
+    let inst_dirs: Vec<String> = found.iter().map(|f| f.dir.clone()).collect();
+    let inst_dirs: Vec<&str> = inst_dirs.iter().map(String::as_str).collect();
+    for f in &mut found {
+        take_iccs(tree, f, &inst_dirs);
+    }
     found.retain(|f| {
         if f.sources.is_empty() {
             notes.push(format!("left out {}: no source by the harness's rule ({})", q(&f.dir), f.sources_why));
@@ -771,6 +770,78 @@ fn analyse(tree: &Tree) -> Result<Analysis> {
     let root = if found.iter().any(|f| f.dir == root) { parent(&root).to_owned() } else { root };
     let folders = tree.files.iter().flat_map(|f| ancestors(f)).collect();
     Ok(Analysis { found, notes, root, folders, iccs_elsewhere })
+}
+
+/// What onboarding finds for the instance whose API header is `header` in `hdir`.
+fn found_at(tree: &Tree, (hdir, header, shape): (&str, &str, &'static Shape), others: &[&str]) -> Found {
+    let at = layout::locate(tree, hdir, others);
+    let mut roots = at.sources.clone();
+    roots.push(header.to_owned());
+    let (includes, unresolved, _) = include_dirs(tree, &at.dir, &roots);
+    let (declared, declared_how) = declared_name(tree, header, &at.defines);
+    Found {
+        dir: at.dir,
+        header: header.to_owned(),
+        shape,
+        declared,
+        declared_how,
+        label: String::new(),
+        label_why: String::new(),
+        sources: at.sources,
+        sources_why: at.why,
+        defines: at.defines,
+        includes,
+        unresolved,
+        official_iccs: Vec::new(),
+        kats: Vec::new(),
+        passes: None,
+        width: None,
+        xof: None,
+    }
+}
+
+/// The header's one `ALGORITHM_INSTANCE`: a plain literal, else expanded from its
+/// macros under the build's defines (and how).
+fn declared_name(tree: &Tree, header: &str, defines: &[String]) -> (Option<String>, Option<String>) {
+    let text = tree.read(header);
+    match instance_names(&text).as_slice() {
+        [Some(one)] => (Some(one.clone()), None),
+        [None] => {
+            let name = macros::Macros::of(tree, header, defines).string("ALGORITHM_INSTANCE");
+            let with = if defines.is_empty() { "no define".to_owned() } else { defines.join(" ") };
+            let how = name.as_ref().map(|_| format!("expanded from its macros with {}", q(&with)));
+            (name, how)
+        }
+        _ => (None, None),
+    }
+}
+
+/// The ICCS files the instance needs and its sources lack: the archive's own copy near
+/// it when there is one (added to its sources), else the official one (`iccs`).
+fn take_iccs(tree: &Tree, f: &mut Found, dirs: &[&str]) {
+    let mut roots = f.sources.clone();
+    roots.push(f.header.clone());
+    let (_, _, reached) = include_dirs(tree, &f.dir, &roots);
+    let mut added = false;
+    for name in f.shape.iccs {
+        if f.sources.iter().any(|s| base(s) == *name) || !layout::needs(tree, name, &reached) {
+            continue;
+        }
+        match layout::own_copy(tree, name, &f.dir, dirs) {
+            Some(copy) => {
+                let shown = q(&layout::within(&f.dir, &copy));
+                f.sources_why.push_str(&format!("; {name} is not among them, so the archive's own {shown} is taken"));
+                f.sources.push(copy);
+                added = true;
+            }
+            None => f.official_iccs.push(name),
+        }
+    }
+    if added {
+        let mut roots = f.sources.clone();
+        roots.push(f.header.clone());
+        (f.includes, f.unresolved, _) = include_dirs(tree, &f.dir, &roots);
+    }
 }
 
 /// One KAT file of `f`: the shipped one found and its digest, or why there is none.
@@ -1143,25 +1214,39 @@ fn render_build(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
         ));
     }
     render_iccs(doc, a, items);
-    doc.comment(
-        "no defines guessed: a MISMATCH may mean one selects the ICCS DRNG or the KAT's hash backend (catalog need 2)",
-    );
+    render_defines(doc, items);
     doc.line("");
+}
+
+/// The `-D` defines every instance's own build has (each instance lists the rest).
+fn render_defines(doc: &mut Doc, items: &[Drafted]) {
+    let lists: Vec<&[String]> = items.iter().map(|i| i.f.defines.as_slice()).collect();
+    if lists.iter().all(|l| l.is_empty()) {
+        doc.comment(
+            "no defines guessed: a MISMATCH may mean one selects the ICCS DRNG or the KAT's hash backend (catalog need 2)",
+        );
+        return;
+    }
+    let common = shared(&lists);
+    doc.comment("guessed: the -D flags of the archive's own build (its Makefile's target, read, never run)");
+    if common.len() < lists.iter().map(|l| l.len()).max().unwrap_or(0) {
+        doc.comment("the instances differ in their defines: each [[instance]] lists its own beside these");
+    }
+    doc.strings("defines", &common);
 }
 
 /// Official ICCS `drng.c`/`auxfunc.c` for a tree whose sources lack them.
 fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
     let mut iccs = Vec::new();
     for name in a.found[0].shape.iccs {
-        let lacking: Vec<&str> = items
-            .iter()
-            .filter(|i| !i.f.sources.iter().any(|s| base(s) == *name))
-            .map(|i| i.f.label.as_str())
-            .collect();
+        let lacking: Vec<&str> =
+            items.iter().filter(|i| i.f.official_iccs.contains(name)).map(|i| i.f.label.as_str()).collect();
         let shipped: Vec<String> = a.iccs_elsewhere[name].iter().take(3).map(|p| q(p)).collect();
         let shipped = match shipped.is_empty() {
             true => "the archive has none".to_owned(),
-            false => format!("the archive has {} (not taken by the rule)", shipped.join(", ")),
+            false => {
+                format!("the archive's copies ({}) are not in or above the folders that lack it", shipped.join(", "))
+            }
         };
         if lacking.len() == items.len() {
             iccs.push((*name).to_owned());
@@ -1179,7 +1264,7 @@ fn render_iccs(doc: &mut Doc, a: &Analysis, items: &[Drafted]) {
     if !iccs.is_empty() {
         doc.comment(&format!(
             "as the harness adds {}; verify needs the ICCS API package API_PKC.zip",
-            a.found[0].shape.iccs.iter().map(|n| format!("api/{n}")).collect::<Vec<_>>().join(" and ")
+            iccs.iter().map(|n| format!("api/{n}")).collect::<Vec<_>>().join(" and ")
         ));
         doc.strings("iccs", &iccs);
     }
@@ -1218,7 +1303,7 @@ fn render_kat(doc: &mut Doc, shape: &Shape, items: &[Drafted]) {
 /// The ICCS files only some instances lack: theirs to take (the ones all lack are
 /// `[build] iccs`).
 fn own_iccs(item: &Drafted, items: &[Drafted]) -> Vec<String> {
-    let lacks = |i: &Drafted, name: &str| !i.f.sources.iter().any(|s| base(s) == name);
+    let lacks = |i: &Drafted, name: &str| i.f.official_iccs.contains(&name);
     let all = |name: &str| items.iter().all(|i| lacks(i, name));
     item.f.shape.iccs.iter().filter(|n| lacks(item, n) && !all(n)).map(|n| (*n).to_owned()).collect()
 }
@@ -1242,6 +1327,13 @@ fn render_instance(doc: &mut Doc, item: &Drafted, items: &[Drafted]) {
     let own: Vec<String> = item.sources.iter().filter(|s| !common.contains(s)).cloned().collect();
     if !own.is_empty() {
         doc.strings("sources", &own);
+    }
+    let defines: Vec<&[String]> = items.iter().map(|i| i.f.defines.as_slice()).collect();
+    let common = shared(&defines);
+    let own: Vec<String> = f.defines.iter().filter(|d| !common.contains(d)).cloned().collect();
+    if !own.is_empty() {
+        doc.comment("guessed: the -D flags of its own Makefile that not every instance has");
+        doc.strings("defines", &own);
     }
     let iccs = own_iccs(item, items);
     if !iccs.is_empty() {
@@ -1372,9 +1464,26 @@ impl Onboard {
             iccs.as_ref().map_or(String::new(), |p| format!(" --archive iccs-api={}", sh_quote(p.as_str())));
         let verify_cmd =
             format!("cargo xtask verify {m} --archive {}{with_iccs} --out {out}", sh_quote(self.archive.as_str()));
+        // Without the package the draft takes, verify cannot start: say what it needs, not a time.
+        let missing = match &iccs {
+            Some(p) => crate::build::iccs::Pin::load()?.missing(Some(p)).map(|what| (what, p)),
+            None => None,
+        };
+        if let Some((what, p)) = &missing {
+            crate::say!("the draft takes official ICCS files: verify needs {what}");
+            crate::say!(
+                "next: put it at {} (or onboard again with --iccs-api PATH), then: {verify_cmd}",
+                sh_quote(p.as_str())
+            );
+        }
         if self.no_verify {
-            crate::say!("next: {verify_cmd}");
+            if missing.is_none() {
+                crate::say!("next: {verify_cmd}");
+            }
             return Ok(());
+        }
+        if let Some((what, _)) = missing {
+            return crate::ui::usage(format!("onboard wrote {manifest} but cannot verify it: missing {what}"));
         }
         loaded.with_context(|| format!("the draft {manifest} does not load: edit it, then run `{verify_cmd}`"))?;
         let result = self.verify(sh, &manifest, iccs);
