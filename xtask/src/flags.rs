@@ -664,16 +664,7 @@ pub enum EngineChoice {
     Host,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arch {
-    #[value(name = "x86_64", alias = "amd64", alias = "x86-64")]
-    #[serde(rename = "x86_64", alias = "amd64")]
-    X86_64,
-    #[value(name = "aarch64", alias = "arm64")]
-    #[serde(alias = "arm64")]
-    Aarch64,
-}
+pub use crate::evidence::domain::Arch;
 
 impl Arch {
     pub fn host() -> Arch {

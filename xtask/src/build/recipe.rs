@@ -3,7 +3,6 @@
 
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::{Deserialize, Serialize};
 
 use crate::build::sources::Source;
 use crate::build::submission::{ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
@@ -21,30 +20,9 @@ pub const BUILD: &str = "/build";
 pub const LIBRARY: &str = "libinstance.so";
 pub const KAT_PROGRAM: &str = "kat";
 
-/// One build step; it runs in the build folder, and `output` (relative to it) is the
-/// file it makes. An optional step may fail without failing the build.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Step {
-    pub what: String,
-    pub argv: Vec<String>,
-    pub output: Option<String>,
-    #[serde(default)]
-    pub optional: bool,
-}
+pub use crate::evidence::domain::Step;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Plan {
-    pub flag_set: String,
-    pub flags: Vec<String>,
-    pub steps: Vec<Step>,
-    /// The KAT program's command line; its first word is relative to the build folder.
-    pub run: Vec<String>,
-    /// The build's one program ([`PROGRAM`]) and the driver each of its modes stands
-    /// for (driver program → mode), when its drivers are linked into one; empty when
-    /// every driver is a program of its own (pinned crates, cmake, profile, ct).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub modes: std::collections::BTreeMap<String, String>,
-}
+pub use crate::evidence::domain::Plan;
 
 /// The one program of a build whose drivers are its modes (`drivers/candidate.c`).
 pub const PROGRAM: &str = "candidate";

@@ -8,7 +8,7 @@ use std::io::{Read, Seek};
 
 use anyhow::{anyhow, bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::{Deserialize, Serialize};
+
 use xshell::{cmd, Shell};
 
 use crate::build::submission::{ArchiveLimits, SourceSpec, Submission};
@@ -17,28 +17,7 @@ use crate::flags::Arch;
 use crate::project;
 use crate::sha::Sha256Hex;
 
-/// Where a source tree came from; copied into every record.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Provenance {
-    Crate {
-        name: String,
-        version: String,
-        checksum: Sha256Hex,
-    },
-    Archive {
-        file: String,
-        sha256: Sha256Hex,
-    },
-    /// `path` is the folder's own name, never where it lies on the host: the tree
-    /// digest identifies it, and the machine that ran a command is no business of its
-    /// evidence.
-    Directory {
-        path: String,
-        tree_sha256: Sha256Hex,
-        note: String,
-    },
-}
+pub use crate::evidence::domain::Provenance;
 
 impl Provenance {
     /// A short digest that changes whenever the tree may have changed.
@@ -107,16 +86,7 @@ impl Source {
     }
 }
 
-/// One applied patch, as every record lists it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PatchRecord {
-    pub file: String,
-    pub sha256: Sha256Hex,
-    pub reason: String,
-    /// The architectures it applies to (`Arch:` line); empty: all.
-    #[serde(default)]
-    pub arches: Vec<Arch>,
-}
+pub use crate::evidence::domain::PatchRecord;
 
 pub fn patch_note(patches: &[PatchRecord]) -> String {
     if patches.is_empty() {

@@ -255,18 +255,7 @@ pub struct Group {
     pub symbols: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum GroupKind {
-    /// The ICCS placeholder hash functions.
-    IccsHash,
-    /// The ICCS DRNG.
-    IccsDrng,
-    /// A symmetric primitive of the submission's own (a bypass of the ICCS functions).
-    Direct,
-    /// The randomness source of a NIST-API submission.
-    Randombytes,
-}
+pub use crate::evidence::domain::GroupKind;
 
 impl GroupKind {
     pub fn is_iccs(self) -> bool {
@@ -331,14 +320,7 @@ pub struct KatSpec {
     pub lengths: Lengths,
 }
 
-/// How the KAT replay treats in/out lengths between records (a recorded choice).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Lengths {
-    #[default]
-    Carry,
-    Reset,
-}
+pub use crate::evidence::domain::Lengths;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -8,27 +8,14 @@ use std::process::{Command, Output};
 
 use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use xshell::{cmd, Shell};
 
 use crate::flags::{Arch, EngineChoice};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    Podman,
-    Docker,
-}
+pub use crate::evidence::domain::Engine;
 
-/// Where untrusted commands run; recorded as `podman`, `docker` or `host`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// The host's own compilers: nothing is pinned or isolated.
-    Host,
-    #[serde(untagged)]
-    Container(Engine),
-}
+pub use crate::evidence::domain::Backend;
 
 /// What every record of the host backend says its toolchain is.
 pub const HOST_TOOLCHAIN: &str = "host (unpinned, unsandboxed)";

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::{Deserialize, Serialize};
+
 use xshell::{cmd, Shell};
 
 use crate::container::engine::{Backend, Engine};
@@ -35,17 +35,7 @@ pub struct Mount {
     pub writable: bool,
 }
 
-/// Resource bounds of every sandboxed command.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Limits {
-    pub memory: String,
-    pub pids: u32,
-    /// Most bytes kept of a command's output; also the largest file it may write.
-    pub output_cap_bytes: u64,
-    /// Let `perf_event_open` through the engine's seccomp filter (timing only): the
-    /// default profiles allow it only with `CAP_SYS_ADMIN`, which is not granted instead.
-    pub perf_events: bool,
-}
+pub use crate::evidence::domain::Limits;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -92,21 +82,7 @@ impl DiskGuard {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
-pub enum Outcome {
-    Exited(i32),
-    /// Killed by this signal (an exit status of 128+N from the container's init).
-    Signalled(i32),
-    /// The tool's own clock ran out and the tool killed the command.
-    TimedOut,
-    /// Killed by the memory limit.
-    OutOfMemory,
-    /// Printed more than the output cap; the tool killed it.
-    OutputLimit,
-    /// Wrote more into its folder than the disk guard allows; the tool killed it.
-    DiskLimit,
-}
+pub use crate::evidence::domain::Outcome;
 
 impl Outcome {
     pub fn success(self) -> bool {

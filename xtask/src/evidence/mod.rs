@@ -19,6 +19,7 @@
 //! `<system>` is the evidence folder `SystemProfile::evidence_name` gives: the system's
 //! name, or `<system>-<arch>` for a run off the profile's architecture.
 
+pub mod domain;
 pub mod merge;
 pub mod schema;
 

@@ -24,15 +24,11 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 
-use crate::build::recipe::Plan;
-use crate::build::sources::{PatchRecord, Provenance};
-use crate::build::submission::{GroupKind, Lengths};
-use crate::container::engine::Backend;
-use crate::container::sandbox::{Limits, Outcome};
-use crate::flags::Arch;
-use crate::kat;
-use crate::measure::hostgate::Gate;
-use crate::measure::stats::{Aggregate, PlanSpec, Trial, Welch};
+use crate::evidence::domain as kat;
+pub use crate::evidence::domain::{
+    Aggregate, Arch, Backend, Gate, GroupKind, Lengths, Limits, Outcome, PatchRecord, Plan, PlanSpec, Provenance,
+    Trial, Welch,
+};
 use crate::measure::systems::SystemProfile;
 use crate::sha::Sha256Hex;
 

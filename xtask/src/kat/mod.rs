@@ -20,16 +20,7 @@ fn labels(sub: &Submission) -> String {
     sub.instances.iter().map(|i| i.label.as_str()).collect::<Vec<_>>().join(", ")
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// The bytes exactly as written (`PQClean`'s `nistkat-sha256`, liboqs's kats.json).
-    Raw,
-    /// CR and trailing blanks removed, empty lines dropped, every line ends in LF.
-    Strict,
-    /// As strict, and `*_Len = ...` lines dropped.
-    Nolen,
-}
+pub use crate::evidence::domain::Mode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {

@@ -3,24 +3,12 @@
 //! nothing shows that the host is fixed.
 
 use camino::Utf8Path;
-use serde::{Deserialize, Serialize};
 
 use crate::flags::Arch;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    pub name: String,
-    pub ok: bool,
-    pub detail: String,
-}
+pub use crate::evidence::domain::Check;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Gate {
-    pub cpu: Option<usize>,
-    pub checks: Vec<Check>,
-    /// Set when the user chose to time anyway.
-    pub overridden: bool,
-}
+pub use crate::evidence::domain::Gate;
 
 impl Gate {
     pub fn failed(&self) -> Vec<&Check> {

@@ -3,16 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Knobs of a plan; defaults are the reference campaign's.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlanSpec {
-    pub trials: u32,
-    pub trial_target_s: f64,
-    pub min_total_ops: u64,
-    pub max_iterations: u64,
-    /// Re-runs allowed per disturbed trial.
-    pub max_reruns: u32,
-}
+pub use crate::evidence::domain::PlanSpec;
 
 impl PlanSpec {
     pub fn reference(trial_target_s: f64) -> PlanSpec {
@@ -43,19 +34,7 @@ pub fn plan(spec: &PlanSpec, ns_per_op: f64) -> Plan {
     Plan { iterations, warmups }
 }
 
-/// One timed process.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Trial {
-    pub iterations: u64,
-    pub ns: u64,
-    pub ticks: u64,
-    /// Flagged by [`disturbed`]; a flagged trial is replaced by a re-run when allowed.
-    #[serde(default)]
-    pub disturbed: bool,
-    /// Set on trials that were replaced by a re-run (kept in the record, not aggregated).
-    #[serde(default)]
-    pub replaced: bool,
-}
+pub use crate::evidence::domain::Trial;
 
 impl Trial {
     pub fn ns_per_op(&self) -> f64 {
@@ -100,26 +79,7 @@ pub fn disturbed(trials: &[Trial], counter_is_cycles: bool) -> Vec<bool> {
         .collect()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Aggregate {
-    /// Trials × iterations of the aggregated (not replaced) trials.
-    pub n: u64,
-    pub trials: usize,
-    pub iterations: u64,
-    pub mean_ns: f64,
-    /// Counter ticks per operation (cycles only when the counter counts cycles).
-    pub mean_ticks: f64,
-    pub ops_per_s: f64,
-    pub median_trial_ns: f64,
-    pub min_trial_ns: f64,
-    pub max_trial_ns: f64,
-    /// Relative spread: (max − min) / median of the per-trial means.
-    pub spread: f64,
-    /// Median absolute deviation of the per-trial means, relative to the median.
-    pub rel_mad: f64,
-    /// Counter ticks per second measured over the aggregated trials.
-    pub counter_hz: f64,
-}
+pub use crate::evidence::domain::Aggregate;
 
 pub fn aggregate(trials: &[Trial]) -> Aggregate {
     let kept: Vec<&Trial> = trials.iter().filter(|t| !t.replaced).collect();
@@ -360,15 +320,7 @@ pub const MIN_PER_CLASS: u64 = 500;
 /// dudect's threshold on |t|: above it, the classes' timings differ.
 pub const THRESHOLD: f64 = 4.5;
 
-/// The largest |t| of dudect's tests: which test, its measurements per class, and the
-/// class means of all kept measurements.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Welch {
-    pub t: f64,
-    pub test: String,
-    pub n: [u64; 2],
-    pub mean_ns: [f64; 2],
-}
+pub use crate::evidence::domain::Welch;
 
 impl Welch {
     /// The verdict of every dudect-style test: |t| above [`THRESHOLD`].
