@@ -213,10 +213,14 @@ fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Res
 
 /// The sentence under the title: whose structure the page follows, and whose it is not.
 fn intro(arch: &str) -> String {
-    let guide = if arch == "AArch64" { "ARM" } else { "x86" };
+    let guide = match arch {
+        "AArch64" => "NICCS ARM",
+        "x86-64" => "NICCS x86",
+        _ => "NICCS",
+    };
     format!(
-        "Independent measurement by ngcc-repro, following the structure of the NICCS {guide} self-assessment \
-         guide, §3.5 (1)–(7). Not a submitter self-assessment."
+        "Independent measurement by ngcc-repro, following the structure of the {guide} self-assessment guide, \
+         §3.5 (1)–(7). Not a submitter self-assessment."
     )
 }
 
@@ -249,10 +253,10 @@ fn parameter_sets(w: &mut String, sub: &Submission, e: &Evidence) -> Result<()> 
 }
 
 /// The system profile's method page, as the evidence recorded it, else as the
-/// checkout's profile of that name says.
+/// checkout's profile of that name says (evidence older than the key).
 fn method(e: &Evidence, system: &str) -> Option<String> {
-    let recorded = e.kat.as_ref().map(|k| k.system_profile.method.clone());
-    recorded.unwrap_or_else(|| SystemProfile::load(system).ok().and_then(|p| p.method))
+    let recorded = e.kat.as_ref().and_then(|k| k.system_profile.method.clone());
+    recorded.or_else(|| SystemProfile::load(system).ok().and_then(|p| p.method))
 }
 
 /// Where the submission is published: an archive's page in its manifest.
