@@ -598,6 +598,10 @@ pub struct Site {
     /// `site` is ignored by git.
     #[arg(long, default_value = "site")]
     pub out: Utf8PathBuf,
+    /// A manifest given by path (`onboard/toykem.toml`), as `report` takes one: its
+    /// evidence is shown under that manifest's id. Repeatable.
+    #[arg(long = "manifest", value_name = "PATH")]
+    pub manifests: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -782,6 +786,7 @@ impl Xtask {
                 }
             }
             Cmd::Site(s) => {
+                absolute_ids(&mut s.manifests, cwd);
                 absolute(&mut s.dir, cwd);
                 absolute(&mut s.out, cwd);
             }

@@ -1,5 +1,6 @@
 //! The page against a seed page: an evidence set written here from the figures of the
-//! seed page for kem-07 on x86_1 (BRQC, Debian 13, gcc 14.2.0-19) renders sections 2–6
+//! seed page for kem-07 on x86_1 (BRQC, Debian 13, gcc 14.2.0-19) renders the title,
+//! section 1's items in the seed's order, and sections 2–6
 //! whose table cells equal the seed's, number formatting included. The expected cells
 //! below are copied from that page; the records are built from its figures.
 
@@ -139,6 +140,22 @@ fn sections_two_to_six_equal_the_seed_page() {
     let run = common::xtask(&["report", "kem-07", "--system", "x86_1", "--out", out.as_str()], None);
     assert!(run.status.success());
     let page = std::fs::read_to_string(layout.report("kem-07")).unwrap();
+
+    // Title, the sentence under it and section 1's items in the seed's order.
+    assert!(page.starts_with("# kem-07 BRQC — performance on x86-64 (system x86_1)\n"), "{page}");
+    assert!(page.contains("the structure of the NICCS x86 self-assessment guide, §3.5 (1)–(7)"), "{page}");
+    let basic = &page[page.find("## 1.").unwrap()..page.find("## 2.").unwrap()];
+    let items: Vec<&str> = basic.lines().filter_map(|l| l.strip_prefix("- ")?.split(':').next()).collect();
+    let seed_items = [
+        "Category",
+        "Algorithm",
+        "Implementation versions measured",
+        "Parameter sets",
+        "Measurement method",
+        "Submission",
+    ];
+    assert_eq!(items[..6], seed_items, "{basic}");
+    assert!(basic.contains("- Parameter sets: BRQC-128, BRQC-256, BRQC-512 — security evaluation: "), "{basic}");
 
     let mut ours = rows(&page, "## 2.", "## 3.");
     ours.retain(|r| r[0] != "machine"); // a row the seed pages do not have

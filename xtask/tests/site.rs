@@ -141,15 +141,29 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     assert!(ticks.len() >= 3 && ticks.iter().all(|t| *t > 0.0), "{ticks:?}");
     assert!(page.contains("<strong>Unfixed host.</strong>"), "{page}");
     // Raw records and logs: linked from the page, copied into the site.
-    for raw in ["kat/pqclean-ml-kem/ML-KEM-512.log", "records/pqclean-ml-kem/ML-KEM-1024__dec.json"] {
-        assert!(
-            page.contains(&format!("<tr><td><a href=\"../raw/arm_1/{raw}\">arm_1/{raw}</a></td>")),
-            "{raw}: {page}"
-        );
+    // Section 7 is a table (instance | item | file), paths under the system's folder, the
+    // constant-time records among them.
+    for (instance, item, raw) in [
+        ("ML-KEM-512", "KAT log (sha256 ", "kat/pqclean-ml-kem/ML-KEM-512.log"),
+        ("ML-KEM-1024", "timing dec", "records/pqclean-ml-kem/ML-KEM-1024__dec.json"),
+        ("ML-KEM-768", "hash profile enc", "profile/pqclean-ml-kem/ML-KEM-768__enc.json"),
+        ("ML-KEM-512", "constant time keygen", "ct/pqclean-ml-kem/ML-KEM-512__keygen.json"),
+    ] {
+        let row = format!("<td><a href=\"../raw/arm_1/{raw}\">{raw}</a></td></tr>");
+        let at = page.find(&row).unwrap_or_else(|| panic!("{raw} not linked: {page}"));
+        let line = &page[page[..at].rfind("<tr>").unwrap()..at];
+        assert!(line.starts_with(&format!("<tr><td>{instance}</td><td>{item}")), "{line}");
     }
+    assert!(page.contains("<tr><th>instance</th><th>item</th><th>file</th></tr>"), "{page}");
+    assert!(page.contains("Paths are relative to <code>arm_1/</code> in the evidence set"), "{page}");
+    assert!(!page.contains("**"), "no Markdown left as text: {page}");
+    assert!(page.contains("<h3>ML-KEM-512 keygen (findings)</h3>"), "{page}");
     assert!(page.contains("<td>ML-KEM-512</td><td>keygen</td>"), "the tables stay beside the charts");
-    assert!(page.contains("Parameter sets measured: ML-KEM-512, ML-KEM-768, ML-KEM-1024"), "{page}");
-    assert!(page.contains("performance on aarch64 (system arm_1)"), "{page}");
+    assert!(page.contains("Parameter sets: ML-KEM-512, ML-KEM-768, ML-KEM-1024 — security evaluation: not given"));
+    assert!(page.contains("performance on AArch64 (system arm_1)"), "{page}");
+    assert!(page.contains("the structure of the NICCS ARM self-assessment guide"), "{page}");
+    let crate_page = "<a href=\"https://crates.io/crates/pqcrypto-mlkem/0.1.1\">crate pqcrypto-mlkem 0.1.1</a>";
+    assert!(page.contains(&format!("<li>Submission: {crate_page}</li>")), "{page}");
     assert!(!page.contains("<script"), "the site needs no scripts");
     assert!(!page.contains(tmp.path().to_str().unwrap()), "no path of the machine that ran it");
 
@@ -197,7 +211,7 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     assert_eq!(kat.matches("| AFS-TrEDM-768 | KAT_").count(), 4, "one row per KAT file: {kat}");
     let perf = section(&hash, "## 4.", "## 5.");
     assert!(perf.contains("| instance | message | mean cycles | cycles/byte | mean time | MB/s | n |"), "{perf}");
-    assert!(perf.contains("| AFS-TrEDM-512 | 65536 B | 855.0 k | 13.0 | 407 µs | 161 | 12305 (5 × 2461) |"), "{perf}");
+    assert!(perf.contains("| AFS-TrEDM-512 | 65536 B | 855.02 k | 13.0 | 407 µs | 161 | 12305 (5 × 2461) |"), "{perf}");
     assert!(perf.contains("| AFS-TrEDM-1024 | 4096 B | 1.99 × | 3.12 × | 2.58 × | 1.40 × |"), "{perf}");
     assert!(!hash.contains("## 6.") && !hash.contains("## Symmetric"), "{hash}");
     let hash_html = std::fs::read_to_string(s1.join("x86_1/hash-01.html")).unwrap();
@@ -292,4 +306,41 @@ fn a_site_inside_the_evidence_or_from_evidence_with_a_link_writes_nothing() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("a link (links are never followed)"));
     assert!(!site.exists(), "nothing written");
+}
+
+#[test]
+fn site_takes_a_manifest_by_path_as_report_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    golden_set::write_part(&out, &["x86_1"], &[KEM]);
+    // The evidence of a draft whose manifest lies outside submissions/ (as onboard writes it).
+    for kind in ["kat", "records", "profile", "ct"] {
+        let dir = out.join("x86_1").join(kind);
+        std::fs::rename(dir.join(KEM), dir.join("toykem")).unwrap();
+    }
+    xtask::evidence::write_index(camino::Utf8Path::from_path(&out).unwrap()).unwrap();
+    let drafts = tmp.path().join("drafts");
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    std::fs::create_dir_all(drafts.join("toykem")).unwrap();
+    let text = std::fs::read_to_string(checkout.join("submissions/pqclean-ml-kem.toml")).unwrap();
+    let text = text
+        .replace("id = \"pqclean-ml-kem\"", "id = \"toykem\"")
+        .replace("name = \"ML-KEM (PQClean clean)\"", "name = \"Toy KEM\"");
+    std::fs::write(drafts.join("toykem.toml"), text).unwrap();
+    std::fs::copy(checkout.join("kat/pqclean-ml-kem/kat.sha256"), drafts.join("toykem/kat.sha256")).unwrap();
+    let (out_s, site) = (out.to_str().unwrap(), tmp.path().join("site"));
+    let o = xtask(&["site", out_s, "--out", site.to_str().unwrap()], None);
+    assert!(common::stdout(&o).starts_with("site: 0 pages in "), "{}", common::stdout(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--manifest PATH"), "the way through is said");
+    let manifest = drafts.join("toykem.toml");
+    let o = xtask(&["site", out_s, "--out", site.to_str().unwrap(), "--manifest", manifest.to_str().unwrap()], None);
+    assert!(
+        o.status.success() && common::stdout(&o).starts_with("site: 1 page in "),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let page = std::fs::read_to_string(site.join("x86_1/toykem.html")).unwrap();
+    assert!(page.contains("<h1>toykem Toy KEM — performance on x86-64 (system x86_1)</h1>"), "{page}");
+    let o = xtask(&["site", out_s, "--out", site.to_str().unwrap(), "--manifest", "toykem"], None);
+    assert_eq!(o.status.code(), Some(2), "a manifest is a path to a .toml file");
 }

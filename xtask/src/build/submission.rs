@@ -89,6 +89,12 @@ pub struct Submission {
     /// manifest written from published facts, never built here on the real archive.
     #[serde(default)]
     pub verified: Option<String>,
+    /// Page §1 items no evidence gives (absent: "not given"): the implementation
+    /// measured (`reference`), and the address of the candidate's security evaluation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<String>,
     pub source: SourceSpec,
     pub build: BuildSpec,
     pub kat: KatSpec,

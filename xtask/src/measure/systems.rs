@@ -23,6 +23,9 @@ pub struct SystemProfile {
     pub campaign: Vec<String>,
     pub trial_target_s: f64,
     pub expected_host: String,
+    /// Where this system's measurement method is described (page §1); absent: "not given".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 impl SystemProfile {

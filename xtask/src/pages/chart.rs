@@ -9,7 +9,6 @@
 
 use std::fmt::Write as _;
 
-use crate::measure::stats;
 use crate::pages::site::esc;
 
 const COLORS: [&str; 8] = ["#4477aa", "#ee6677", "#228833", "#aa7700", "#66ccee", "#aa3377", "#777777", "#ccbb44"];
@@ -201,7 +200,7 @@ fn point(s: &mut String, (x, cy, color): (impl Fn(f64) -> f64, f64, &str), p: &P
 
 fn value_text(p: &Point, scale: Scale) -> String {
     let one = |v: f64| match scale {
-        Scale::Time => stats::human_time(v),
+        Scale::Time => crate::pages::forms::time(v),
         Scale::Ratio => format!("{v:.3}"),
         Scale::Count => format!("{v:.1}"),
     };
@@ -217,9 +216,9 @@ fn tick_label(t: f64, axis: &Axis) -> String {
     if axis.unit.0.is_empty() && t >= 1000.0 {
         format!("{t:.0}")
     } else if axis.unit.0.is_empty() || one_unit(axis) {
-        stats::three_digits(t / axis.unit.1)
+        crate::pages::forms::rate(t / axis.unit.1)
     } else {
-        stats::human_time(t)
+        crate::pages::forms::time(t)
     }
 }
 

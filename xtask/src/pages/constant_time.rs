@@ -1,11 +1,10 @@
 //! The "Constant time" section of a page and the site's column, from `ct` records.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::evidence::schema::{CtFinding, CtRecord, CtStatus, CtTimingStatus};
+use crate::evidence::schema::{CtFinding, CtFrame, CtKind, CtRecord, CtStatus, CtTimingStatus};
 use crate::family::Family;
 use crate::pages::report::md;
 
@@ -56,16 +55,16 @@ pub fn section(w: &mut String, family: &Family, records: &[CtRecord]) -> Result<
     declassified(w, records)?;
     timing(w, records)?;
     for r in records.iter().filter(|r| r.detail.is_some() || !r.findings.is_empty()) {
-        writeln!(w, "\n**{} {}** ({}):\n", md(&r.label), r.op.name(), r.status.as_str())?;
+        writeln!(w, "\n### {} {} ({})\n", md(&r.label), r.op.name(), r.status.as_str())?;
         if let Some(d) = &r.detail {
             writeln!(w, "- {}", md(d))?;
         }
-        let groups = by_function(&r.findings);
-        for (function, found) in groups.iter().take(SHOWN) {
-            writeln!(w, "- `{}`: {}", md(function), found.join("; "))?;
+        let places = by_location(&r.findings);
+        for place in places.iter().take(SHOWN) {
+            writeln!(w, "- {}", place.text())?;
         }
-        if groups.len() > SHOWN {
-            writeln!(w, "- … {} more function(s) in the record", groups.len() - SHOWN)?;
+        if places.len() > SHOWN {
+            writeln!(w, "- … {} more location(s) in the record", places.len() - SHOWN)?;
         }
     }
     Ok(())
@@ -112,7 +111,7 @@ fn timing(w: &mut String, records: &[CtRecord]) -> Result<()> {
     for (r, t) in &timed {
         let figures = matches!(t.status, CtTimingStatus::Differs | CtTimingStatus::NoneFound);
         let (tv, n, m0, m1) = if figures {
-            let ns = |v: f64| crate::measure::stats::human_time(v);
+            let ns = |v: f64| crate::pages::forms::time(v);
             (format!("{:.2}", t.t), format!("{} / {}", t.n[0], t.n[1]), ns(t.mean_ns[0]), ns(t.mean_ns[1]))
         } else {
             ("–".into(), "–".into(), "–".into(), "–".into())
@@ -128,27 +127,79 @@ fn timing(w: &mut String, records: &[CtRecord]) -> Result<()> {
     Ok(())
 }
 
-/// Findings grouped by the function they are in, in the order of their first (most
-/// frequent) finding: "branch at file:line ×count".
-fn by_function(findings: &[CtFinding]) -> Vec<(&str, Vec<String>)> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for f in findings {
-        let name = f.at.function.as_str();
-        if !groups.contains_key(name) {
-            order.push(name);
+/// Call sites shown per location; the record has them all.
+const SITES: usize = 3;
+
+/// One location of a finding (kind, file and line) over all the stacks that reached
+/// it: the summed count, and where the candidate's own code called into it.
+struct Place<'a> {
+    kind: CtKind,
+    at: &'a CtFrame,
+    count: u64,
+    /// (file, line, function) of the calling line in the candidate's tree, summed count.
+    callers: Vec<(&'a CtFrame, u64)>,
+}
+
+impl Place<'_> {
+    fn text(&self) -> String {
+        let at = format!(
+            "{} at `{}:{}` in `{}` ×{}",
+            self.kind.as_str(),
+            md(&self.at.file),
+            self.at.line,
+            md(&self.at.function),
+            self.count
+        );
+        if self.callers.is_empty() {
+            return at;
         }
-        let caller = f.stack.iter().find(|s| s.function != f.at.function);
-        let via = caller.map(|c| format!(", from `{}`", md(&c.function))).unwrap_or_default();
-        groups.entry(name).or_default().push(format!(
-            "{} at `{}:{}` ×{}{via}",
-            f.kind.as_str(),
-            md(&f.at.file),
-            f.at.line,
-            f.count
-        ));
+        let sites: Vec<String> = self
+            .callers
+            .iter()
+            .take(SITES)
+            .map(|(c, n)| format!("`{}:{}` in `{}` ×{n}", md(&c.file), c.line, md(&c.function)))
+            .collect();
+        let more = match self.callers.len().saturating_sub(SITES) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!("{at}, called at {}{more}", sites.join("; "))
     }
-    order.into_iter().map(|n| (n, groups.remove(n).unwrap_or_default())).collect()
+}
+
+/// Findings grouped by location (kind, file, line) with their counts summed, most
+/// frequent first; each with the lines of the candidate's code that called the
+/// function it is in (the first frame of another function in its tree).
+fn by_location(findings: &[CtFinding]) -> Vec<Place<'_>> {
+    let mut places: Vec<Place> = Vec::new();
+    for f in findings {
+        let i = match places.iter().position(|p| p.kind == f.kind && p.at.file == f.at.file && p.at.line == f.at.line) {
+            Some(i) => i,
+            None => {
+                places.push(Place { kind: f.kind, at: &f.at, count: 0, callers: Vec::new() });
+                places.len() - 1
+            }
+        };
+        let place = &mut places[i];
+        place.count += f.count;
+        if let Some(c) = caller(f) {
+            match place.callers.iter_mut().find(|(k, _)| k.file == c.file && k.line == c.line) {
+                Some((_, n)) => *n += f.count,
+                None => place.callers.push((c, f.count)),
+            }
+        }
+    }
+    for p in &mut places {
+        p.callers.sort_by_key(|c| std::cmp::Reverse(c.1));
+    }
+    places.sort_by_key(|p| std::cmp::Reverse(p.count));
+    places
+}
+
+/// The line in the candidate's tree that called the function a finding is in.
+fn caller(f: &CtFinding) -> Option<&CtFrame> {
+    let from = f.stack.iter().position(|s| *s == f.at).map_or(0, |i| i + 1);
+    f.stack[from..].iter().find(|s| s.function != f.at.function && crate::ct::memcheck::is_candidate(s))
 }
 
 /// The site's cell for one instance: its distinct findings over the operations checked.
@@ -176,5 +227,63 @@ pub fn cell(records: &[CtRecord], label: &str) -> String {
         head
     } else {
         format!("{head}; no conclusion: {}", open.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, file: &str, line: u32) -> CtFrame {
+        CtFrame { function: function.into(), file: file.into(), line }
+    }
+
+    /// A secret index dereferenced in a helper, reached on two stacks from one line of
+    /// the decoder and on a third from another; a branch elsewhere.
+    fn findings() -> Vec<CtFinding> {
+        let helper = frame("rbc_elt_set_mask1", "src/rbc_elt.c", 91);
+        let stack = |caller: CtFrame, n: u64| CtFinding {
+            kind: CtKind::Index,
+            at: helper.clone(),
+            stack: vec![helper.clone(), caller, frame("main", "driver:kem_ct.c", 73)],
+            count: n,
+            what: "Use of uninitialised value of size 8".into(),
+        };
+        let decode = |line| frame("rbc_gabidulin_decode", "src/gabidulin.c", line);
+        let branch = CtFinding {
+            kind: CtKind::Branch,
+            at: frame("qpoly_mul", "src/qpoly.c", 121),
+            stack: vec![frame("memcmp", "/usr/lib/libc.so.6", 0), frame("qpoly_mul", "src/qpoly.c", 121)],
+            count: 8,
+            what: "Conditional jump or move depends on uninitialised value(s)".into(),
+        };
+        vec![stack(decode(196), 30), branch, stack(decode(196), 12), stack(decode(240), 5)]
+    }
+
+    #[test]
+    fn findings_are_grouped_by_location_with_the_calling_line() {
+        let f = findings();
+        let lines: Vec<String> = by_location(&f).iter().map(Place::text).collect();
+        assert_eq!(
+            lines,
+            [
+                "secret-dependent memory index at `src/rbc_elt.c:91` in `rbc_elt_set_mask1` ×47, called at \
+                 `src/gabidulin.c:196` in `rbc_gabidulin_decode` ×42; `src/gabidulin.c:240` in \
+                 `rbc_gabidulin_decode` ×5",
+                "secret-dependent branch at `src/qpoly.c:121` in `qpoly_mul` ×8",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_page_names_each_location_once_under_a_heading() {
+        let golden = crate::project::root().join("xtask/tests/golden/ct_record.json");
+        let mut r: CtRecord = crate::evidence::schema::read(&golden).unwrap().unwrap();
+        r.findings = findings();
+        let mut page = String::new();
+        section(&mut page, &crate::family::KEM, std::slice::from_ref(&r)).unwrap();
+        assert_eq!(page.matches("`src/rbc_elt.c:91`").count(), 1, "{page}");
+        assert!(page.contains(&format!("\n### {} {} (", r.label, r.op.name())), "{page}");
+        assert!(!page.contains("**"), "{page}");
     }
 }

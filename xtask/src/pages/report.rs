@@ -19,6 +19,7 @@ use crate::family::{Family, SizeName};
 use crate::flags::Report;
 use crate::kat::verify::Status;
 use crate::measure::systems::SystemProfile;
+use crate::pages::forms;
 use crate::{measure::stats, project};
 
 /// The timing records of one submission, in manifest and page order.
@@ -121,14 +122,6 @@ pub(crate) fn md(s: &str) -> String {
     out
 }
 
-fn kib(k: i64) -> String {
-    if k >= 0 {
-        format!("{k} KiB")
-    } else {
-        "-".into()
-    }
-}
-
 impl Report {
     pub fn run(self, _sh: &Shell) -> Result<()> {
         let folder = match self.arch {
@@ -171,6 +164,7 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     Ok(p)
 }
 
+/// The architecture as the seed pages write it (`x86-64`, `AArch64`).
 fn arch(e: &Evidence) -> &'static str {
     let tc = e
         .records
@@ -178,19 +172,65 @@ fn arch(e: &Evidence) -> &'static str {
         .map(|r| &r.toolchain)
         .or(e.kat.as_ref().map(|k| &k.toolchain))
         .or(e.profiles.first().map(|p| &p.toolchain));
-    tc.map_or("unknown", |t| t.arch.uname())
+    tc.map_or("unknown", |t| t.arch.display())
 }
+
+/// What §5 and §6 say when the set has no timing run (their figures come from it).
+pub const NOT_MEASURED: &str = "Not measured: no timing run in this evidence set.";
+
+/// What a page says of an item no evidence and no manifest gives.
+pub const NOT_GIVEN: &str = "not given";
 
 fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Result<()> {
     let folder = layout.system_dir.file_name().unwrap_or_default();
     let system = e.records.first().map(|r| r.system.as_str()).or(e.kat.as_ref().map(|k| k.system.as_str()));
     let system = system.unwrap_or(folder);
-    writeln!(w, "# {} {} — performance on {} (system {system})\n", sub.id, sub.name, arch(e))?;
-    writeln!(w, "Independent measurement by ngcc-repro. Not a submitter self-assessment.\n")?;
+    let arch = arch(e);
+    writeln!(w, "# {} {} — performance on {arch} (system {system})\n", sub.id, sub.name)?;
+    writeln!(w, "{}\n", intro(arch))?;
     writeln!(w, "## 1. Basic information\n")?;
     writeln!(w, "- Category: {}; function: {}", e.family.category, e.family.function)?;
     writeln!(w, "- Algorithm: {}", sub.name)?;
-    // Measured: what this evidence set has a result for; the rest were only declared.
+    writeln!(w, "- Implementation versions measured: {}", given(sub.implementation.as_deref()))?;
+    parameter_sets(w, sub, e)?;
+    let method = method(e, system);
+    writeln!(
+        w,
+        "- Measurement method: {}",
+        method.map_or(NOT_GIVEN.to_owned(), |m| link(&format!("{system} method"), &m))
+    )?;
+    writeln!(w, "- Submission: {}", submission_page(sub))?;
+    manifest_notes(w, sub)?;
+    let first = e.records.first();
+    if let Some(src) = first.map(|r| &r.source).or(e.kat.as_ref().map(|k| &k.source)) {
+        writeln!(w, "- Source: {}", compact(src))?;
+    }
+    if let Some(r) = first {
+        writeln!(w, "- Harness commit: {}", r.harness_commit)?;
+    }
+    Ok(())
+}
+
+/// The sentence under the title: whose structure the page follows, and whose it is not.
+fn intro(arch: &str) -> String {
+    let guide = match arch {
+        "AArch64" => "NICCS ARM",
+        "x86-64" => "NICCS x86",
+        _ => "NICCS",
+    };
+    format!(
+        "Independent measurement by ngcc-repro, following the structure of the {guide} self-assessment guide, \
+         §3.5 (1)–(7). Not a submitter self-assessment."
+    )
+}
+
+fn given(item: Option<&str>) -> String {
+    item.map_or(NOT_GIVEN.to_owned(), md)
+}
+
+/// The parameter sets this evidence has a result for, the security evaluation's link,
+/// and the instances only declared.
+fn parameter_sets(w: &mut String, sub: &Submission, e: &Evidence) -> Result<()> {
     let measured: Vec<&str> = sub
         .instances
         .iter()
@@ -201,25 +241,44 @@ fn basic(w: &mut String, layout: &Layout, sub: &Submission, e: &Evidence) -> Res
                 || e.profiles.iter().any(|r| r.label == *l)
         })
         .collect();
-    writeln!(
-        w,
-        "- Parameter sets measured: {}",
-        if measured.is_empty() { "none".into() } else { measured.join(", ") }
-    )?;
+    let sets = if measured.is_empty() { "none".into() } else { md(&measured.join(", ")) };
+    let evaluation = sub.evaluation.as_deref().map_or(NOT_GIVEN.to_owned(), |u| link(&format!("{} report", sub.id), u));
+    writeln!(w, "- Parameter sets: {sets} — security evaluation: {evaluation}")?;
     let declared: Vec<&str> =
         sub.instances.iter().map(|i| i.label.as_str()).filter(|l| !measured.contains(l)).collect();
     if !declared.is_empty() {
-        writeln!(w, "- Declared, not measured here: {}", declared.join(", "))?;
-    }
-    manifest_notes(w, sub)?;
-    let first = e.records.first();
-    if let Some(src) = first.map(|r| &r.source).or(e.kat.as_ref().map(|k| &k.source)) {
-        writeln!(w, "- Source: {}", compact(src))?;
-    }
-    if let Some(r) = first {
-        writeln!(w, "- Harness commit: {}", r.harness_commit)?;
+        writeln!(w, "- Declared, not measured here: {}", md(&declared.join(", ")))?;
     }
     Ok(())
+}
+
+/// The system profile's method page, as the evidence recorded it, else as the
+/// checkout's profile of that name says (evidence older than the key).
+fn method(e: &Evidence, system: &str) -> Option<String> {
+    let recorded = e.kat.as_ref().and_then(|k| k.system_profile.method.clone());
+    recorded.or_else(|| SystemProfile::load(system).ok().and_then(|p| p.method))
+}
+
+/// Where the submission is published: an archive's page in its manifest.
+fn submission_page(sub: &Submission) -> String {
+    match &sub.source {
+        crate::build::submission::SourceSpec::Archive { page: Some(p), .. } => link("NICCS page", p),
+        crate::build::submission::SourceSpec::Crate { name, version, .. } => {
+            link(&format!("crate {name} {version}"), &format!("https://crates.io/crates/{name}/{version}"))
+        }
+        _ => NOT_GIVEN.to_owned(),
+    }
+}
+
+/// A Markdown link for an http(s) address with no character that could end it; any
+/// other text is shown literally beside its name.
+pub(crate) fn link(text: &str, url: &str) -> String {
+    let plain = url.chars().all(|c| c.is_ascii_graphic() && !"()[]<>\\\"'`|".contains(c));
+    if plain && (url.starts_with("https://") || url.starts_with("http://")) {
+        format!("[{}]({url})", md(text))
+    } else {
+        format!("{} ({})", md(text), md(url))
+    }
 }
 
 /// What the manifest says of some instances' shape: XOF output lengths, and those
@@ -465,8 +524,8 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
                 "| {} | {} | {} | | {} | | {} ({} × {}) |",
                 md(&r.label),
                 op_cell(r),
-                stats::human_count(a.mean_ticks),
-                stats::human_time(a.mean_ns),
+                forms::cycles(a.mean_ticks),
+                forms::time(a.mean_ns),
                 a.n,
                 a.trials,
                 a.iterations
@@ -476,13 +535,13 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
         let mbps = bytes as f64 / a.mean_ns * 1e3;
         writeln!(
             w,
-            "| {} | {bytes} B{} | {} | {:.1} | {} | {} | {} ({} × {}) |",
+            "| {} | {bytes} B{} | {} | {} | {} | {} | {} ({} × {}) |",
             md(&r.label),
             op_mark(r),
-            stats::human_count(a.mean_ticks),
-            a.mean_ticks / bytes as f64,
-            stats::human_time(a.mean_ns),
-            stats::three_digits(mbps),
+            forms::cycles(a.mean_ticks),
+            forms::per_byte(a.mean_ticks / bytes as f64),
+            forms::time(a.mean_ns),
+            forms::rate(mbps),
             a.n,
             a.trials,
             a.iterations
@@ -519,9 +578,9 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
 fn content_row(depends: &mut Vec<String>, too_few: &mut Vec<String>, what: &str, c: &ContentControl) {
     match (c.verdict, &c.welch) {
         (ContentVerdict::Depends, Some(t)) => {
-            let ratio = c.ratio.map_or(String::new(), |r| {
-                format!("; {} × the reference content's time per call", stats::three_digits(r))
-            });
+            let ratio = c
+                .ratio
+                .map_or(String::new(), |r| format!("; {} × the reference content's time per call", forms::rate(r)));
             depends.push(format!("{what} (t = {:.1}{ratio})", t.t));
         }
         (ContentVerdict::TooFewMeasurements, _) => {
@@ -554,7 +613,9 @@ fn baselines(w: &mut String, e: &Evidence) -> Result<()> {
             .iter()
             .map(|&bytes| {
                 let at = e.baselines.iter().find(|b| b.label == *name && message_bytes(e.family, b) == Some(bytes));
-                at.map_or(" – |".to_owned(), |b| format!(" {:.1} |", b.aggregate.mean_ticks / bytes as f64))
+                at.map_or(" – |".to_owned(), |b| {
+                    format!(" {} |", forms::per_byte(b.aggregate.mean_ticks / bytes as f64))
+                })
             })
             .collect();
         writeln!(w, "| {} |{cells}", md(name))?;
@@ -568,7 +629,9 @@ fn baselines(w: &mut String, e: &Evidence) -> Result<()> {
             .iter()
             .map(|n| {
                 let base = e.baselines.iter().find(|b| b.label == *n && b.op == r.op);
-                base.map_or(" – |".to_owned(), |b| format!(" {:.2} × |", r.aggregate.mean_ns / b.aggregate.mean_ns))
+                base.map_or(" – |".to_owned(), |b| {
+                    format!(" {} |", forms::ratio(r.aggregate.mean_ns / b.aggregate.mean_ns))
+                })
             })
             .collect();
         writeln!(w, "| {} | {bytes} B |{cells}", md(&r.label))?;
@@ -586,10 +649,10 @@ fn per_operation(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
             "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} |",
             md(&r.label),
             op_cell(r),
-            stats::human_count(a.mean_ticks),
-            stats::human_time(a.mean_ns),
-            stats::three_digits(a.ops_per_s),
-            stats::human_time(a.median_trial_ns),
+            forms::cycles(a.mean_ticks),
+            forms::time(a.mean_ns),
+            forms::rate(a.ops_per_s),
+            forms::time(a.median_trial_ns),
             a.n,
             a.trials,
             a.iterations,
@@ -627,7 +690,7 @@ fn spreads(w: &mut String, e: &Evidence) -> Result<()> {
     )?;
     for r in &e.records {
         let s = stats::spread(&stats::kept_ns_per_op(r.trials.iter().map(|t| &t.trial)));
-        let t = stats::human_time;
+        let t = forms::time;
         writeln!(
             w,
             "| {} | {} | {} ± {} | {} [{}, {}] | {} – {} | {} |",
@@ -725,6 +788,7 @@ fn unchecked_libraries(e: &Evidence) -> Vec<String> {
 fn resources(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n## 5. Resource consumption\n")?;
     if e.records.is_empty() {
+        writeln!(w, "{NOT_MEASURED}")?;
         return Ok(());
     }
     writeln!(
@@ -747,7 +811,7 @@ fn resources(w: &mut String, e: &Evidence) -> Result<()> {
     for r in &e.records {
         let m = &r.memory;
         let (label, op) = (md(&r.label), r.op.name());
-        let rss = |k: i64| if r.emulated && k >= 0 { format!("{} (qemu-user)", kib(k)) } else { kib(k) };
+        let rss = |k: i64| if r.emulated && k >= 0 { format!("{} (qemu-user)", forms::kib(k)) } else { forms::kib(k) };
         writeln!(
             w,
             "| {label} | {op} | {} | {} | {} |",
@@ -762,6 +826,10 @@ fn resources(w: &mut String, e: &Evidence) -> Result<()> {
 fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
     let f = e.family;
     writeln!(w, "\n## 6. Transmission and storage overhead\n")?;
+    if e.records.is_empty() {
+        writeln!(w, "{NOT_MEASURED}")?;
+        return Ok(());
+    }
     let (external, api_only): (Vec<&SizeName>, Vec<&SizeName>) = f.sizes.iter().partition(|s| s.external);
     let plural: Vec<String> = api_only.iter().map(|s| format!("{}s", s.heading)).collect();
     writeln!(
@@ -842,7 +910,7 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
         "| instance | operation | pseudohash/XOF/sm3 | DRNG | own primitives | calls per operation | wrapper overhead |\n\
          |---|---|---|---|---|---|---|"
     )?;
-    let pct = crate::measure::stats::percent;
+    let pct = forms::percent;
     for r in &e.profiles {
         let share = |pick: &dyn Fn(GroupKind) -> bool| pct(crate::measure::profile::kind_share(&r.groups, pick));
         writeln!(
@@ -865,17 +933,86 @@ fn symmetric(w: &mut String, e: &Evidence) -> Result<()> {
 
 fn index(w: &mut String, layout: &Layout, sub: &Submission) -> Result<()> {
     writeln!(w, "\n## 7. Raw evidence index\n")?;
-    writeln!(w, "Paths are relative to the evidence root; `{}` lists every file with its SHA-256.\n", evidence::INDEX)?;
-    writeln!(w, "| file | sha256 |\n|---|---|")?;
+    let system = layout.system_dir.file_name().unwrap_or_default();
+    writeln!(
+        w,
+        "Paths are relative to `{}/` in the evidence set; each timing record holds its commands, environment and \
+         trials, and `{}` at the set's root lists every file with its SHA-256.\n",
+        md(system),
+        evidence::INDEX
+    )?;
     let root = layout.system_dir.parent().unwrap_or(&layout.system_dir);
-    let prefixes =
-        [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id), layout.ct_dir(&sub.id)];
-    for (path, sha) in evidence::read_index(root).unwrap_or_default() {
-        if prefixes.iter().any(|p| root.join(&path).starts_with(p)) {
-            writeln!(w, "| {} | {}… |", md(&path), md(sha.get(..16).unwrap_or(&sha)))?;
-        }
+    let mut rows: Vec<IndexRow> = evidence::read_index(root)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(path, sha)| index_row(layout, sub, &root.join(path), &sha))
+        .collect();
+    if rows.is_empty() {
+        writeln!(w, "No file of {} in the evidence index.", sub.id)?;
+        return Ok(());
+    }
+    rows.sort_by(|a, b| a.order.cmp(&b.order));
+    writeln!(w, "| instance | item | file |\n|---|---|---|")?;
+    for r in rows {
+        writeln!(w, "| {} | {} | {} |", md(&r.instance), r.item, md(&r.file))?;
     }
     Ok(())
+}
+
+/// One row of §7: the instance (`all` for the submission's own files), what the file
+/// is, its path under the system's folder, and where the row sorts (instance in
+/// manifest order, then KAT, timing, profile, constant time, then the name).
+struct IndexRow {
+    order: (usize, usize, String),
+    instance: String,
+    item: String,
+    file: String,
+}
+
+/// The kinds of file §7 lists, by folder.
+const KINDS: [&str; 4] = ["KAT log", "timing", "hash profile", "constant time"];
+
+fn index_row(layout: &Layout, sub: &Submission, path: &camino::Utf8Path, sha: &str) -> Option<IndexRow> {
+    let dirs =
+        [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id), layout.ct_dir(&sub.id)];
+    let kind = dirs.iter().position(|d| path.starts_with(d))?;
+    let (name, file) = (path.file_name()?, path.strip_prefix(&layout.system_dir).ok()?.to_string());
+    let position = |label: &str| sub.instances.iter().position(|i| i.label == label);
+    if let Some((label, part)) = log_of(sub, name).filter(|_| kind == 0) {
+        let part = if part.is_empty() { String::new() } else { format!(" {}", md(part)) };
+        let item = format!("KAT log{part} (sha256 {}…)", md(sha.get(..16).unwrap_or(sha)));
+        return Some(IndexRow { order: (position(label)?, kind, name.into()), instance: label.into(), item, file });
+    }
+    let op_of = |label: &str, op: &str| (position(label), format!("{} {}", KINDS[kind], md(op)));
+    match name.strip_suffix(".json").and_then(|n| n.rsplit_once("__")).map(|(l, op)| (l, op_of(l, op))) {
+        Some((label, (Some(at), item))) => {
+            Some(IndexRow { order: (at, kind, name.into()), instance: label.into(), item, file })
+        }
+        _ => {
+            let item = match name {
+                "summary.json" => "KAT summary".to_owned(),
+                "environment.json" => "environment manifest".to_owned(),
+                "size_audit.json" => "size audit".to_owned(),
+                "survey.json" => "symmetric-primitive survey".to_owned(),
+                other => md(other),
+            };
+            Some(IndexRow { order: (usize::MAX, kind, name.into()), instance: "all".into(), item, file })
+        }
+    }
+}
+
+/// The instance and KAT file part of a log's name (`ML-KEM-512.log`, `H-256.2_12.log`).
+fn log_of<'a>(sub: &'a Submission, name: &str) -> Option<(&'a str, &'a str)> {
+    let family = sub.family().ok()?;
+    sub.instances.iter().find_map(|i| {
+        family
+            .kat_parts
+            .iter()
+            .map(|p| p.id)
+            .chain([""])
+            .find(|p| evidence::kat_log_name(&i.label, p) == name)
+            .map(|p| (i.label.as_str(), p))
+    })
 }
 
 /// The KAT manifest as a page names it: its checkout path, or for one outside the

@@ -47,13 +47,14 @@ impl Site {
         if systems.is_empty() {
             bail!("no evidence under {}: run a campaign (or verify/bench) first", self.dir);
         }
+        let given = self.manifests.iter().map(|m| given_manifest(m)).collect::<Result<Vec<Submission>>>()?;
         let mut shown: Vec<Shown> = Vec::new();
         for (system, ids) in &systems {
             for id in ids {
-                let sub = match Submission::load(id) {
+                let sub = match given.iter().find(|s| s.id == *id).cloned().map_or_else(|| Submission::load(id), Ok) {
                     Ok(s) => s,
                     Err(e) => {
-                        crate::note!("skipping {system}/{id}: {e:#}");
+                        crate::note!("skipping {system}/{id}: {e:#} (a manifest elsewhere: --manifest PATH)");
                         continue;
                     }
                 };
@@ -73,6 +74,14 @@ impl Site {
         crate::say!("site: {n} {} in {}/index.html", if n == 1 { "page" } else { "pages" }, self.out);
         Ok(())
     }
+}
+
+/// A manifest `--manifest` names: a path to a `.toml` file, loaded as `report` loads one.
+fn given_manifest(path: &str) -> Result<Submission> {
+    if !path.ends_with(".toml") {
+        return crate::ui::usage(format!("--manifest {path}: give the path of a manifest (a .toml file)"));
+    }
+    Submission::load(path)
 }
 
 /// One rendered (system, submission), for the index.
@@ -128,14 +137,17 @@ fn copy_raw(root: &Utf8Path, files: &[Utf8PathBuf], raw: &Utf8Path) -> Result<()
     Ok(())
 }
 
-/// The raw files of one submission on one system: (evidence-relative path, link from
-/// its page).
+/// The raw files of one submission on one system: (path under the system's folder, as
+/// section 7 shows it; link from its page).
 fn raw_links(files: &[Utf8PathBuf], layout: &Layout, sub: &Submission) -> Vec<(String, String)> {
-    let dirs = [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id)];
+    let dirs =
+        [layout.kat_dir(&sub.id), layout.records_dir(&sub.id), layout.profile_dir(&sub.id), layout.ct_dir(&sub.id)];
+    let shown =
+        |f: &Utf8PathBuf| layout.out.join(f).strip_prefix(&layout.system_dir).map_or(f.to_string(), |p| p.to_string());
     files
         .iter()
         .filter(|f| dirs.iter().any(|d| layout.out.join(f).starts_with(d)))
-        .map(|f| (f.to_string(), format!("../{RAW}/{}", url(f.as_str()))))
+        .map(|f| (shown(f), format!("../{RAW}/{}", url(f.as_str()))))
         .collect()
 }
 
@@ -329,10 +341,10 @@ fn time_cell(r: Option<&Record>) -> String {
         return "NOT CREDIBLE".into();
     }
     let trials = || r.trials.iter().map(|t| &t.trial);
-    let mut cell = stats::human_time(stats::spread(&stats::kept_ns_per_op(trials())).median);
+    let mut cell = crate::pages::forms::time(stats::spread(&stats::kept_ns_per_op(trials())).median);
     if r.counter.hardware_cycles {
         let cycles = stats::spread(&stats::kept_ticks_per_op(trials())).median;
-        let _ = write!(cell, "<br><small>{}</small>", stats::human_count(cycles));
+        let _ = write!(cell, "<br><small>{}</small>", crate::pages::forms::cycles(cycles));
     }
     cell
 }
@@ -371,9 +383,9 @@ fn linked_index(html: String, raw: &[(String, String)]) -> String {
     let mut unlisted = Vec::new();
     for (path, href) in raw {
         let text = inline(report::md(path).trim());
-        let cell = format!("<tr><td>{text}</td>");
+        let cell = format!("<td>{text}</td></tr>");
         if tail.contains(&cell) {
-            tail = tail.replacen(&cell, &format!("<tr><td><a href=\"{}\">{text}</a></td>", esc(href)), 1);
+            tail = tail.replacen(&cell, &format!("<td><a href=\"{}\">{text}</a></td></tr>", esc(href)), 1);
         } else {
             unlisted.push(format!("<li><a href=\"{}\">{}</a></li>\n", esc(href), esc(path)));
         }
@@ -429,7 +441,9 @@ pub(crate) fn markdown_to_html(md: &str, insert: &str) -> String {
         if line.starts_with("## 5.") {
             h.push_str(insert);
         }
-        if let Some(t) = line.strip_prefix("## ") {
+        if let Some(t) = line.strip_prefix("### ") {
+            let _ = writeln!(h, "<h3>{}</h3>", inline(t));
+        } else if let Some(t) = line.strip_prefix("## ") {
             let _ = writeln!(h, "<h2>{}</h2>", inline(t));
         } else if let Some(t) = line.strip_prefix("# ") {
             let _ = writeln!(h, "<h1>{}</h1>", inline(t));
@@ -483,6 +497,13 @@ fn inline(s: &str) -> String {
                 h.push_str(if code { "</code>" } else { "<code>" });
                 code = !code;
             }
+            '[' if !code => match markdown_link(chars.as_str()) {
+                Some((text, url, rest)) => {
+                    let _ = write!(h, "<a href=\"{}\">{}</a>", esc(url), inline(text));
+                    chars = rest.chars();
+                }
+                None => put(&mut h, c),
+            },
             c => put(&mut h, c),
         }
     }
@@ -490,6 +511,16 @@ fn inline(s: &str) -> String {
         h.push_str("</code>");
     }
     h
+}
+
+/// `text](url)` after an unescaped `[`, the form `report::link` writes: an http(s)
+/// address of plain characters only. Returns the text, the address and what follows.
+fn markdown_link(s: &str) -> Option<(&str, &str, &str)> {
+    let (text, after) = s.split_once("](")?;
+    let (url, rest) = after.split_once(')')?;
+    let plain = url.chars().all(|c| c.is_ascii_graphic() && !"()[]<>\\\"'`|".contains(c));
+    let web = url.starts_with("https://") || url.starts_with("http://");
+    (plain && web && !text.contains('[')).then_some((text, url, rest))
 }
 
 /// The charts of one page, from the timing records (none for emulated runs).
@@ -655,6 +686,14 @@ mod tests {
             assert!(b.contains(&format!("<strong>{what}</strong>")), "{b}");
         }
         assert!(b.contains("(&lt;b&gt;)"), "{b}");
+    }
+
+    #[test]
+    fn only_plain_web_addresses_become_links() {
+        let html = inline("[kem-07 report](https://example.org/a?b=1) and [x](javascript:alert(1))");
+        assert_eq!(html, "<a href=\"https://example.org/a?b=1\">kem-07 report</a> and [x](javascript:alert(1))");
+        assert_eq!(inline("\\[a\\](https://e.org)"), "[a](https://e.org)", "an escaped bracket is text");
+        assert!(!inline("[a](https://e.org/\"onmouseover=x)").contains("<a "), "a quote ends no attribute");
     }
 
     #[test]
