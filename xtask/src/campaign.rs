@@ -242,7 +242,7 @@ impl Campaign {
         let mut all = self.inputs(None);
         (all.ids, all.archive, all.source_dir) = (ids.clone(), self.archives.clone(), self.source_dirs.clone());
         all.check_given(&ids)?;
-        project::check_out_dir(&self.out)?;
+        crate::ui::check_out_dir(&self.out)?;
         let mut subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         let arch = profile.arch(self.target.arch);
         subs.iter_mut().for_each(|sub| drop_other_arches(sub, arch));
@@ -380,7 +380,7 @@ impl Campaign {
             let estimate = clock.of(step, units);
             crate::say!("{label} ...{}", estimate.map_or(String::new(), |e| format!(" (about {})", ui::clock(e))));
             let live = ui::progress(label.clone(), estimate);
-            let result = self.run_step(sh, step, &mut state);
+            let result = self.run_step(sh, step, &mut state).map_err(|e| crate::doctor::explain(e, sh));
             let secs = live.elapsed().as_secs_f64();
             drop(live);
             clock.learn(step, units, secs);
@@ -640,7 +640,7 @@ impl Estimator {
 
 /// Instances the manifest restricts to other architectures leave the campaign (said
 /// once; they are no failure and need no step); a submission left with none has no steps.
-fn drop_other_arches(sub: &mut Submission, arch: crate::flags::Arch) {
+fn drop_other_arches(sub: &mut Submission, arch: crate::evidence::domain::Arch) {
     let not: Vec<(String, String)> =
         sub.instances.iter().filter_map(|i| sub.not_built_on(i, arch).map(|w| (i.label.clone(), w))).collect();
     for (label, why) in &not {
@@ -678,9 +678,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let (c, _) = campaign_in(Utf8Path::from_path(t.path()).unwrap());
         let mut kem = Submission::load("kem-01").unwrap();
-        drop_other_arches(&mut kem, crate::flags::Arch::X86_64);
+        drop_other_arches(&mut kem, crate::evidence::domain::Arch::X86_64);
         assert_eq!(kem.instances.len(), 3, "built on x86-64");
-        drop_other_arches(&mut kem, crate::flags::Arch::Aarch64);
+        drop_other_arches(&mut kem, crate::evidence::domain::Arch::Aarch64);
         assert!(kem.instances.is_empty());
         let garnet = Submission::load("hash-11").unwrap();
         assert!(garnet.instances.iter().any(|i| i.label == "Garnet_1024_DM4x4" && !i.timed));

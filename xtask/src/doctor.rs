@@ -7,7 +7,8 @@ use xshell::Shell;
 
 use crate::container::engine::{which, Engine};
 use crate::container::toolchain::{Distro, Toolchain};
-use crate::flags::{Arch, Doctor, EngineChoice};
+use crate::evidence::domain::{Arch, EngineChoice};
+use crate::flags::Doctor;
 use crate::measure::hostgate::{self, Gate};
 use crate::measure::systems::SystemProfile;
 use crate::{container::sandbox, project};
@@ -428,6 +429,19 @@ fn engine_checks(sh: &Shell, installer: Installer, engine: Engine) -> Vec<Findin
 
 /// Every required item missing for each engine, with its fix, as `doctor` says it:
 /// why `--engine auto` found none.
+/// An error that says no engine answered gets what `doctor` finds missing for each
+/// engine and the fix, in its words (the engine layer cannot call a command).
+pub fn explain(e: anyhow::Error, sh: &Shell) -> anyhow::Error {
+    if !e.chain().any(|c| c.is::<crate::container::engine::NoEngine>()) {
+        return e;
+    }
+    anyhow::anyhow!(
+        "{e:#}. What `cargo xtask doctor` finds missing:\n{}\n(--engine host builds on this machine with its \
+         unpinned compilers and no sandbox; see --help)",
+        missing_engines(sh)
+    )
+}
+
 pub fn missing_engines(sh: &Shell) -> String {
     let installer = Installer::detect();
     let mut lines = Vec::new();

@@ -1,7 +1,7 @@
 //! Command-line interface, declared in one place.
 
 use camino::{Utf8Path, Utf8PathBuf};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 /// `--unsandboxed-host` in `-h` and `--help` (every command that takes it says the same).
 macro_rules! unsandboxed_host_help {
@@ -660,13 +660,7 @@ pub struct Target {
     pub arch: Option<Arch>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineChoice {
-    Auto,
-    Podman,
-    Docker,
-    Host,
-}
+pub use crate::evidence::domain::EngineChoice;
 
 pub use crate::evidence::domain::Arch;
 

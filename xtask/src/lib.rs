@@ -12,6 +12,7 @@ pub mod family;
 pub mod flags;
 pub mod kat;
 pub mod list;
+pub mod lock;
 pub mod measure;
 pub mod onboard;
 pub mod pages;
@@ -41,7 +42,7 @@ pub fn run() -> Result<()> {
     let sh = Shell::new()?;
     sh.change_dir(&root);
     let out = flags.cmd.out_dir().filter(|o| !o.exists()).map(Utf8PathBuf::from);
-    let result = dispatch(flags.cmd, &sh);
+    let result = dispatch(flags.cmd, &sh).map_err(|e| doctor::explain(e, &sh));
     // A run that failed before writing anything leaves no empty --out behind.
     if let (Err(_), Some(out)) = (&result, out) {
         if out.read_dir().is_ok_and(|mut d| d.next().is_none()) {

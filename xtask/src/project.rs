@@ -248,23 +248,6 @@ pub fn resolved(path: &Utf8Path) -> Utf8PathBuf {
     p
 }
 
-/// `--out` is absent or a folder (never a file or a link), before any work starts.
-pub fn check_out_dir(out: &Utf8Path) -> Result<()> {
-    match out.symlink_metadata() {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return crate::ui::usage(format!(
-                "--out {out} is not a folder: name a folder (absent, empty, or an earlier evidence set)"
-            ))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("--out {out}: cannot read it")),
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("--out {out}: cannot create it"))?;
-    tempfile::tempfile_in(out).with_context(|| format!("--out {out}: cannot write there"))?;
-    Ok(())
-}
-
 /// The rule for instance labels, submission ids and system names, which become file
 /// and folder names and page text: ASCII letters, digits, `.`, `_`, `+` and `-`,
 /// starting with a letter, digit or `_`, at most [`NAME_MAX`] characters. Every label
@@ -399,6 +382,40 @@ pub fn toml_stems(dir: &Utf8Path) -> Result<Vec<String>> {
     }
     names.sort();
     Ok(names)
+}
+
+/// Set once Ctrl-C or SIGTERM has come (`container::interrupt` sets it): what is running
+/// is being stopped, and nothing unfinished may be recorded.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the run has been interrupted.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Mark the run interrupted; whether it was already.
+pub fn mark_interrupted() -> bool {
+    INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The error a command stops with after an interruption.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted: no status was recorded for unfinished work")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// `Err(Interrupted)` once the signal has come.
+pub fn check_interrupted() -> anyhow::Result<()> {
+    if interrupted() {
+        return Err(Interrupted.into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

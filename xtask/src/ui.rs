@@ -66,7 +66,7 @@ impl Usage {
 
 /// The exit status of a failed command.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
-    if crate::container::interrupt::is_set() {
+    if crate::project::interrupted() {
         exit::INTERRUPTED
     } else if e.chain().any(|c| c.is::<Usage>()) {
         exit::USAGE
@@ -367,6 +367,24 @@ impl Drop for Progress {
             live.clear();
         }
     }
+}
+
+/// `--out` is absent or a folder (never a file or a link), before any work starts.
+pub fn check_out_dir(out: &camino::Utf8Path) -> Result<()> {
+    use anyhow::Context;
+    match out.symlink_metadata() {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return usage(format!(
+                "--out {out} is not a folder: name a folder (absent, empty, or an earlier evidence set)"
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("--out {out}: cannot read it")),
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("--out {out}: cannot create it"))?;
+    tempfile::tempfile_in(out).with_context(|| format!("--out {out}: cannot write there"))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -22,9 +22,10 @@ use crate::build::inputs;
 use crate::build::recipe::{self, Places, Plan, Step};
 use crate::container::engine::Backend;
 use crate::container::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
+use crate::evidence::domain::Arch;
 use crate::evidence::schema::{BuildRecord, ImageLock, StepFailure, ToolchainRecord};
 use crate::evidence::Layout;
-use crate::flags::{Arch, Inputs};
+use crate::flags::Inputs;
 
 /// Most files a build may leave (its folder is listed and digested file by file).
 const MAX_FILES: u64 = 100_000;
@@ -524,52 +525,7 @@ fn remove_unfinished(work: &Utf8Path, key: &str) {
     }
 }
 
-/// One build key's lock (`flock`): exclusive while the build is checked or made, shared
-/// while it is used, so no run removes a build another is running. A cached source tree
-/// has one too, held while it is checked or made (`build::trees`).
-pub struct KeyLock(std::fs::File);
-
-impl KeyLock {
-    pub fn exclusive(path: &Utf8Path) -> Result<KeyLock> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open the lock {path}"))?;
-        let lock = KeyLock(file);
-        lock.take(libc::LOCK_EX, path)?;
-        Ok(lock)
-    }
-
-    fn share(self) -> Result<KeyLock> {
-        // SAFETY: flock on a file descriptor this value owns.
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&self.0), libc::LOCK_SH) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("cannot share the build lock");
-        }
-        Ok(self)
-    }
-
-    /// Wait for the lock, saying so once, and stay interruptible.
-    fn take(&self, how: i32, path: &Utf8Path) -> Result<()> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.0);
-        let mut said = false;
-        // SAFETY: flock on a file descriptor this value owns.
-        while unsafe { libc::flock(fd, how | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(e).with_context(|| format!("cannot lock {path}"));
-            }
-            if !said {
-                crate::say!("  waiting for another run that holds the lock {path}");
-                said = true;
-            }
-            crate::container::interrupt::check()?;
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        Ok(())
-    }
-}
+pub use crate::lock::KeyLock;
 
 /// Take a finished build folder back from the sandbox: owned by the tool (when it runs
 /// as root), no set-id, sticky or group/other-write bits, so that nothing a build
@@ -763,7 +719,7 @@ impl Inputs {
     /// The selected instances that build on `arch`: the others are said (`not built:
     /// x86-64 only (manifest)`) and dropped, with any submission left with none. A
     /// manifest's restriction is no failure, and needs neither archive nor image.
-    fn only_built_on(&self, subs: Vec<Submission>, arch: crate::flags::Arch) -> Vec<Submission> {
+    fn only_built_on(&self, subs: Vec<Submission>, arch: crate::evidence::domain::Arch) -> Vec<Submission> {
         let mut kept = Vec::new();
         for mut sub in subs {
             let had = sub.instances.iter().any(|i| self.selects(i));
@@ -879,7 +835,7 @@ impl Inputs {
                 return crate::ui::usage(format!("--source-dir {dir} is not a folder"));
             }
         }
-        crate::project::check_out_dir(&self.out)?;
+        crate::ui::check_out_dir(&self.out)?;
         std::fs::create_dir_all(&self.out).with_context(|| format!("--out {}: cannot create it", self.out))?;
         tempfile::tempfile_in(&self.out).with_context(|| format!("--out {}: cannot write there", self.out))?;
         Ok(())

@@ -14,7 +14,7 @@ use camino::Utf8Path;
 use crate::build::recipe::{self, Plan, Step};
 use crate::build::sources::Source;
 use crate::build::submission::{Instance, Submission};
-use crate::flags::Arch;
+use crate::evidence::domain::Arch;
 
 /// Extensions of KAT request and response files.
 const KAT_DATA: &[&str] = &["rsp", "req", "kat"];

@@ -7,8 +7,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 use crate::build::sources::Source;
 use crate::build::submission::{ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
 use crate::container::engine::Backend;
+use crate::evidence::domain::Arch;
 use crate::family::{Corroboration, Driver, Family};
-use crate::flags::Arch;
 use crate::project;
 
 /// Mount points inside the sandbox. Build steps run in BUILD (their own fresh folder);

@@ -13,7 +13,7 @@ use xshell::{cmd, Shell};
 
 use crate::build::submission::{ArchiveLimits, SourceSpec, Submission};
 use crate::build::trees;
-use crate::flags::Arch;
+use crate::evidence::domain::Arch;
 use crate::project;
 use crate::sha::Sha256Hex;
 

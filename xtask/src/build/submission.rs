@@ -107,7 +107,7 @@ pub struct Submission {
     /// The architectures the code builds on (x86 intrinsics or assembly: `["x86_64"]`);
     /// empty: any. On another one its instances are not built, and that is no failure.
     #[serde(default)]
-    pub arch: Vec<crate::flags::Arch>,
+    pub arch: Vec<crate::evidence::domain::Arch>,
     /// Values an operation derives from its secret input that are public by design (an
     /// ML-KEM key pair's matrix seed ρ): what `ct` sees inside the named functions is
     /// listed apart, not as a finding, and the operation gets no timing test.
@@ -198,7 +198,7 @@ pub struct BuildSpec {
     pub iccs: Vec<String>,
     /// Additions on one architecture only (`[build.arch.aarch64]`).
     #[serde(default)]
-    pub arch: BTreeMap<crate::flags::Arch, ArchSpec>,
+    pub arch: BTreeMap<crate::evidence::domain::Arch, ArchSpec>,
     /// Library sources relative to the source root; `{dir}`, `{label}` and instance
     /// vars are expanded; a last component `*.c` takes every C file of that folder.
     #[serde(default)]
@@ -387,7 +387,7 @@ pub struct Instance {
     pub timed: bool,
     /// The architectures this instance's code builds on (empty: the submission's).
     #[serde(default)]
-    pub arch: Vec<crate::flags::Arch>,
+    pub arch: Vec<crate::evidence::domain::Arch>,
     /// A variant with no KAT of its own (an optimized build that is timed): the label of
     /// the instance whose KAT file and `kat.sha256` line its KAT text is checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -722,7 +722,7 @@ impl Submission {
     }
 
     /// The architectures `inst` builds on: its own list, else the submission's; empty: any.
-    pub fn arches_of<'a>(&'a self, inst: &'a Instance) -> &'a [crate::flags::Arch] {
+    pub fn arches_of<'a>(&'a self, inst: &'a Instance) -> &'a [crate::evidence::domain::Arch] {
         if inst.arch.is_empty() {
             &self.arch
         } else {
@@ -732,7 +732,7 @@ impl Submission {
 
     /// Why `inst` is not built on `arch`, if the manifest restricts it to others:
     /// `not built: x86-64 only (manifest)`. Decided before any image or build.
-    pub fn not_built_on(&self, inst: &Instance, arch: crate::flags::Arch) -> Option<String> {
+    pub fn not_built_on(&self, inst: &Instance, arch: crate::evidence::domain::Arch) -> Option<String> {
         let only = self.arches_of(inst);
         if only.is_empty() || only.contains(&arch) {
             return None;
@@ -1126,7 +1126,7 @@ mod tests {
 
     #[test]
     fn xof_is_for_hash_functions_and_arch_restricts_builds() {
-        use crate::flags::Arch;
+        use crate::evidence::domain::Arch;
         let t = tempfile::tempdir().unwrap();
         let dir = camino::Utf8Path::from_path(t.path()).unwrap();
         let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::build::builder::KeyLock;
 use crate::build::sources::{self, ExtractLimits};
 use crate::evidence::schema::{self, TreeRecord};
+use crate::lock::KeyLock;
 use crate::project;
 use crate::sha::Sha256Hex;
 

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use crate::flags::Arch;
+use crate::evidence::domain::Arch;
 
 const BINFMT: &str = "/proc/sys/fs/binfmt_misc";
 

@@ -11,7 +11,7 @@ use camino::Utf8Path;
 use serde::Deserialize;
 use xshell::{cmd, Shell};
 
-use crate::flags::{Arch, EngineChoice};
+use crate::evidence::domain::{Arch, EngineChoice};
 
 pub use crate::evidence::domain::Engine;
 
@@ -285,18 +285,13 @@ impl Engine {
         })
     }
 
-    /// The first engine of [`Engine::ALL`] that answers, else every missing item and
-    /// its fix, as `doctor` finds them.
+    /// The first engine of [`Engine::ALL`] that answers, else [`NoEngine`] (the command
+    /// line adds what `doctor` finds missing: `doctor::explain`).
     fn auto(sh: &Shell) -> Result<Engine> {
-        if let Some(engine) = Engine::ALL.into_iter().find(|e| e.probe(sh).is_ok()) {
-            return Ok(engine);
+        match Engine::ALL.into_iter().find(|e| e.probe(sh).is_ok()) {
+            Some(engine) => Ok(engine),
+            None => Err(NoEngine.into()),
         }
-        bail!(
-            "no working container engine, and --engine auto never falls back to the host: nothing was built. \
-             What `cargo xtask doctor` finds missing:\n{}\n(--engine host builds on this machine with its \
-             unpinned compilers and no sandbox; see --help)",
-            crate::doctor::missing_engines(sh)
-        )
     }
 
     /// The state of a container.
@@ -359,6 +354,18 @@ impl Engine {
 pub fn which(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
+
+/// No engine answered under `--engine auto`.
+#[derive(Debug)]
+pub struct NoEngine;
+
+impl std::fmt::Display for NoEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no working container engine, and --engine auto never falls back to the host: nothing was built")
+    }
+}
+
+impl std::error::Error for NoEngine {}
 
 #[cfg(test)]
 mod tests {

@@ -7,12 +7,13 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::build::builder::KeyLock;
 use crate::container::engine::{which, Backend, Engine};
 use crate::container::sandbox::{Limits, Sandbox};
 use crate::container::toolchain::{Distro, Toolchain};
+use crate::evidence::domain::Arch;
 use crate::evidence::schema::ImageLock;
-use crate::flags::{Arch, ImageBuild, ImageCheck};
+use crate::flags::{ImageBuild, ImageCheck};
+use crate::lock::KeyLock;
 use crate::project;
 
 impl ImageBuild {

@@ -3,7 +3,6 @@
 //! returns and stops with [`Interrupted`]. A killed command therefore never becomes a
 //! candidate status, and nothing unfinished is recorded. `main` exits 130.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -11,7 +10,6 @@ use xshell::Shell;
 
 use crate::container::engine::Engine;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 
 /// How long the command may take to stop by itself after the signal.
@@ -24,21 +22,11 @@ pub enum Live {
     HostGroup(i32),
 }
 
-/// The error a command stops with after an interruption.
-#[derive(Debug)]
-pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted: no status was recorded for unfinished work")
-    }
-}
-
-impl std::error::Error for Interrupted {}
+pub use crate::project::Interrupted;
 
 pub fn install() {
     let _ = ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+        if crate::project::mark_interrupted() {
             std::process::exit(130);
         }
         crate::warning!("\ninterrupted: stopping (containers are removed; press Ctrl-C again to quit at once)");
@@ -52,15 +40,12 @@ pub fn install() {
 }
 
 pub fn is_set() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    crate::project::interrupted()
 }
 
 /// `Err(Interrupted)` once the signal has come.
 pub fn check() -> anyhow::Result<()> {
-    if is_set() {
-        return Err(Interrupted.into());
-    }
-    Ok(())
+    crate::project::check_interrupted()
 }
 
 /// Keeps `live` on the kill list while it exists.

@@ -3,6 +3,7 @@
 
 pub mod emulation;
 pub mod engine;
+pub mod hostcpu;
 pub mod image;
 pub mod interrupt;
 pub mod sandbox;

@@ -20,8 +20,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 use xshell::{cmd, Shell};
 
 use crate::container::engine::{Backend, Engine};
+use crate::container::hostcpu::{HostCpu, TrialCgroup};
 use crate::container::interrupt::{self, Live, Registration};
-use crate::measure::hostcpu::{HostCpu, TrialCgroup};
 use crate::project;
 
 /// The user every sandboxed command runs as (nobody), inside and outside the container.

@@ -7,8 +7,8 @@ use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::container::engine::Engine;
+use crate::evidence::domain::Arch;
 use crate::evidence::schema::ImageLock;
-use crate::flags::Arch;
 use crate::project;
 
 /// Bumped when the way an image is made from a spec changes.

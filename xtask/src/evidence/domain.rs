@@ -227,3 +227,31 @@ pub enum Mode {
     /// As strict, and `*_Len = ...` lines dropped.
     Nolen,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    Auto,
+    Podman,
+    Docker,
+    Host,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SystemProfile {
+    pub name: String,
+    pub description: String,
+    pub toolchain: String,
+    /// None: the host's architecture.
+    #[serde(default)]
+    pub arch: Option<Arch>,
+    #[serde(default)]
+    pub cpu: Option<usize>,
+    /// The submissions verify, bench and campaign take when given none.
+    pub campaign: Vec<String>,
+    pub trial_target_s: f64,
+    pub expected_host: String,
+    /// Where this system's measurement method is described (page §1); absent: "not given".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+}

@@ -19,6 +19,7 @@
 //! `<system>` is the evidence folder `SystemProfile::evidence_name` gives: the system's
 //! name, or `<system>-<arch>` for a run off the profile's architecture.
 
+pub mod command;
 pub mod domain;
 pub mod merge;
 pub mod schema;
@@ -36,10 +37,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
-use xshell::Shell;
 
 use self::schema::{CtRecord, Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
-use crate::flags::{EvidenceCheck, EvidenceIndex};
 use crate::project;
 
 pub struct Layout {
@@ -407,58 +406,6 @@ pub fn check(root: &Utf8Path) -> Result<Problems> {
     }
     p.extra = present.into_iter().filter(|f| !index.contains_key(f)).collect();
     Ok(p)
-}
-
-impl EvidenceCheck {
-    pub fn run(self, _sh: &Shell) -> Result<()> {
-        let p = check(&self.dir)?;
-        for (what, list) in [("changed", &p.changed), ("missing", &p.missing), ("extra", &p.extra)] {
-            for f in list {
-                crate::say!("{what:<8} {f}");
-            }
-        }
-        if let Some(i) = &p.index {
-            crate::say!("index    {i}");
-        }
-        for why in &p.schema {
-            crate::say!("schema   {why}");
-        }
-        for why in &p.refused {
-            crate::say!("refused  {why}");
-        }
-        if !p.is_clean() {
-            let msg = format!(
-                "evidence in {} does not match its index ({} changed, {} missing, {} extra{}{}{})",
-                self.dir,
-                p.changed.len(),
-                p.missing.len(),
-                p.extra.len(),
-                if p.index.is_some() { ", index digest wrong" } else { "" },
-                if p.refused.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {} links, special or oversize files", p.refused.len())
-                },
-                if p.schema.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {} not of this harness's schema", p.schema.len())
-                }
-            );
-            return Err(crate::ui::Findings(msg).into());
-        }
-        let n = read_index(&self.dir)?.len();
-        crate::say!("OK: {n} files match {}/{INDEX}", self.dir);
-        Ok(())
-    }
-}
-
-impl EvidenceIndex {
-    pub fn run(self, _sh: &Shell) -> Result<()> {
-        let digest = write_index(&self.dir)?;
-        crate::say!("{}/{INDEX}: {} files, sha256 {digest}", self.dir, read_index(&self.dir)?.len());
-        Ok(())
-    }
 }
 
 #[cfg(test)]

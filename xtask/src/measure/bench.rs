@@ -14,6 +14,7 @@ use crate::build::recipe;
 use crate::build::sources::Source;
 use crate::build::submission::{Instance, Submission};
 use crate::container::engine::Backend;
+use crate::container::hostcpu::HostCpu;
 use crate::container::sandbox::{Limits, Sandbox};
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
@@ -25,7 +26,6 @@ use crate::evidence::Layout;
 use crate::family::{Family, OpId};
 use crate::flags::Bench;
 use crate::measure::env;
-use crate::measure::hostcpu::HostCpu;
 use crate::measure::hostgate::{self, Gate};
 use crate::measure::runner::{self, Runner};
 use crate::measure::sizes::{self, CatalogRow, Sizes};
@@ -1250,7 +1250,7 @@ mod tests {
 
     #[test]
     fn the_host_gate_decides_alike_under_emulation_and_records_an_override() {
-        use crate::flags::Arch;
+        use crate::evidence::domain::Arch;
         use clap::Parser;
         // An unfixed host: no cpufreq, no topology, paranoid 3.
         let root = tempfile::tempdir().unwrap();

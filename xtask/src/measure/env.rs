@@ -8,8 +8,9 @@ use xshell::{cmd, Shell};
 
 use crate::container::engine::Backend;
 use crate::container::toolchain::Toolchain;
+use crate::evidence::domain::Arch;
 use crate::evidence::schema::{Environment, ImageLock, ToolchainRecord};
-use crate::flags::{Arch, Env};
+use crate::flags::Env;
 use crate::measure::hostgate::{self, Gate};
 use crate::measure::systems::SystemProfile;
 use crate::project;

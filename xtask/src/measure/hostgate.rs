@@ -4,7 +4,7 @@
 
 use camino::Utf8Path;
 
-use crate::flags::Arch;
+use crate::evidence::domain::Arch;
 
 pub use crate::evidence::domain::Check;
 

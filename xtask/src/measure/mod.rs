@@ -4,7 +4,6 @@
 
 pub mod bench;
 pub mod env;
-pub mod hostcpu;
 pub mod hostgate;
 pub mod profile;
 pub mod runner;

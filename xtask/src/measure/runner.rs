@@ -14,8 +14,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
 use crate::build::recipe;
+use crate::container::hostcpu::HostCpu;
 use crate::container::sandbox::{Job, Mount, Outcome, Sandbox, Session, Stopped};
-use crate::measure::hostcpu::HostCpu;
 use crate::project;
 
 /// A harness program built from one source file of `drivers/` (and `runner_io.h`), in a

@@ -3,30 +3,11 @@
 
 use anyhow::{bail, Result};
 use camino::Utf8PathBuf;
-use serde::{Deserialize, Serialize};
 
-use crate::flags::Arch;
+use crate::evidence::domain::Arch;
 use crate::project;
 
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct SystemProfile {
-    pub name: String,
-    pub description: String,
-    pub toolchain: String,
-    /// None: the host's architecture.
-    #[serde(default)]
-    pub arch: Option<Arch>,
-    #[serde(default)]
-    pub cpu: Option<usize>,
-    /// The submissions verify, bench and campaign take when given none.
-    pub campaign: Vec<String>,
-    pub trial_target_s: f64,
-    pub expected_host: String,
-    /// Where this system's measurement method is described (page §1); absent: "not given".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-}
+pub use crate::evidence::domain::SystemProfile;
 
 impl SystemProfile {
     pub fn dir() -> Utf8PathBuf {

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::pages::site::esc;
+use crate::pages::esc;
 
 const COLORS: [&str; 8] = ["#4477aa", "#ee6677", "#228833", "#aa7700", "#66ccee", "#aa3377", "#777777", "#ccbb44"];
 /// Estimated width of one character at the charts' 11 px font.

@@ -25,8 +25,9 @@ use crate::evidence::schema::{
 use crate::flags::Compare;
 use crate::measure::stats;
 use crate::pages::chart::text_width;
-use crate::pages::report::md;
-use crate::pages::site::{self, esc};
+use crate::pages::esc;
+use crate::pages::md;
+use crate::pages::site;
 use crate::{project, ui};
 
 /// One side: an evidence root and one of its systems.

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::evidence::schema::{CtFinding, CtFrame, CtKind, CtRecord, CtStatus, CtTimingStatus};
 use crate::family::Family;
-use crate::pages::report::md;
+use crate::pages::md;
 
 /// Findings shown per operation; the record has them all.
 const SHOWN: usize = 5;

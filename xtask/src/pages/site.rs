@@ -8,6 +8,7 @@
 //! link to. Quick, unfixed-host and emulated runs carry a banner on both.
 //! No scripts, no network assets; the same evidence gives the same bytes.
 
+use crate::pages::esc;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -184,10 +185,6 @@ fn systems(root: &Utf8Path) -> Result<BTreeMap<String, Vec<String>>> {
         }
     }
     Ok(out)
-}
-
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 pub(crate) fn head(title: &str) -> String {
@@ -382,7 +379,7 @@ fn linked_index(html: String, raw: &[(String, String)]) -> String {
     let (head, mut tail) = (html[..at].to_owned(), html[at..].to_owned());
     let mut unlisted = Vec::new();
     for (path, href) in raw {
-        let text = inline(report::md(path).trim());
+        let text = inline(crate::pages::md(path).trim());
         let cell = format!("<td>{text}</td></tr>");
         if tail.contains(&cell) {
             tail = tail.replacen(&cell, &format!("<td><a href=\"{}\">{text}</a></td></tr>", esc(href)), 1);
@@ -456,7 +453,7 @@ pub(crate) fn markdown_to_html(md: &str, insert: &str) -> String {
 }
 
 /// The cells of a table row (after its first `|`): split at every `|` that no
-/// backslash escapes (`report::md`).
+/// backslash escapes (`pages::md`).
 fn cells(row: &str) -> Vec<&str> {
     let mut cells = Vec::new();
     let (mut start, mut escaped) = (0, false);
