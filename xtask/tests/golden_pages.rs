@@ -154,14 +154,7 @@ fn seed_structure(id: &str, page: &str) {
     );
     let basic = part(page, "1. ");
     let items: Vec<&str> = basic.lines().filter_map(|l| l.strip_prefix("- ")?.split(':').next()).collect();
-    for item in [
-        "Category",
-        "Algorithm",
-        "Implementation versions measured",
-        "Parameter sets",
-        "Measurement method",
-        "Submission",
-    ] {
+    for item in common::SEED_ITEMS {
         assert!(items.contains(&item), "{id}: no item {item} in {basic}");
     }
     assert!(basic.contains(" — security evaluation: "), "{id}: {basic}");

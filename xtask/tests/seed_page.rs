@@ -146,15 +146,7 @@ fn sections_two_to_six_equal_the_seed_page() {
     assert!(page.contains("the structure of the NICCS x86 self-assessment guide, §3.5 (1)–(7)"), "{page}");
     let basic = &page[page.find("## 1.").unwrap()..page.find("## 2.").unwrap()];
     let items: Vec<&str> = basic.lines().filter_map(|l| l.strip_prefix("- ")?.split(':').next()).collect();
-    let seed_items = [
-        "Category",
-        "Algorithm",
-        "Implementation versions measured",
-        "Parameter sets",
-        "Measurement method",
-        "Submission",
-    ];
-    assert_eq!(items[..6], seed_items, "{basic}");
+    assert_eq!(items[..6], common::SEED_ITEMS, "{basic}");
     assert!(basic.contains("- Parameter sets: BRQC-128, BRQC-256, BRQC-512 — security evaluation: "), "{basic}");
 
     let mut ours = rows(&page, "## 2.", "## 3.");

@@ -18,6 +18,11 @@ use std::process::{Command, Output};
 
 /// Run `xtask args...` (with `NGCC_CACHE` when given), echoing its output for failures.
 /// Commands that use the container engine need podman (see [`require_podman`]).
+/// The items of a seed page's section 1, in their order.
+#[allow(dead_code)]
+pub const SEED_ITEMS: [&str; 6] =
+    ["Category", "Algorithm", "Implementation versions measured", "Parameter sets", "Measurement method", "Submission"];
+
 pub fn xtask(args: &[&str], cache: Option<&Path>) -> Output {
     if args.contains(&"podman") {
         require_podman();
