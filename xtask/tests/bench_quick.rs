@@ -117,7 +117,8 @@ fn quick_bench_writes_traceable_records() {
     assert!(page.contains("| ML-KEM-512 | enc | "), "{page}");
     assert!(page.contains(&format!("| {n} (3 × ")), "{page}");
     assert!(page.contains("| ML-KEM-512 | 800 | 1632 | 768 | 32 | encoded |"));
-    assert!(page.contains("local/records/pqclean-ml-kem/ML-KEM-512__enc.json"));
+    assert!(page.contains("| ML-KEM-512 | timing enc | records/pqclean-ml-kem/ML-KEM-512__enc.json |"), "{page}");
+    assert!(page.contains("Paths are relative to `local/`"), "{page}");
     let check = xtask(&["evidence", "check", out_s], None);
     assert!(check.status.success(), "the page is indexed with the rest");
 }

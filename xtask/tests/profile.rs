@@ -101,7 +101,8 @@ fn profile_counts_calls_exactly_and_derives_the_survey() {
     assert!(section.contains("Survey verdict: instance-dependent"), "{section}");
     assert!(section.contains("| fix-16 | dec | "), "{section}");
     assert!(section.contains("| pseudohash 2, pseudoXOF 1 |"), "{section}");
-    assert!(page.contains("| local/profile/fixture-kem/fix-vary__keygen.json |"), "{page}");
+    assert!(page.contains("| fix-vary | hash profile keygen | profile/fixture-kem/fix-vary__keygen.json |"), "{page}");
+    assert!(page.contains("Paths are relative to `local/`"), "{page}");
     let check = xtask(&["evidence", "check", out.to_str().unwrap()], None);
     assert!(check.status.success(), "profile records and survey are indexed and read back");
 }
