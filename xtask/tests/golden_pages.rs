@@ -240,7 +240,7 @@ fn section_one_gives_the_manifest_and_system_items_or_says_not_given() {
     );
     assert!(basic.contains("- Measurement method: [x86_1 method](https://example.org/method/x86_1)"), "{basic}");
     assert!(
-        basic.contains("- Submission: [crate pqcrypto-mlkem 0.1.1](https://crates.io/crates/pqcrypto-mlkem/0.1.1)"),
+        basic.contains("- Submission: crate pqcrypto-mlkem 0.1.1 (checksum pinned in sources/Cargo.lock)"),
         "{basic}"
     );
 }

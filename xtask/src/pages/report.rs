@@ -227,12 +227,13 @@ fn method(e: &Evidence, system: &str) -> Option<String> {
     recorded.or_else(|| SystemProfile::load(system).ok().and_then(|p| p.method))
 }
 
-/// Where the submission is published: an archive's page in its manifest.
+/// Where the submission is published: an archive's page in its manifest; a pinned crate
+/// by its name, version and the checksum its lock file pins (no registry address).
 fn submission_page(sub: &Submission) -> String {
     match &sub.source {
         crate::build::submission::SourceSpec::Archive { page: Some(p), .. } => link("NICCS page", p),
         crate::build::submission::SourceSpec::Crate { name, version, .. } => {
-            link(&format!("crate {name} {version}"), &format!("https://crates.io/crates/{name}/{version}"))
+            md(&format!("crate {name} {version} (checksum pinned in sources/Cargo.lock)"))
         }
         _ => NOT_GIVEN.to_owned(),
     }
