@@ -169,17 +169,16 @@ pub fn human_time(ns: f64) -> String {
     format!("{} {unit}", three_digits(v))
 }
 
-/// `48.72 M`, `102 k`: counts with a metric suffix.
+/// Cycles or counter ticks as the seed pages print them: two decimals with a metric
+/// suffix from 1000 up (`107.10 k`, `3.03 M`, `1.07 G`), whole below. The one rule for
+/// the console and the pages (`pages::forms::cycles`).
 pub fn human_count(x: f64) -> String {
-    if x >= 1e9 {
-        format!("{:.2} G", x / 1e9)
-    } else if x >= 1e6 {
-        format!("{:.2} M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.1} k", x / 1e3)
-    } else {
-        format!("{x:.0}")
+    for (scale, suffix) in [(1e9, "G"), (1e6, "M"), (1e3, "k")] {
+        if x >= scale {
+            return format!("{:.2} {suffix}", x / scale);
+        }
     }
+    format!("{x:.0}")
 }
 
 /// A share as the seed pages print it: whole percent from 10 % up (`78%`), one decimal
@@ -432,6 +431,7 @@ mod tests {
         assert_eq!(three_digits(1.96), "1.96");
         assert_eq!(three_digits(99.97), "100");
         assert_eq!(human_count(1.07e9), "1.07 G");
+        assert_eq!((human_count(107_100.0), human_count(796.4)), ("107.10 k".into(), "796".into()));
         // Seed page kem-04 on x86_1 (ops/s): `1.83e+03`, `864`, `34.4`, `13`, `3.9`;
         // kex-02: `1.99e+07`.
         assert_eq!(three_digits(1831.5), "1.83e+03");

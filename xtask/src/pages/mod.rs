@@ -16,12 +16,7 @@ pub mod forms {
     /// Cycles or counter ticks: two decimals with a metric suffix from 1000 up
     /// (`107.10 k`, `3.03 M`, `1.07 G`), whole below.
     pub fn cycles(x: f64) -> String {
-        for (scale, suffix) in [(1e9, "G"), (1e6, "M"), (1e3, "k")] {
-            if x >= scale {
-                return format!("{:.2} {suffix}", x / scale);
-            }
-        }
-        format!("{x:.0}")
+        stats::human_count(x)
     }
 
     /// A time in ns as three significant digits with its unit (`45 ms`, `18.2 µs`).
