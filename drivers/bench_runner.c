@@ -14,6 +14,9 @@
  *      program, drivers/candidate.c), else its stdin is /dev/null. The line is written
  *      into an empty pipe only once the trial waits for it in its own `main` (ready()),
  *      so the library's constructors cannot learn which run they are in from it.
+ *   <- "<nonce> --time <n> <program> <arg>... [< <word>...]\n"   a timed trial (ct's
+ *      timing test): started and given its line as any other, then n measurements over
+ *      the same stdin and stdout (timed() below), answered by the timing frame.
  *   -> "ngcc-trial <nonce> <kind> <value> <cpu_us> <leftovers> <residue> <len> <errlen>\n"
  *      + len bytes + errlen bytes. kind: exited | signalled | output-cap | no-exec |
  *      refused (the trial was killed instead of given its line; value: why, ready());
@@ -24,6 +27,18 @@
  *      IPC objects); the bytes: the trial's stdout, then its stderr (the first MAX_ERR
  *      bytes, the rest read and dropped). Both come in the one frame, so the host never
  *      takes a trial's diagnostics before they have arrived.
+ *   -> "ngcc-timing <nonce> <kind> <value> <taken> <helpers> <errlen>\n"
+ *      + taken × 4 bytes (little-endian: bit 31 the class, bits 0..30 the nanoseconds,
+ *      saturated) + taken × 4 bytes of gaps (the nanoseconds from each done byte to the
+ *      next measurement's ready byte, saturated; 0 after the last) + errlen bytes of its
+ *      stderr. kind: done | exited | signalled | protocol | no-exec | refused; helpers:
+ *      the most threads beyond the trial's first and other processes seen at once
+ *      (checked every CHECK_EVERY measurements and at the end), plus those left after.
+ *      The measurement protocol, after the trial's line: the runner writes the class '0'
+ *      or '1' on its stdin -> the trial prepares and writes 'r' on its stdout (the
+ *      private channel) -> the runner starts the clock and writes 'g' -> the trial runs
+ *      the operation and writes 'd' -> the runner stops the clock. The end of its stdin
+ *      ends the trial. Nothing before its line tells a timed trial from any other.
  * End of stdin ends the runner. Argument `emulated`: qemu-user runs the trials, whose
  * /proc shows qemu's threads and calls; each line is sent at once.
  */
@@ -36,6 +51,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -59,6 +76,8 @@ static char err_buf[MAX_ERR];
 typedef struct {
     int fd;
     const char *line;
+    /* A timed trial's stdin stays open after its line; `sent` once it is written. */
+    int keep, sent;
     unsigned long ino;
     /* When /proc was first refused in a row (0: not refused). Between the fork and the
      * exec the trial is still this runner's non-dumpable copy: a refusal counts only once
@@ -74,17 +93,20 @@ static unsigned long long now_ns(void) {
     return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
 }
 
-static int input(const char *line, pending *p) {
-    *p = (pending){-1, line, 0, 0};
-    if (line == NULL) {
+/* The trial's stdin: /dev/null, or a pipe for its line; a timed trial's (keep) is a pipe
+ * in any case, which stays open for the measurements (with no line, there is none to
+ * send). -1 when no pipe can be made. */
+static int input(const char *line, pending *p, int keep) {
+    *p = (pending){-1, line, keep, 0, 0, 0};
+    if (line == NULL && !keep) {
         return open("/dev/null", O_RDONLY);
     }
     int fds[2];
     struct stat st;
-    if (strlen(line) >= 4096 || pipe2(fds, O_CLOEXEC) != 0 || fstat(fds[1], &st) != 0) {
+    if ((line != NULL && strlen(line) >= 4096) || pipe2(fds, O_CLOEXEC) != 0 || fstat(fds[1], &st) != 0) {
         return -1;
     }
-    *p = (pending){fds[1], line, (unsigned long)st.st_ino, 0};
+    *p = (pending){fds[1], line, keep, line == NULL, (unsigned long)st.st_ino, 0};
     return fds[0];
 }
 
@@ -198,7 +220,7 @@ static int ready(pid_t pid, const pending *p, const char *program) {
 /* Send the pending line once the trial is ready. 0, or why the trial was killed
  * instead. */
 static int deliver(pending *p, pid_t pid, const char *program) {
-    if (p->fd < 0) {
+    if (p->fd < 0 || p->sent) {
         return 0;
     }
     int r = emulated ? READY : ready(pid, p, program);
@@ -212,8 +234,9 @@ static int deliver(pending *p, pid_t pid, const char *program) {
     if (r == READY) {
         write_all(p->fd, p->line, strlen(p->line));
         write_all(p->fd, "\n", 1);
+        p->sent = 1;
     }
-    if (r != 0) {
+    if (r > READY || (r == READY && !p->keep)) {
         close(p->fd);
         p->fd = -1;
     }
@@ -369,7 +392,7 @@ static void trial(const char *nonce, char **argv, const char *line) {
     stream_open(&out, po, out_buf, MAX_OUT);
     stream_open(&err, pe, err_buf, MAX_ERR);
     pending in;
-    int in_fd = input(line, &in);
+    int in_fd = input(line, &in, 0);
     pid = fork();
     if (pid < 0) {
         _exit(74);
@@ -411,6 +434,241 @@ static void trial(const char *nonce, char **argv, const char *line) {
     write_all(1, err_buf, err.len);
 }
 
+/* ---- Timed trials: ct's timing test, dudect-style, timed from outside the trial ---- */
+
+#define MAX_N 1000000
+#define CHECK_EVERY 256
+
+static uint32_t samples[MAX_N];
+static uint32_t gaps[MAX_N];
+static unsigned char class_bits[4096];
+
+/* Measurement i's class, drawn from the kernel's random source. */
+static int next_class(long i) {
+    long bits = (long)(8 * sizeof class_bits), bit = i % bits;
+    if (bit == 0 && getrandom(class_bits, sizeof class_bits, 0) != sizeof class_bits) {
+        _exit(77);
+    }
+    return (class_bits[bit / 8] >> (bit % 8)) & 1;
+}
+
+static uint32_t saturated(uint64_t ns) { return (uint32_t)(ns < 0x7fffffffu ? ns : 0x7fffffffu); }
+
+static unsigned count_dir(const char *path, int numeric) {
+    unsigned n = 0;
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        n += numeric ? (e->d_name[0] >= '0' && e->d_name[0] <= '9') : e->d_name[0] != '.';
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return n;
+}
+
+/* Threads beyond the trial's first and processes beyond the runner and the trial. */
+static unsigned helpers_now(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    unsigned threads = count_dir(path, 0), procs = count_dir("/proc", 1);
+    return (threads > 1 ? threads - 1 : 0) + (procs > 2 ? procs - 2 : 0);
+}
+
+/* One byte to the trial's stdin; 0 once it no longer reads it. */
+static int tell(int fd, unsigned char c) {
+    ssize_t w;
+    while ((w = write(fd, &c, 1)) < 0 && errno == EINTR) {
+    }
+    return w == 1;
+}
+
+/* The trial's next byte on its stdout (its answers), its stderr read meanwhile; -1 once
+ * it has closed its stdout. */
+static int answer(stream *out, stream *err, pid_t pid) {
+    for (;;) {
+        struct pollfd pf[2] = {{out->fd, POLLIN, 0}, {err->open_ ? err->fd : -1, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            _exit(75);
+        }
+        if (err->open_ && pf[1].revents != 0) {
+            err->open_ = drain(err, pid, 0);
+        }
+        if (pf[0].revents != 0) {
+            unsigned char c;
+            ssize_t r = read(out->fd, &c, 1);
+            if (r == 1) {
+                return c;
+            }
+            if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+                return -1;
+            }
+        }
+    }
+}
+
+typedef struct {
+    const char *kind;
+    int value;
+    long taken;
+    unsigned helpers;
+} timed_result;
+
+static void note_helpers(timed_result *res, pid_t pid) {
+    unsigned h = helpers_now(pid);
+    res->helpers = h > res->helpers ? h : res->helpers;
+}
+
+/* n measurements, or fewer when the trial stops answering as agreed. */
+static void measure(timed_result *res, long n, pid_t pid, int cmd, stream *out, stream *err) {
+    uint64_t done_at = 0;
+    for (long i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)('0' + next_class(i));
+        if (i % CHECK_EVERY == 0) {
+            note_helpers(res, pid);
+        }
+        int r = tell(cmd, c) ? answer(out, err, pid) : -1;
+        if (r != 'r') {
+            res->kind = r < 0 ? "ended" : "protocol";
+            return;
+        }
+        uint64_t t0 = now_ns();
+        if (i > 0) {
+            gaps[i - 1] = saturated(t0 - done_at);
+        }
+        r = tell(cmd, 'g') ? answer(out, err, pid) : -1;
+        done_at = now_ns();
+        if (r != 'd') {
+            res->kind = r < 0 ? "ended" : "protocol";
+            return;
+        }
+        samples[i] = (uint32_t)(c - '0') << 31 | saturated(done_at - t0);
+        gaps[i] = 0;
+        res->taken = i + 1;
+    }
+    note_helpers(res, pid);
+}
+
+/* Until the trial's line is sent: 0, why it was refused instead, or -1 when the trial
+ * ended first. Its stderr is read meanwhile. */
+static int await_line(stream *err, pid_t pid, pending *in, const char *program) {
+    for (;;) {
+        struct pollfd pf = {err->open_ ? err->fd : -1, POLLIN, 0};
+        if (poll(&pf, 1, 1) > 0 && pf.revents != 0) {
+            err->open_ = drain(err, pid, 0);
+        }
+        int r = deliver(in, pid, program);
+        if (r != 0 || in->sent) {
+            return r;
+        }
+        siginfo_t info;
+        info.si_pid = 0;
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+            return -1;
+        }
+    }
+}
+
+/* The trial ends at the end of its input (within 5 s, or it is killed); its output is
+ * read until it has. */
+static void finish(pid_t pid, stream *out, stream *err, int *status) {
+    for (int waited = 0; waitpid(pid, status, WNOHANG) == 0; waited++) {
+        struct pollfd pf[2] = {{out->open_ ? out->fd : -1, POLLIN, 0}, {err->open_ ? err->fd : -1, POLLIN, 0}};
+        if (waited == 500) {
+            kill(pid, SIGKILL);
+        }
+        if (poll(pf, 2, 10) > 0) {
+            if (out->open_ && pf[0].revents != 0) {
+                out->open_ = drain(out, pid, 0);
+            }
+            if (err->open_ && pf[1].revents != 0) {
+                err->open_ = drain(err, pid, 0);
+            }
+        }
+    }
+    if (err->open_) {
+        drain(err, pid, 0);
+    }
+    close(out->fd);
+    close(err->fd);
+}
+
+/* The frame's kind and value. A broken protocol or a refusal is what the host hears of,
+ * whatever the trial died of after. */
+static void classify(timed_result *res, int refused, int status) {
+    if (refused > 0) {
+        res->kind = "refused";
+        res->value = refused;
+    } else if (strcmp(res->kind, "protocol") == 0) {
+        res->value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        res->kind = "signalled";
+        res->value = WTERMSIG(status);
+    } else if (WEXITSTATUS(status) == 127 && res->taken == 0) {
+        res->kind = "no-exec";
+        res->value = 127;
+    } else {
+        res->value = WEXITSTATUS(status);
+        if (strcmp(res->kind, "ended") == 0 || (strcmp(res->kind, "done") == 0 && res->value != 0)) {
+            res->kind = "exited";
+        }
+    }
+}
+
+static void put_words(const uint32_t *w, long n) {
+    for (long i = 0; i < n; i++) {
+        unsigned char le[4] = {(unsigned char)w[i], (unsigned char)(w[i] >> 8), (unsigned char)(w[i] >> 16),
+                               (unsigned char)(w[i] >> 24)};
+        write_all(1, le, 4);
+    }
+}
+
+/* A timed trial: started as any other (its line sent only once it waits for it in its
+ * own `main`), then n measurements over the same stdin and stdout. */
+static void timed(const char *nonce, long n, char **argv, const char *line) {
+    int po[2], pe[2], status = 0;
+    char head[256];
+    stream out, err;
+    pending in;
+    timed_result res = {"done", 0, 0, 0};
+    stream_open(&out, po, out_buf, MAX_OUT);
+    stream_open(&err, pe, err_buf, MAX_ERR);
+    int in_fd = input(line, &in, 1);
+    pid_t pid = fork();
+    if (pid < 0) {
+        _exit(74);
+    }
+    if (pid == 0) {
+        child(argv, in_fd, po[1], pe[1]);
+    }
+    close(po[1]);
+    close(pe[1]);
+    if (in_fd >= 0) {
+        close(in_fd);
+    }
+    int refused = await_line(&err, pid, &in, argv[0]);
+    if (refused == 0) {
+        measure(&res, n, pid, in.fd, &out, &err);
+    } else if (refused < 0) {
+        res.kind = "ended";
+    }
+    if (in.fd >= 0) {
+        close(in.fd);
+    }
+    finish(pid, &out, &err, &status);
+    res.helpers += leftovers();
+    classify(&res, refused, status);
+    int len = snprintf(head, sizeof head, "ngcc-timing %s %s %d %ld %u %zu\n", nonce, res.kind, res.value, res.taken,
+                       res.helpers, err.len);
+    write_all(1, head, (size_t)len);
+    put_words(samples, res.taken);
+    put_words(gaps, res.taken);
+    write_all(1, err_buf, err.len);
+}
+
 int main(int argc, char **argv) {
     static char line[MAX_LINE];
     emulated = argc > 1 && strcmp(argv[1], "emulated") == 0;
@@ -419,10 +677,19 @@ int main(int argc, char **argv) {
     while (read_line(line)) {
         char *args[MAX_ARGS + 1];
         int n_args = 0;
-        char *save = NULL;
+        char *save = NULL, *end = NULL;
         char *nonce = strtok_r(line, " ", &save);
-        char *w = NULL;
-        while (n_args < MAX_ARGS && (w = strtok_r(NULL, " ", &save)) != NULL && strcmp(w, "<") != 0) {
+        char *w = strtok_r(NULL, " ", &save);
+        long n = 0;
+        if (w != NULL && strcmp(w, "--time") == 0) {
+            char *count = strtok_r(NULL, " ", &save);
+            n = count != NULL ? strtol(count, &end, 10) : 0;
+            if (end == NULL || *end != 0 || n < 1 || n > MAX_N) {
+                _exit(76);
+            }
+            w = strtok_r(NULL, " ", &save);
+        }
+        for (; n_args < MAX_ARGS && w != NULL && strcmp(w, "<") != 0; w = strtok_r(NULL, " ", &save)) {
             args[n_args++] = w;
         }
         args[n_args] = NULL;
@@ -430,7 +697,12 @@ int main(int argc, char **argv) {
             _exit(76);
         }
         /* The rest of the line after `<`, its words as the host sent them. */
-        trial(nonce, args, w != NULL ? save : NULL);
+        const char *input_line = w != NULL ? save : NULL;
+        if (n > 0) {
+            timed(nonce, n, args, input_line);
+        } else {
+            trial(nonce, args, input_line);
+        }
     }
     return 0;
 }

@@ -9,10 +9,11 @@
  * stdin start on the next line.
  *
  *   stdin line 1: kat [part] | bench <op> <iterations> <warmups> [cpu] | check [args]
+ *                 | ct --time <op>
  *
- * Each mode is its driver's source compiled with `-Dmain=ngcc_mode_<mode>`, every other
- * global symbol of it made local (objcopy), so drivers may share helper names. A mode
- * whose driver did not build (the timing driver is optional) is absent: weak here.
+ * Each mode is its driver's source compiled with `-Dmain=ngcc_mode_<mode>`; a driver's
+ * helpers are static, so drivers may share helper names. A mode whose driver did not
+ * build (the timing and ct drivers are optional) is absent: weak here.
  * The modes share one private output channel (channel.h), set up here before any
  * constructor of the library runs. Exit 64: no or unknown mode, or a mode this build lacks.
  */
@@ -34,6 +35,7 @@ int ngcc_channel_fd = -1;
 int ngcc_mode_kat(int argc, char **argv) __attribute__((weak));
 int ngcc_mode_bench(int argc, char **argv) __attribute__((weak));
 int ngcc_mode_check(int argc, char **argv) __attribute__((weak));
+int ngcc_mode_ct(int argc, char **argv) __attribute__((weak));
 
 static void say(const char *s) {
     size_t n = 0;
@@ -119,6 +121,8 @@ int main(void) {
         entry = ngcc_mode_bench;
     } else if (same(mode, "check")) {
         entry = ngcc_mode_check;
+    } else if (same(mode, "ct")) {
+        entry = ngcc_mode_ct;
     }
     if (!entry) {
         say("candidate: unknown mode, or a mode this build lacks\n");

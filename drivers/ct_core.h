@@ -6,12 +6,16 @@
  *
  *   ngcc-ct op=<op> runs=<n> secret_bytes=<b> random_bytes=<b> declassified_bytes=<b>
  *
- * `<program> <op> <runs>` runs under valgrind (outside it the requests do nothing).
- * `<program> --time <op>` is the timing mode, a child of ct_timer.c: for each class byte
- * on fd 3 ('0': the fixed seed, '1': a random one) it seeds the DRNG, runs the setup in
- * the clear and wraps the operation itself in `ct_open`/`ct_close` (its one timed window).
- * Built with -DNGCC_CT and memcheck.h from the analysis image. Exit 2: a call failed; 3:
- * the timer's protocol broke; 64: bad arguments. */
+ * `<program> <op> <runs>` runs under valgrind (outside it the requests do nothing); built
+ * with -DNGCC_CT and memcheck.h in the analysis image.
+ *
+ * `--time <op>` is the timing mode, built with -DNGCC_CT_TIMING into the build's own
+ * program (the `ct` mode of drivers/candidate.c, beside the KAT and the timing modes) and
+ * run by the trial runner like every other run of it: for each class byte on stdin ('0':
+ * the fixed seed, '1': a random one) it seeds the DRNG, runs the setup in the clear and
+ * wraps the operation itself in `ct_open`/`ct_close` (its one timed window), answering on
+ * the private output channel. Exit 2: a call failed; 3: the runner's protocol broke;
+ * 64: bad arguments. */
 #ifndef NGCC_CT_CORE_H
 #define NGCC_CT_CORE_H
 
@@ -20,12 +24,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <valgrind/memcheck.h>
 
 #include "rawsys.h"
 
+#ifdef NGCC_CT_TIMING
+/* No valgrind in the timing mode: nothing is poisoned, and the requests are no-ops. */
+#include "channel.h"
+#define VALGRIND_MAKE_MEM_UNDEFINED(p, n) ((void)(p), (void)(n))
+#define VALGRIND_MAKE_MEM_DEFINED(p, n) ((void)(p), (void)(n))
+#define VALGRIND_PRINTF(...) 0
+static int ngcc_ct_poison_random;
+static unsigned long long ngcc_ct_random_bytes;
+/* Classes come on stdin after the mode's line; answers go on the private channel. */
+#define CT_IN 0
+#define CT_OUT channel_fd
+#else
+#include <valgrind/memcheck.h>
 extern int ngcc_ct_poison_random;
 extern unsigned long long ngcc_ct_random_bytes;
+#define CT_IN 3
+#define CT_OUT 4
+#endif
 
 static unsigned long long ct_secret_bytes;
 
@@ -98,10 +117,10 @@ static void ct_broken(const char *why) {
  * could close the window early or late. */
 static void ct_tell(char c) {
     long r;
-    while ((r = sys_write(4, &c, 1)) == -EINTR) {
+    while ((r = sys_write(CT_OUT, &c, 1)) == -EINTR) {
     }
     if (r != 1) {
-        ct_broken("cannot answer on fd 4");
+        ct_broken("cannot answer the runner");
     }
 }
 
@@ -109,7 +128,7 @@ static void ct_tell(char c) {
 static int ct_hear(void) {
     unsigned char c;
     long r;
-    while ((r = sys_read(3, &c, 1)) == -EINTR) {
+    while ((r = sys_read(CT_IN, &c, 1)) == -EINTR) {
     }
     return r == 1 ? c : -1;
 }
@@ -180,31 +199,36 @@ static void ct_loop(int op, int runs, const char *name, void (*one)(int op, int 
     }
 }
 
-/* `<program> <op> <runs>` or `<program> --time <op>`: the index of op in ops, runs in
- * 1..1000 (0 in timing mode). */
-static int ct_args(int argc, char **argv, const char *const *ops, int n_ops, int *op, int *runs) {
-    char *end;
-    long r;
-    if (argc == 3 && strcmp(argv[1], "--time") == 0) {
-        for (*op = 0; *op < n_ops; (*op)++) {
-            if (strcmp(argv[2], ops[*op]) == 0) {
-                ct_timing = 1;
-                *runs = 0;
-                return 0;
-            }
-        }
-    } else if (argc == 3) {
-        for (*op = 0; *op < n_ops; (*op)++) {
-            if (strcmp(argv[1], ops[*op]) == 0) {
-                r = strtol(argv[2], &end, 10);
-                if (*end == '\0' && r >= 1 && r <= 1000) {
-                    *runs = (int)r;
-                    return 0;
-                }
-            }
+/* The index of `name` in ops, or -1. */
+static int ct_op(const char *name, const char *const *ops, int n_ops) {
+    int i;
+    for (i = 0; i < n_ops; i++) {
+        if (strcmp(name, ops[i]) == 0) {
+            return i;
         }
     }
-    fprintf(stderr, "usage: %s <op> <runs 1..1000> | --time <op>\n", argv[0]);
+    return -1;
+}
+
+/* The timing build takes `--time <op>`, the memcheck build `<op> <runs 1..1000>`: the
+ * index of op in ops, and runs (0 in timing mode). */
+static int ct_args(int argc, char **argv, const char *const *ops, int n_ops, int *op, int *runs) {
+#ifdef NGCC_CT_TIMING
+    if (argc == 3 && strcmp(argv[1], "--time") == 0 && (*op = ct_op(argv[2], ops, n_ops)) >= 0) {
+        ct_timing = 1;
+        *runs = 0;
+        return 0;
+    }
+    fprintf(stderr, "usage: %s --time <op>\n", argv[0]);
+#else
+    char *end;
+    long r = argc == 3 ? strtol(argv[2], &end, 10) : 0;
+    if (argc == 3 && (*op = ct_op(argv[1], ops, n_ops)) >= 0 && *end == '\0' && r >= 1 && r <= 1000) {
+        *runs = (int)r;
+        return 0;
+    }
+    fprintf(stderr, "usage: %s <op> <runs 1..1000>\n", argv[0]);
+#endif
     return 64;
 }
 

@@ -12,8 +12,9 @@
  *
  *   kem_ct --time <keygen|enc|dec>
  *
- * times the operation (ct_timer.c): the key pair and ciphertext of each measurement come
- * from its seed, so the classes differ in every secret; dec times the valid ciphertext.
+ * (the `ct` mode of the build's one program) times the operation under the trial runner
+ * (bench_runner.c): the key pair and ciphertext of each measurement come from its seed,
+ * so the classes differ in every secret; dec times the valid ciphertext.
  */
 #include "ct_core.h"
 #include "ct_keys.h"

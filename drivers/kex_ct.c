@@ -14,7 +14,8 @@
  *
  *   kex_ct --time <init|passes|derive>
  *
- * times that part (ct_timer.c), every earlier part in the clear from the measurement's seed.
+ * times that part (the trial runner, bench_runner.c), every earlier part in the clear
+ * from the measurement's seed.
  */
 #include "bench_core.h"
 #include "ct_core.h"

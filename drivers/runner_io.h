@@ -1,4 +1,4 @@
-/* What the harness's process-1 tools (bench_runner.c, ct_timer.c) share: whole writes,
+/* What the harness's process-1 tools (bench_runner.c) share: whole writes,
  * the host's command lines, and the end of every process but process 1. Each tool is
  * built from its source and this header (measure/runner.rs keys the build on both). */
 #ifndef NGCC_RUNNER_IO_H

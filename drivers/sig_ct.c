@@ -12,8 +12,9 @@
  *
  *   sig_ct --time <keygen|sign>
  *
- * times the operation (ct_timer.c): the key pair and the DRNG output of each measurement
- * come from its seed; the message is the same in both classes.
+ * (the `ct` mode of the build's one program) times the operation under the trial runner
+ * (bench_runner.c): the key pair and the DRNG output of each measurement come from its
+ * seed; the message is the same in both classes.
  */
 #include "ct_core.h"
 #include "ct_keys.h"

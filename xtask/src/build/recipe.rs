@@ -8,7 +8,7 @@ use crate::build::sources::Source;
 use crate::build::submission::{ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
 use crate::container::engine::Backend;
 use crate::evidence::domain::Arch;
-use crate::family::{Corroboration, Driver, Family};
+use crate::family::{Corroboration, CtCheck, Driver, Family};
 use crate::project;
 
 /// Mount points inside the sandbox. Build steps run in BUILD (their own fresh folder);
@@ -190,6 +190,9 @@ fn separate_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Place
         if let Some(check) = &family.corroboration {
             steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::check(check))?);
         }
+        if let Some(ct) = &family.ct {
+            steps.push(adapter_step(sub, inst, src, places, &flags, Adapter::ct_timing(ct))?);
+        }
     }
     let run = vec![KAT_PROGRAM.into()];
     Ok(Plan { flag_set: sub.flag_set(inst), flags, steps, run, modes: Default::default() })
@@ -225,6 +228,7 @@ fn into_one_program(mut plan: Plan, family: &Family, places: &Places) -> Result<
     let mut modes = vec![(KAT_PROGRAM, "kat")];
     modes.push((family.bench.program, "bench"));
     modes.extend(family.corroboration.map(|c| (c.driver.program, "check")));
+    modes.extend(family.ct.map(|c| (c.driver.program, "ct")));
     let mut steps = Vec::new();
     let mut objects = Vec::new();
     for mut step in std::mem::take(&mut plan.steps) {
@@ -278,7 +282,8 @@ pub fn profile_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Pl
     let mut plan = separate_plan(sub, inst, src, places)?;
     let family = sub.family()?;
     let bench = family.bench.program;
-    plan.steps.retain(|s| family.corroboration.is_none_or(|c| s.output.as_deref() != Some(c.driver.program)));
+    let others = [family.corroboration.map(|c| c.driver.program), family.ct.map(|c| c.driver.program)];
+    plan.steps.retain(|s| !others.iter().flatten().any(|p| s.output.as_deref() == Some(*p)));
     let symbols: Vec<&String> = spec.groups.iter().flat_map(|g| &g.symbols).collect();
     let list: Vec<String> = symbols.iter().enumerate().map(|(i, s)| format!("X({i},{s})")).collect();
     for step in &mut plan.steps {
@@ -315,9 +320,8 @@ pub fn ct_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places)
     let lib = plan.steps.first_mut().context("no library step")?;
     let at = lib.argv.len() - 2; // before `-o libinstance.so`
     lib.argv.splice(at..at, [places.driver(CT_RANDOM), "-Wl,--wrap=get_random_number".into()]);
-    let adapter = Adapter { what: "constant-time driver".into(), driver: ct.driver, optional: false };
+    let adapter = Adapter { define: Some("NGCC_CT"), ..Adapter::new("constant-time driver", ct.driver, false) };
     let mut driver = adapter_step(sub, inst, src, places, &plan.flags, adapter)?;
-    driver.argv.insert(1, "-DNGCC_CT".into());
     if let Some(public) = public_sk_define(inst) {
         driver.argv.insert(2, public);
     }
@@ -406,15 +410,26 @@ struct Adapter {
     what: String,
     driver: Driver,
     optional: bool,
+    /// A define that selects the driver's variant, first on its command line.
+    define: Option<&'static str>,
 }
 
 impl Adapter {
+    fn new(what: &str, driver: Driver, optional: bool) -> Adapter {
+        Adapter { what: what.into(), driver, optional, define: None }
+    }
+
     fn bench(family: &Family) -> Adapter {
-        Adapter { what: "timing driver".into(), driver: family.bench, optional: true }
+        Adapter::new("timing driver", family.bench, true)
     }
 
     fn check(check: &Corroboration) -> Adapter {
-        Adapter { what: format!("{} driver", check.name), driver: check.driver, optional: false }
+        Adapter::new(&format!("{} driver", check.name), check.driver, false)
+    }
+
+    /// ct's timing mode, without valgrind (`ct_core.h`); optional like the timing driver.
+    fn ct_timing(ct: &CtCheck) -> Adapter {
+        Adapter { define: Some("NGCC_CT_TIMING=1"), ..Adapter::new("constant-time timing driver", ct.driver, true) }
     }
 }
 
@@ -430,6 +445,7 @@ fn adapter_step(
 ) -> Result<Step> {
     let spec = sub.bench.as_ref().with_context(|| format!("{} has no [bench] section", sub.id))?;
     let mut argv = vec!["gcc".to_owned()];
+    argv.extend(adapter.define.map(|d| format!("-D{d}")));
     argv.extend(flags.iter().cloned());
     // Force-included headers come before the driver's own #define.
     argv.push("-D_GNU_SOURCE".into());
@@ -664,8 +680,12 @@ extra_flags = ["-DX=1"]
         assert!(p.steps[2].optional && !p.steps[0].optional);
         assert_eq!(p.steps[3].output.as_deref(), Some("mode-check.o"));
         assert!(!p.steps[3].optional, "a PASS needs the replay");
-        let link = &p.steps[4].argv;
-        assert_eq!(p.steps[4].output.as_deref(), Some(PROGRAM));
+        // ct's timing test runs the same program: its driver is a mode too, built without
+        // valgrind, and optional.
+        assert_eq!(p.steps[4].output.as_deref(), Some("mode-ct.o"));
+        assert!(p.steps[4].optional && p.steps[4].argv[1] == "-DNGCC_CT_TIMING=1", "{:?}", p.steps[4].argv);
+        let link = &p.steps[5].argv;
+        assert_eq!(p.steps[5].output.as_deref(), Some(PROGRAM));
         assert!(link.contains(&"/drivers/candidate.c".to_owned()) && link.contains(&"mode-bench.o".to_owned()));
         let libc = link.iter().position(|a| a == "-lc").unwrap();
         assert!(libc < link.iter().position(|a| a == "-linstance").unwrap(), "libc before the library: {link:?}");
@@ -673,6 +693,7 @@ extra_flags = ["-DX=1"]
         assert_eq!(p.program_of(KAT_PROGRAM), (PROGRAM, Some("kat")));
         assert_eq!(p.program_of("kem_bench"), (PROGRAM, Some("bench")));
         assert_eq!(p.program_of("kem_replay"), (PROGRAM, Some("check")));
+        assert_eq!(p.program_of("kem_ct"), (PROGRAM, Some("ct")));
         // Profile and ct variants keep a program per driver.
         let prof = separate_plan(&sub, &sub.instances[0], &src, &Places::container(Arch::host())).unwrap();
         assert!(prof.modes.is_empty() && prof.steps[2].output.as_deref() == Some("kem_bench"));

@@ -30,7 +30,7 @@ use crate::evidence::schema::{
 use crate::evidence::Layout;
 use crate::family::{CtCheck, CtOp};
 use crate::flags::{Ct, Inputs};
-use crate::measure::runner::RunnerBinary;
+use crate::measure::runner::{self, RunnerBinary};
 use crate::project;
 
 /// What a `ct` run does beyond its inputs; the defaults live here.
@@ -101,7 +101,7 @@ pub fn ct_all(
     let tc = analysis.record(sh, &sb)?;
     let layer =
         analysis.lock.as_ref().and_then(|l| l.analysis.clone()).context("no analysis layer in the image lock")?;
-    let timer = if opts.measurements > 0 && !tc.emulated { Some(timing::timer(sh, &sb)?) } else { None };
+    let timing = timing_env(sh, (inputs, opts), run)?;
     let mut seen = Seen::default();
     for (sub, src) in work {
         let ctx = Ctx {
@@ -113,12 +113,35 @@ pub fn ct_all(
             tc: &tc,
             layer: &layer,
             layout: &run.layout,
-            timer: timer.as_ref(),
+            timing: timing.as_ref(),
         };
         ct_submission(&ctx, sub, src, &mut seen)?;
     }
     crate::evidence::reindex(&inputs.out)?;
     Ok(seen)
+}
+
+/// Where the timing test runs: the toolchain image (not the analysis image), in the
+/// sandbox and under the trial runner every timed run of the build's program has. None
+/// when no timing test is run, or under qemu-user emulation.
+struct TimingEnv<'a> {
+    env: &'a BuildEnv,
+    sb: Sandbox,
+    tc: ToolchainRecord,
+    runner: RunnerBinary,
+}
+
+fn timing_env<'a>(sh: &Shell, (inputs, opts): (&Inputs, &CtOptions), run: &'a RunCtx) -> Result<Option<TimingEnv<'a>>> {
+    if opts.measurements == 0 {
+        return Ok(None);
+    }
+    let sb = run.env.sandbox(runner::trial_limits(inputs.limits()));
+    let tc = run.env.record(sh, &sb)?;
+    if tc.emulated {
+        return Ok(None);
+    }
+    let runner = runner::ensure(sh, &sb)?;
+    Ok(Some(TimingEnv { env: &run.env, sb, tc, runner }))
 }
 
 /// Whether `ct` can check `sub` (a campaign adds the step only then).
@@ -165,8 +188,8 @@ struct Ctx<'a> {
     tc: &'a ToolchainRecord,
     layer: &'a AnalysisLayer,
     layout: &'a Layout,
-    /// The timing test's timer; None when it is not run.
-    timer: Option<&'a RunnerBinary>,
+    /// Where the timing test runs; None when it is not run.
+    timing: Option<&'a TimingEnv<'a>>,
 }
 
 fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> Result<()> {
@@ -186,9 +209,11 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
             continue;
         };
         let requests = client_requests(&build.out.join(recipe::LIBRARY))?;
+        let reference = reference_build(ctx, (sub, src), inst)?;
+        let builds = Builds { ct: &build, reference: reference.as_ref() };
         for op in &ops {
             let _live = crate::ui::progress(format!("ct {} {} {}", sub.id, inst.label, op.id), None);
-            let rec = record(ctx, (sub, inst, &build), (&ct, op), requests)?;
+            let rec = record(ctx, (sub, inst, &builds), (&ct, op), requests)?;
             print_row(&rec);
             schema::write(&ctx.layout.ct(&sub.id, &inst.label, op.id), &rec)?;
             crate::evidence::update_index(&ctx.inputs.out)?;
@@ -268,11 +293,11 @@ fn memcheck_argv(program: &str, op: &str, runs: u32) -> Vec<String> {
 /// Run one operation and make its record.
 fn record(
     ctx: &Ctx,
-    (sub, inst, build): (&Submission, &Instance, &Build),
+    (sub, inst, builds): (&Submission, &Instance, &Builds),
     (ct, op): (&CtCheck, &CtOp),
     requests: u32,
 ) -> Result<CtRecord> {
-    let started = project::now_utc();
+    let (started, build) = (project::now_utc(), builds.ct);
     let mut job =
         build.run_job(ctx.sb.backend, &[ct.driver.program.to_owned()], Duration::from_secs(ctx.opts.timeout_s));
     let command = memcheck_argv(&job.argv[0], op.id, ctx.opts.runs);
@@ -310,7 +335,7 @@ fn record(
             );
             Some(timing::not_run(&why, ctx.opts.measurements))
         }
-        _ => time_op(ctx, (inst, build), (ct, op), status)?,
+        _ => time_op(ctx, (inst, builds.reference), (ct, op), status)?,
     };
     let mut declassified: Vec<String> = inst.ct_public_sk.iter().map(|r| r.describe()).collect();
     declassified.extend(derived.iter().map(|d| d.describe()));
@@ -358,25 +383,54 @@ fn in_derived(f: &CtFinding, derived: &[&PublicDerived]) -> bool {
     f.stack.iter().chain([&f.at]).any(|frame| derived.iter().any(|d| d.names(&frame.function)))
 }
 
+/// An instance's builds: the constant-time variant memcheck runs, and the reference
+/// build whose one program the timing test runs (None: no timing test in this run; an
+/// error: why it cannot be timed).
+struct Builds<'a> {
+    ct: &'a Build,
+    reference: Option<&'a std::result::Result<Build, String>>,
+}
+
+/// The reference build of `inst` in the toolchain image (as verify and bench build it),
+/// when this run times anything.
+fn reference_build(
+    ctx: &Ctx,
+    (sub, src): (&Submission, &Source),
+    inst: &Instance,
+) -> Result<Option<std::result::Result<Build, String>>> {
+    let Some(te) = ctx.timing else { return Ok(None) };
+    let bctx = BuildCtx { sh: ctx.sh, env: te.env, tc: &te.tc, sb: &te.sb, sub, src, inputs: ctx.inputs };
+    let ct = sub.family()?.ct.context("no ct driver")?;
+    Ok(Some(match bctx.ensure(inst)? {
+        Built::Ok(b) if b.record.program_sha256(ct.driver.program).is_some() => Ok(b),
+        Built::Ok(_) => Err(format!("the build's program has no ct mode: {} did not compile", ct.driver.source)),
+        Built::Failed { .. } => Err("the reference build failed (see `cargo xtask verify`)".into()),
+    }))
+}
+
 /// The timing test of `op`, when it gets one.
 fn time_op(
     ctx: &Ctx,
-    (inst, build): (&Instance, &Build),
+    (inst, reference): (&Instance, Option<&std::result::Result<Build, String>>),
     (ct, op): (&CtCheck, &CtOp),
     status: CtStatus,
 ) -> Result<Option<CtTiming>> {
     if !timing::wanted(op, status) || ctx.opts.measurements == 0 {
         return Ok(None);
     }
-    let Some(timer) = ctx.timer else {
+    let (Some(te), Some(reference)) = (ctx.timing, reference) else {
         let why = "qemu-user emulation: its timings are not the architecture's";
         return Ok(Some(timing::not_run(why, ctx.opts.measurements)));
+    };
+    let build = match reference {
+        Ok(b) => b,
+        Err(why) => return Ok(Some(timing::not_run(why, ctx.opts.measurements))),
     };
     let _live = crate::ui::progress(format!("ct timing {} {}", inst.label, op.id), None);
     let t = timing::Timing {
         sh: ctx.sh,
-        sb: ctx.sb,
-        timer,
+        sb: &te.sb,
+        runner: &te.runner,
         measurements: ctx.opts.measurements,
         timeout: Duration::from_secs(ctx.opts.timeout_s),
     };

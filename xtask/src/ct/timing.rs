@@ -1,11 +1,14 @@
-//! `ct`'s timing test, dudect-style: the ct driver in timing mode (`--time <op>`) is the
-//! child of `drivers/ct_timer.c`, process 1 of its own container, which picks each
-//! measurement's class at random and times the operation's window from outside the
-//! operation's process. The statistics are `measure::stats::dudect`'s.
+//! `ct`'s timing test, dudect-style: the `ct` mode of the build's one program (the same
+//! program, library and sandbox that made the KAT text and the timing figures) runs as a
+//! timed trial of the trial runner (`drivers/bench_runner.c`, process 1 of its own
+//! container), which picks each measurement's class at random and times the operation's
+//! window from outside the operation's process. Nothing the library sees before its
+//! program's `main` tells this run from any other. The statistics are
+//! `measure::stats::dudect`'s.
 //!
 //! What the operation's process still controls is when it answers: a library could
-//! answer early, or leave work for later, and finish it outside the window. The timer
-//! counts threads and processes beyond the driver's own, so work moved to a helper is
+//! answer early, or leave work for later, and finish it outside the window. The runner
+//! counts threads and processes beyond the trial's own, so work moved to a helper is
 //! refused; and it times each gap from a window's end to the next window's start, so
 //! work moved after the window, or into the next one, shows as a difference by the
 //! class of the window it came from.
@@ -15,15 +18,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::build::builder::Build;
-use crate::container::sandbox::{Mount, Sandbox, Stopped};
+use crate::container::sandbox::{Sandbox, Stopped};
 use crate::evidence::schema::{CtStatus, CtTiming, CtTimingStatus, MovedTest};
 use crate::family::{CtOp, CtTimed};
-use crate::measure::runner::{self, RunnerBinary, Tool, GUEST};
+use crate::measure::runner::{self, Runner, RunnerBinary, Timed};
 use crate::measure::stats;
 use crate::project;
 
-const TIMER: Tool = Tool { source: "ct_timer.c", program: "ct_timer" };
-/// The most of the driver's stdout and stderr the timer keeps.
+/// The most of the trial's stderr the runner keeps.
 const MAX_ERR: usize = 64 << 10;
 /// The fewest and the most measurements a timing test takes (`--measurements`).
 pub const MIN_MEASUREMENTS: u64 = 4 * stats::MIN_PER_CLASS;
@@ -32,9 +34,10 @@ pub const MAX_MEASUREMENTS: u64 = 1_000_000;
 /// The driver's classes (ct_core.h's `ct_loop`), the same for every family.
 pub const CLASSES: &str = "class 0: the same DRNG seed for every measurement (the same keys, inputs and \
 randomness); class 1: a random seed each time, so every secret the operation sees is new";
-const CLOCK: &str = "CLOCK_MONOTONIC of ct_timer (process 1 of the container, outside the operation's \
-process), from its go byte to the driver's done byte: the operation alone, the setup is untimed; and \
-from each done byte to the next ready byte (the gap), tested with the next window by the class before";
+const CLOCK: &str = "CLOCK_MONOTONIC of the trial runner (process 1 of the container, outside the \
+operation's process), from its go byte to the driver's done byte: the operation alone, the setup is \
+untimed; and from each done byte to the next ready byte (the gap), tested with the next window by the \
+class before";
 
 /// The three tests on one run's measurements, each dudect's: the window by its own class,
 /// and, by the class of the window before, the gap after it and the next window.
@@ -49,18 +52,13 @@ pub fn wanted(op: &CtOp, status: CtStatus) -> bool {
     }
 }
 
-/// What one timing run needs.
+/// What one timing run needs: the toolchain's trial sandbox and its runner.
 pub struct Timing<'a> {
     pub sh: &'a xshell::Shell,
     pub sb: &'a Sandbox,
-    pub timer: &'a RunnerBinary,
+    pub runner: &'a RunnerBinary,
     pub measurements: u64,
     pub timeout: Duration,
-}
-
-/// The timer for this sandbox's image (built once, checked by its digest).
-pub fn timer(sh: &xshell::Shell, sb: &Sandbox) -> Result<RunnerBinary> {
-    runner::ensure_tool(sh, sb, TIMER)
 }
 
 /// A record that says why no timing was taken.
@@ -89,51 +87,56 @@ fn blank(status: CtTimingStatus, detail: Option<String>, asked: u64) -> CtTiming
     }
 }
 
-/// Time `op` of `build`'s driver `program`. An error is the tool's or the engine's; what
-/// the operation did is in the record.
+/// Time `op` with `build`'s ct driver `program` (the reference build: the `ct` mode of
+/// its one program). An error is the tool's or the engine's; what the operation did is
+/// in the record.
 pub fn run(t: &Timing, build: &Build, program: &str, op: &str) -> Result<CtTiming> {
     if !(MIN_MEASUREMENTS..=MAX_MEASUREMENTS).contains(&t.measurements) {
         bail!("--measurements {}: from {MIN_MEASUREMENTS} to {MAX_MEASUREMENTS}", t.measurements);
     }
-    let like = build.run_job(t.sb.backend, &[program.to_owned()], t.timeout);
-    let command = vec![like.argv[0].clone(), "--time".into(), op.into()];
-    let mut job = like.clone();
-    job.mounts.push(Mount { host: t.timer.dir.clone(), guest: GUEST, writable: false });
-    job.argv = vec![t.timer.guest_path()];
+    let argv = [program.to_owned(), "--time".into(), op.into()];
+    let like = build.run_job(t.sb.backend, &argv, t.timeout);
+    let command = build.command(t.sb.backend, &argv);
     let started = Instant::now();
-    let mut session = t.sb.session(t.sh, &job)?;
-    let deadline = Instant::now() + t.timeout;
-    match session.line(256, deadline)? {
-        Ok(line) if line == b"ngcc-timer ready" => {}
-        Ok(line) => bail!("the timer started with {:?}", String::from_utf8_lossy(&line)),
-        Err(stopped) => bail!("the timer did not start ({stopped:?}):\n{}", session.take_stderr()),
-    }
-    let nonce = project::hex(&project::random_bytes(12)?);
-    session.send(&format!("{nonce} {} {}", t.measurements, command.join(" ")))?;
-    let frame = match session.line(256, deadline)? {
-        Ok(head) => Frame::parse(&head, &nonce, t.measurements)
-            .with_context(|| format!("the timer's stream held no frame: {:?}", String::from_utf8_lossy(&head)))?,
-        Err(stopped) => return Ok(stopped_record(t, stopped, session.take_stderr())),
+    let mut runner = Runner::start(t.sh, t.sb, t.runner, &like)?;
+    let n = t.measurements;
+    let body_len = |head: &[u8], nonce: &str| Frame::parse(head, nonce, n).map(|f| 8 * f.taken as usize + f.err_len);
+    let (frame, bytes) = match runner.timed(&command, n, t.timeout, body_len)? {
+        Timed::Frame { head, body } => (head_frame(&head, n)?, body),
+        Timed::Stopped(stopped, stderr) => return Ok(stopped_record(t, stopped, stderr)),
     };
     let words = frame.taken as usize * 4;
-    let bytes = match session.bytes(2 * words + frame.err_len, deadline)? {
-        Ok(b) => b,
-        Err(stopped) => return Ok(stopped_record(t, stopped, session.take_stderr())),
-    };
     let (raw, rest) = bytes.split_at(words);
     let (gaps, printed) = rest.split_at(words);
     let gaps: Vec<f64> = samples(gaps).into_iter().map(|(_, ns)| ns).collect();
-    let mut rec = judge(&frame, &samples(raw), &gaps, t.measurements, printed);
-    rec.timer_sha256 = t.timer.sha256.clone();
+    let mut rec = match refused(&frame) {
+        Some(why) => blank(CtTimingStatus::Failed, Some(why), n),
+        None => judge(&frame, &samples(raw), &gaps, n, printed),
+    };
+    rec.timer_sha256 = t.runner.sha256.clone();
     rec.command = command;
     rec.wall_s = started.elapsed().as_secs_f64();
     Ok(rec)
 }
 
+/// The frame `Runner::timed` has taken already (its nonce checked there).
+fn head_frame(head: &[u8], asked: u64) -> Result<Frame> {
+    let nonce = std::str::from_utf8(head).ok().and_then(|h| h.split(' ').nth(1)).unwrap_or_default();
+    Frame::parse(head, nonce, asked).context("the timing frame changed")
+}
+
+/// Why the runner killed the trial before its line was sent, if it did.
+fn refused(frame: &Frame) -> Option<String> {
+    (frame.kind == "refused").then(|| {
+        let why = runner::refusal(frame.value, frame.helpers);
+        format!("the ct driver {}", why.unwrap_or_else(|| format!("was refused ({})", frame.value)))
+    })
+}
+
 fn stopped_record(t: &Timing, stopped: Stopped, stderr: String) -> CtTiming {
     let how = match stopped {
         Stopped::TimedOut => format!("timed out after {} s", t.timeout.as_secs()),
-        Stopped::Ended(o) => format!("the timer's container ended ({o})"),
+        Stopped::Ended(o) => format!("the trial runner's container ended ({o})"),
     };
     blank(CtTimingStatus::Failed, Some(format!("{how}: {}", project::last_lines(&stderr, 4))), t.measurements)
 }
@@ -218,7 +221,7 @@ impl Frame {
         if tag != "ngcc-timing" || n != nonce {
             return None;
         }
-        if !["done", "exited", "signalled", "protocol", "no-exec"].contains(&kind) {
+        if !["done", "exited", "signalled", "protocol", "no-exec", "refused"].contains(&kind) {
             return None;
         }
         let taken: u64 = taken.parse().ok().filter(|&t| t <= asked)?;

@@ -15,7 +15,7 @@ use crate::build::sources::Source;
 use crate::build::submission::{Instance, Submission};
 use crate::container::engine::Backend;
 use crate::container::hostcpu::HostCpu;
-use crate::container::sandbox::{Limits, Sandbox};
+use crate::container::sandbox::Sandbox;
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
     self, Calibration, Commands, ContentControl, ContentVerdict, Counter, Credibility, Disagreement, Environment,
@@ -375,7 +375,7 @@ impl Bench {
         (catalog, run_id): (&[CatalogRow], &str),
     ) -> Result<(Vec<String>, u64)> {
         let env = &run.env;
-        let sb = env.sandbox(Limits { perf_events: true, ..self.inputs.limits() });
+        let sb = env.sandbox(runner::trial_limits(self.inputs.limits()));
         let tc = env.record(sh, &sb)?;
         let bctx = BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs };
         let mut environment = env::collect(sh, &run.profile, gate, env.arch, Some(&tc));

@@ -15,7 +15,6 @@ use xshell::Shell;
 use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
 use crate::build::sources::Source;
 use crate::build::submission::{GroupKind, Instance, ProfileSpec, Submission};
-use crate::container::sandbox::Limits;
 use crate::evidence::schema::{
     self, Credibility, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict,
 };
@@ -23,6 +22,7 @@ use crate::family::OpId;
 use crate::flags::{Bench, Profile};
 use crate::measure::bench::{Ctx, Timed};
 use crate::measure::hostgate::Gate;
+use crate::measure::runner;
 use crate::measure::systems::SystemProfile;
 use crate::{build::recipe, measure::stats, project};
 
@@ -457,7 +457,7 @@ fn profile_submission(
     (run, gate): (&RunCtx, &Gate),
     (sub, src): (&Submission, &Source),
 ) -> Result<Vec<String>> {
-    let sb = run.env.sandbox(Limits { perf_events: true, ..bench.inputs.limits() });
+    let sb = run.env.sandbox(runner::trial_limits(bench.inputs.limits()));
     let tc = run.env.record(sh, &sb)?;
     let bctx = BuildCtx { sh, env: &run.env, tc: &tc, sb: &sb, sub, src, inputs: &bench.inputs };
     let spec = sub.profile.as_ref().context("no [profile] section")?;

@@ -15,7 +15,7 @@ use xshell::Shell;
 
 use crate::build::recipe;
 use crate::container::hostcpu::HostCpu;
-use crate::container::sandbox::{Job, Mount, Outcome, Sandbox, Session, Stopped};
+use crate::container::sandbox::{Job, Limits, Mount, Outcome, Sandbox, Session, Stopped};
 use crate::project;
 
 /// A harness program built from one source file of `drivers/` (and `runner_io.h`), in a
@@ -26,7 +26,7 @@ pub struct Tool {
     pub program: &'static str,
 }
 
-/// The trial runner of `bench` and `profile`.
+/// The trial runner of `bench`, `profile` and `ct`'s timing test.
 pub const RUNNER: Tool = Tool { source: "bench_runner.c", program: "bench_runner" };
 /// The header every tool includes (its digest is in the build's key too).
 const SHARED: &str = "runner_io.h";
@@ -213,6 +213,37 @@ impl Runner {
         }))
     }
 
+    /// Run `argv` as a timed trial of `n` measurements (ct's timing test, the runner's
+    /// `--time`): started and given its stdin's line as any other trial, so nothing before
+    /// its `main` tells it from a KAT or a timing run. `body_len` reads from the frame's
+    /// head, for this nonce, how many bytes follow it.
+    pub fn timed(
+        &mut self,
+        argv: &[String],
+        n: u64,
+        timeout: Duration,
+        body_len: impl Fn(&[u8], &str) -> Option<usize>,
+    ) -> Result<Timed> {
+        if argv.iter().any(|a| a.is_empty() || a.contains([' ', '\n'])) {
+            bail!("a trial's arguments must be plain words: {argv:?}");
+        }
+        self.seq += 1;
+        let nonce = format!("{}{:x}", self.salt, self.seq);
+        self.session.send(&format!("{nonce} --time {n} {}", argv.join(" ")))?;
+        let deadline = Instant::now() + timeout;
+        let head = match self.session.line(256, deadline)? {
+            Ok(line) => line,
+            Err(stopped) => return Ok(Timed::Stopped(stopped, self.session.take_stderr())),
+        };
+        let Some(len) = body_len(&head, &nonce) else {
+            bail!("the trial runner's stream held no timing frame: {:?}", String::from_utf8_lossy(&head));
+        };
+        Ok(match self.session.bytes(len, deadline)? {
+            Ok(body) => Timed::Frame { head, body },
+            Err(stopped) => Timed::Stopped(stopped, self.session.take_stderr()),
+        })
+    }
+
     fn stopped(&mut self, stopped: Stopped) -> TrialRun {
         let outcome = match stopped {
             Stopped::TimedOut => Outcome::TimedOut,
@@ -222,6 +253,26 @@ impl Runner {
         let stderr = self.session.take_stderr();
         TrialRun { outcome, stdout: vec![], stderr, cpu, rusage_ns: 0, leftovers: 0, residue: 0 }
     }
+}
+
+/// What a timed trial gave: its frame (head line and body), or how its container
+/// stopped first, with the container's stderr.
+#[derive(Debug)]
+pub enum Timed {
+    Frame { head: Vec<u8>, body: Vec<u8> },
+    Stopped(Stopped, String),
+}
+
+/// Why the runner killed a trial instead of sending it its line (a frame's `refused`
+/// value), in words; None for a code the runner never writes.
+pub fn refusal(code: i32, others: u32) -> Option<String> {
+    Refused::of(code).map(|r| r.explain(others))
+}
+
+/// The limits of every sandbox a trial runner runs in: one set for every timed run, so
+/// that none can be told from another by what the sandbox allows.
+pub fn trial_limits(base: Limits) -> Limits {
+    Limits { perf_events: true, ..base }
 }
 
 /// A per-runner random prefix of every nonce, from the host's random source.
