@@ -14,6 +14,12 @@
  *      program, drivers/candidate.c), else its stdin is /dev/null. The line is written
  *      into an empty pipe only once the trial waits for it in its own `main` (ready()),
  *      so the library's constructors cannot learn which run they are in from it.
+ *   <- "<nonce> --exec <program> <arg>... [< <word>...]\n"   the container's one trial
+ *      (a KAT run, a corroborating check): started and given its line as any other; its
+ *      stdout and stderr pass through unchanged, and the runner then exits as the trial
+ *      did (its code, or 128 + its signal), after killing whatever it left. So the engine
+ *      sees the trial's own output and status, and the trial sees what every trial sees.
+ *      A trial refused its line: "ngcc-runner: refused <why>" on stderr, exit 137.
  *   <- "<nonce> --time <n> <program> <arg>... [< <word>...]\n"   a timed trial (ct's
  *      timing test): started and given its line as any other, then n measurements over
  *      the same stdin and stdout (timed() below), answered by the timing frame.
@@ -669,6 +675,117 @@ static void timed(const char *nonce, long n, char **argv, const char *line) {
     write_all(1, err_buf, err.len);
 }
 
+/* Copy what is readable on fd to `to`, until it would block; 0 once every writer has
+ * closed the pipe. */
+static int pass(int fd, int to) {
+    for (;;) {
+        char buf[65536];
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0) {
+            return errno == EINTR || errno == EAGAIN;
+        }
+        if (r == 0) {
+            return 0;
+        }
+        write_all(to, buf, (size_t)r);
+    }
+}
+
+/* The rest of the runner's own stdin after the request line, copied to the trial's
+ * stdin once its line is sent (a check's seeds), through a small buffer so that neither
+ * side blocks the other. */
+typedef struct {
+    char buf[4096];
+    size_t len, off;
+    int eof;
+} relay;
+
+/* Move what can move from fd 0 to the trial's stdin; its end closed once all is sent. */
+static void forward(relay *r, pending *in, int ready0, int ready_in) {
+    if (in->fd < 0 || !in->sent) {
+        return;
+    }
+    if (r->len == r->off && !r->eof && ready0) {
+        ssize_t n = read(0, r->buf, sizeof r->buf);
+        r->eof = n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
+        r->len = n > 0 ? (size_t)n : 0;
+        r->off = 0;
+    }
+    if (r->len > r->off && ready_in) {
+        ssize_t n = write(in->fd, r->buf + r->off, r->len - r->off);
+        if (n < 0 && errno != EINTR && errno != EAGAIN) {
+            r->eof = 1;
+            r->off = r->len;
+        }
+        r->off += n > 0 ? (size_t)n : 0;
+    }
+    if (r->eof && r->len == r->off) {
+        close(in->fd);
+        in->fd = -1;
+    }
+}
+
+/* The container's one trial, its output passed through; the runner ends as it did. */
+static void passthrough(char **argv, const char *line) {
+    int po[2], pe[2], status = 0, refused = 0;
+    stream out, err;
+    struct rusage ru;
+    pending in;
+    static relay rest;
+    stream_open(&out, po, out_buf, MAX_OUT);
+    stream_open(&err, pe, err_buf, MAX_ERR);
+    int in_fd = input(line, &in, 1);
+    pid_t pid = fork();
+    if (pid < 0) {
+        _exit(74);
+    }
+    if (pid == 0) {
+        child(argv, in_fd, po[1], pe[1]);
+    }
+    close(po[1]);
+    close(pe[1]);
+    if (in_fd >= 0) {
+        close(in_fd);
+    }
+    if (in.fd >= 0) {
+        fcntl(in.fd, F_SETFL, O_NONBLOCK);
+    }
+    for (;;) {
+        int relaying = in.fd >= 0 && in.sent;
+        struct pollfd pf[4] = {{out.open_ ? out.fd : -1, POLLIN, 0},
+                               {err.open_ ? err.fd : -1, POLLIN, 0},
+                               {relaying && rest.len == rest.off && !rest.eof ? 0 : -1, POLLIN, 0},
+                               {relaying && rest.len > rest.off ? in.fd : -1, POLLOUT, 0}};
+        if (poll(pf, 4, in.fd >= 0 && !in.sent ? 1 : 10) > 0) {
+            out.open_ = out.open_ && (pf[0].revents == 0 || pass(out.fd, 1));
+            err.open_ = err.open_ && (pf[1].revents == 0 || pass(err.fd, 2));
+        }
+        int r = deliver(&in, pid, argv[0]);
+        refused = r != 0 ? r : refused;
+        forward(&rest, &in, pf[2].revents != 0, 1);
+        pid_t w = wait4(pid, &status, out.open_ || err.open_ || in.fd >= 0 ? WNOHANG : 0, &ru);
+        if (w == pid) {
+            break;
+        }
+        if (w < 0 && errno != EINTR) {
+            _exit(75);
+        }
+    }
+    /* What it left is killed first: a leftover could hold the pipes open. */
+    leftovers();
+    while (out.open_ && pass(out.fd, 1)) {
+    }
+    while (err.open_ && pass(err.fd, 2)) {
+    }
+    if (refused != 0) {
+        char msg[64];
+        int n = snprintf(msg, sizeof msg, "ngcc-runner: refused %d\n", refused);
+        write_all(2, msg, (size_t)n);
+        _exit(137);
+    }
+    _exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
+}
+
 int main(int argc, char **argv) {
     static char line[MAX_LINE];
     emulated = argc > 1 && strcmp(argv[1], "emulated") == 0;
@@ -681,7 +798,10 @@ int main(int argc, char **argv) {
         char *nonce = strtok_r(line, " ", &save);
         char *w = strtok_r(NULL, " ", &save);
         long n = 0;
-        if (w != NULL && strcmp(w, "--time") == 0) {
+        int exec_one = w != NULL && strcmp(w, "--exec") == 0;
+        if (exec_one) {
+            w = strtok_r(NULL, " ", &save);
+        } else if (w != NULL && strcmp(w, "--time") == 0) {
             char *count = strtok_r(NULL, " ", &save);
             n = count != NULL ? strtol(count, &end, 10) : 0;
             if (end == NULL || *end != 0 || n < 1 || n > MAX_N) {
@@ -698,7 +818,9 @@ int main(int argc, char **argv) {
         }
         /* The rest of the line after `<`, its words as the host sent them. */
         const char *input_line = w != NULL ? save : NULL;
-        if (n > 0) {
+        if (exec_one) {
+            passthrough(args, input_line);
+        } else if (n > 0) {
             timed(nonce, n, args, input_line);
         } else {
             trial(nonce, args, input_line);

@@ -396,7 +396,8 @@ impl BuildCtx<'_> {
         };
         let disk = DiskGuard { dir: out.to_owned(), max_bytes: self.inputs.build_disk_mib << 20, max_files: MAX_FILES };
         let timeout = self.build_timeout();
-        let job = Job { argv: step.argv.clone(), workdir, mounts, timeout, disk: Some(disk), stdin: None };
+        let job =
+            Job { argv: step.argv.clone(), workdir, mounts, timeout, disk: Some(disk), stdin: None, own_init: false };
         let (f, stdout) = self.sb.run_captured(self.sh, &job, 1 << 20)?;
         let start = log.len();
         log.push_str(&format!("$ {}\n", step.argv.join(" ")));
@@ -589,11 +590,11 @@ impl Build {
             Backend::Container(_) => {
                 argv[0] = Utf8Path::new(recipe::BUILD).join(&argv[0]).to_string();
                 let mounts = vec![Mount { host: self.out.clone(), guest: recipe::BUILD, writable: false }];
-                Job { argv, workdir: "/tmp".into(), mounts, timeout, disk: None, stdin }
+                Job { argv, workdir: "/tmp".into(), mounts, timeout, disk: None, stdin, own_init: false }
             }
             Backend::Host => {
                 argv[0] = self.out.join(&argv[0]).to_string();
-                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout, disk: None, stdin }
+                Job { argv, workdir: self.out.clone(), mounts: vec![], timeout, disk: None, stdin, own_init: false }
             }
         }
     }

@@ -55,6 +55,9 @@ pub struct Job {
     pub disk: Option<DiskGuard>,
     /// Bytes fed to the command's standard input (none: it reads end-of-file at once).
     pub stdin: Option<Vec<u8>>,
+    /// The command is its container's process 1 (the trial runner), with no init of the
+    /// engine's: nothing inside can signal it.
+    pub own_init: bool,
 }
 
 /// Bounds on a writable host folder, watched while the command runs (a mount has no
@@ -219,6 +222,7 @@ impl Sandbox {
             timeout: Duration::from_mins(1),
             disk: None,
             stdin: None,
+            own_init: false,
         };
         let (f, out) = self.run_captured(sh, &job, 16 << 20)?;
         if !f.outcome.success() {
@@ -329,6 +333,9 @@ impl Sandbox {
         }
         args.push(self.image.clone().context("a container sandbox needs an image")?);
         args.extend(job.argv.iter().cloned());
+        if job.own_init {
+            args.retain(|a| a != "--init");
+        }
         Ok(args)
     }
 }
@@ -370,9 +377,8 @@ impl Sandbox {
         }
         let scratch = tempfile::tempdir().context("cannot create a scratch folder")?;
         let name = container_name();
-        let mut args = self.run_args(engine, &Job { stdin: Some(vec![]), ..job.clone() }, &name)?;
         // No init of the engine's: the command is process 1, which nothing inside can signal.
-        args.retain(|a| a != "--init");
+        let mut args = self.run_args(engine, &Job { stdin: Some(vec![]), own_init: true, ..job.clone() }, &name)?;
         let cgroup = TrialCgroup::create(sh, engine, &name)?;
         if let Ok(cg) = &cgroup {
             args.splice(1..1, engine.cgroup_parent_args(cg.parent()));
@@ -958,6 +964,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             disk: None,
             stdin: None,
+            own_init: false,
         };
         for (engine, perf_events) in [(Engine::Podman, false), (Engine::Podman, true), (Engine::Docker, false)] {
             let limits = Limits { perf_events, ..Limits::default() };
@@ -1031,6 +1038,7 @@ mod tests {
             timeout: Duration::from_secs(secs),
             disk: None,
             stdin: None,
+            own_init: false,
         };
         let (f, _) = sb.run_captured(&sh, &job(&["sleep", "30"], 1), 1024).unwrap();
         assert_eq!(f.outcome, Outcome::TimedOut);

@@ -124,12 +124,11 @@ impl CheckCtx<'_> {
     ) -> anyhow::Result<Result<Vec<u8>, String>> {
         let mut argv = vec![driver.program.to_owned()];
         argv.extend(args.iter().map(|a| (*a).to_owned()));
-        let mut job = self.build.run_job(self.sb.backend, &argv, self.timeout);
         // After the mode line, when the driver is a mode of the build's one program.
-        let mut input = job.stdin.take().unwrap_or_default();
-        input.extend(stdin);
-        job.stdin = Some(input);
-        let (f, out) = self.sb.run_captured(self.sh, &job, cap)?;
+        let mut out = Vec::new();
+        let cap = cap.min(self.sb.limits.output_cap_bytes);
+        let run = (&argv[..], &stdin[..]);
+        let f = crate::measure::runner::run_one(self.sh, (self.sb, self.build), run, (self.timeout, cap), &mut out)?;
         if !f.outcome.success() {
             let tail = crate::project::last_lines(&f.stderr, 4);
             return Ok(Err(format!("`{}` {}: {tail}", argv.join(" "), f.outcome)));

@@ -28,6 +28,7 @@ use crate::evidence::{self, Layout};
 use crate::family::{CheckCtx, Family, KatPart};
 use crate::flags::{Inputs, Verify};
 use crate::kat::{self, Canonical, Manifest};
+use crate::measure::runner;
 use crate::project;
 use crate::sha::Sha256Hex;
 
@@ -224,7 +225,8 @@ impl Verify {
         if instances.is_empty() {
             bail!("{}: no instance matches {:?}", sub.id, self.inputs.instances);
         }
-        let sb = env.sandbox(self.inputs.limits());
+        // Every run of a candidate's program has the trial runner's sandbox (bench's).
+        let sb = env.sandbox(runner::trial_limits(self.inputs.limits()));
         let tc = env.record(sh, &sb)?;
         crate::say!(
             "{} ({}): {} on {} [{}], source {}{}",
@@ -297,7 +299,7 @@ impl Verify {
         };
         let live = crate::ui::progress(format!("{} {}", sub.id, inst.label), estimate);
         // An instance's own limits (manifest) apply unless the command line sets them.
-        let sb = ctx.build.env.sandbox(self.inputs.limits_for(inst));
+        let sb = ctx.build.env.sandbox(runner::trial_limits(self.inputs.limits_for(inst)));
         let timeout = Duration::from_secs(Inputs::kat_timeout(self.timeout, inst));
         let ictx = Ctx { build: BuildCtx { sb: &sb, ..ctx.build }, timeout, ..ctx.clone() };
         let mut r = ictx.verify_instance(inst)?;
@@ -589,13 +591,14 @@ impl Ctx<'_> {
         let timeout = self.timeout;
         let mut argv = plan.run.clone();
         argv.extend((!part.is_empty()).then(|| part.to_owned()));
-        let job = build.run_job(self.build.env.backend, &argv, timeout);
         let log_path = layout.kat_part_log(&sub.id, &inst.label, part);
         let mut tee = Tee {
             file: std::io::BufWriter::new(tempfile::NamedTempFile::new_in(layout.kat_dir(&sub.id))?),
             canonical: Canonical::new(entry.mode, entry.records, Sha256::default()),
         };
-        let f = self.build.sb.run(self.build.sh, &job, &mut tee)?;
+        let (sh, sb) = (self.build.sh, self.build.sb);
+        let cap = sb.limits.output_cap_bytes;
+        let f = runner::run_one(sh, (sb, build), (&argv, b""), (timeout, cap), &mut tee)?;
         let tmp =
             tee.file.into_inner().map_err(std::io::IntoInnerError::into_error).context("cannot write the KAT log")?;
         r.log = Some(layout.relative(&log_path));

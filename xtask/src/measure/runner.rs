@@ -13,9 +13,11 @@ use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
+use crate::build::builder::Build;
 use crate::build::recipe;
+use crate::container::engine::Backend;
 use crate::container::hostcpu::HostCpu;
-use crate::container::sandbox::{Job, Limits, Mount, Outcome, Sandbox, Session, Stopped};
+use crate::container::sandbox::{Finished, Job, Limits, Mount, Outcome, Sandbox, Session, Stopped};
 use crate::project;
 
 /// A harness program built from one source file of `drivers/` (and `runner_io.h`), in a
@@ -91,6 +93,7 @@ pub fn ensure_tool(sh: &Shell, sb: &Sandbox, tool: Tool) -> Result<RunnerBinary>
         timeout: Duration::from_mins(5),
         disk: None,
         stdin: None,
+        own_init: false,
     };
     let (f, out) = sb.run_captured(sh, &job, 1 << 20)?;
     if !f.outcome.success() {
@@ -151,10 +154,16 @@ impl Runner {
     pub fn start(sh: &Shell, sb: &Sandbox, bin: &RunnerBinary, like: &Job) -> Result<Runner> {
         let mut mounts = like.mounts.clone();
         mounts.push(Mount { host: bin.dir.clone(), guest: GUEST, writable: false });
-        let mut argv = vec![bin.guest_path()];
-        // qemu-user hides the guest's threads and calls from /proc: no readiness check.
-        argv.extend(sb.jit.then(|| "emulated".to_owned()));
-        let job = Job { argv, workdir: like.workdir.clone(), mounts, timeout: like.timeout, disk: None, stdin: None };
+        let argv = runner_argv(sb, bin);
+        let job = Job {
+            argv,
+            workdir: like.workdir.clone(),
+            mounts,
+            timeout: like.timeout,
+            disk: None,
+            stdin: None,
+            own_init: true,
+        };
         let mut session = sb.session(sh, &job)?;
         let deadline = Instant::now() + Duration::from_mins(2);
         match session.line(256, deadline)? {
@@ -273,6 +282,96 @@ pub fn refusal(code: i32, others: u32) -> Option<String> {
 /// that none can be told from another by what the sandbox allows.
 pub fn trial_limits(base: Limits) -> Limits {
     Limits { perf_events: true, ..base }
+}
+
+/// What the runner writes first, before any trial's output.
+pub const READY: &[u8] = b"ngcc-runner ready\n";
+
+/// The runner's command line in `sb`: qemu-user hides the guest's threads and calls from
+/// /proc, so there is no readiness check (`emulated`).
+fn runner_argv(sb: &Sandbox, bin: &RunnerBinary) -> Vec<String> {
+    let mut argv = vec![bin.guest_path()];
+    argv.extend(sb.jit.then(|| "emulated".to_owned()));
+    argv
+}
+
+/// `argv` of `build` as the one trial of a runner that is its container's process 1
+/// (`--exec`): started, and given its stdin's first line, as every trial is, so that
+/// nothing before its `main` tells a KAT run or a check from a timing trial; `rest`
+/// follows that line on its stdin. The container's stdout is [`READY`] and then the
+/// trial's own; its status is the trial's.
+pub fn exec_job(build: &Build, sb: &Sandbox, bin: &RunnerBinary, (argv, rest): (&[String], &[u8])) -> Job {
+    let mut job = build.run_job(sb.backend, argv, Duration::ZERO);
+    let mut request = vec!["exec".to_owned(), "--exec".into()];
+    request.extend(job.argv.iter().cloned());
+    if let Some(line) = job.stdin.take() {
+        request.push("<".into());
+        request.extend(String::from_utf8_lossy(&line).split_whitespace().map(str::to_owned));
+    }
+    let mut stdin = format!("{}\n", request.join(" ")).into_bytes();
+    stdin.extend_from_slice(rest);
+    job.mounts.push(Mount { host: bin.dir.clone(), guest: GUEST, writable: false });
+    Job { argv: runner_argv(sb, bin), stdin: Some(stdin), own_init: true, ..job }
+}
+
+/// Run `argv` of `build` (then `rest` on its stdin) in `sb`, its stdout into `out` up to
+/// `cap` bytes: with an engine as the one trial of a runner ([`exec_job`]), on the host
+/// directly. An error is the tool's or the engine's, a runner that did not start too.
+pub fn run_one(
+    sh: &Shell,
+    (sb, build): (&Sandbox, &Build),
+    (argv, rest): (&[String], &[u8]),
+    (timeout, cap): (Duration, u64),
+    out: &mut (dyn std::io::Write + Send),
+) -> Result<Finished> {
+    let limits = |cap| Limits { output_cap_bytes: cap, ..sb.limits.clone() };
+    if sb.backend == Backend::Host {
+        let mut job = build.run_job(sb.backend, argv, timeout);
+        job.stdin = Some([job.stdin.take().unwrap_or_default(), rest.to_vec()].concat());
+        return Sandbox { limits: limits(cap), ..sb.clone() }.run(sh, &job, out);
+    }
+    let bin = ensure(sh, sb)?;
+    let job = Job { timeout, ..exec_job(build, sb, &bin, (argv, rest)) };
+    let mut after = AfterReady::new(out);
+    let mut f = Sandbox { limits: limits(cap + READY.len() as u64), ..sb.clone() }.run(sh, &job, &mut after)?;
+    if !after.started() {
+        bail!("the trial runner did not start ({}):\n{}", f.outcome, project::last_lines(&f.stderr, 6));
+    }
+    f.stdout_bytes -= READY.len() as u64;
+    Ok(f)
+}
+
+/// A writer that takes [`READY`] off the front of a stream and passes the rest on.
+pub struct AfterReady<W> {
+    pub inner: W,
+    seen: usize,
+}
+
+impl<W: std::io::Write> AfterReady<W> {
+    pub fn new(inner: W) -> AfterReady<W> {
+        AfterReady { inner, seen: 0 }
+    }
+
+    /// Whether the whole line came (a runner that did not start says nothing).
+    pub fn started(&self) -> bool {
+        self.seen == READY.len()
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for AfterReady<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let take = (READY.len() - self.seen).min(buf.len());
+        if buf[..take] != READY[self.seen..self.seen + take] {
+            return Err(std::io::Error::other("the trial runner's stream did not start with its ready line"));
+        }
+        self.seen += take;
+        self.inner.write_all(&buf[take..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// A per-runner random prefix of every nonce, from the host's random source.
