@@ -1145,6 +1145,30 @@ mod tests {
         assert_eq!(sub.not_built_on(a, Arch::Aarch64), None);
     }
 
+    /// The shipped per-instance restrictions (kem-22's AVX2 and kem-35's AVX2/NEON
+    /// variants): each is not built on the other architecture, and the reference
+    /// instances beside them are built on both.
+    #[test]
+    fn shipped_variants_are_restricted_per_instance() {
+        use crate::evidence::domain::Arch;
+        let cases = [
+            ("kem-22", "Mithril-128-avx2", Arch::Aarch64, "not built: x86-64 only (manifest)"),
+            ("kem-22", "Mithril-512-avx2", Arch::Aarch64, "not built: x86-64 only (manifest)"),
+            ("kem-35", "Scloudplus-128-SHAKE-avx2", Arch::Aarch64, "not built: x86-64 only (manifest)"),
+            ("kem-35", "Scloudplus-128-SHAKE-neon", Arch::X86_64, "not built: AArch64 only (manifest)"),
+        ];
+        for (id, label, off, why) in cases {
+            let sub = Submission::load(id).unwrap();
+            let inst = sub.instances.iter().find(|i| i.label == label).unwrap();
+            assert_eq!(sub.not_built_on(inst, off).as_deref(), Some(why), "{id} {label}");
+            let on = if off == Arch::Aarch64 { Arch::X86_64 } else { Arch::Aarch64 };
+            assert_eq!(sub.not_built_on(inst, on), None, "{id} {label}");
+            assert!(inst.kat_from.is_some(), "{id} {label}: checked against its reference digest");
+            let reference = sub.instances.iter().find(|i| Some(&i.label) == inst.kat_from.as_ref()).unwrap();
+            assert_eq!(sub.not_built_on(reference, off), None, "{id} {}", reference.label);
+        }
+    }
+
     /// `kat_from` names another instance with a KAT of its own; an unknown label, the
     /// instance itself or a chain is a usage error naming the manifest's line.
     #[test]
