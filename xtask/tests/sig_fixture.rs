@@ -344,3 +344,42 @@ fn profile(m: &Path, zip: &Path, out: &Path) {
     let calls: u64 = hash.symbols.iter().map(|s| s.calls).sum();
     assert!(calls >= p.operations && hash.share > 0.0, "{hash:?}");
 }
+
+/// `[build] defines_drng = true` (sign-08: its `sign.c` defines `drng_algorithm`): every
+/// driver only declares the state. With the library's definition the instance passes
+/// and its contract holds; with none, nothing defines it and the link fails, which shows
+/// that no driver defined it.
+#[test]
+fn a_submission_that_defines_drng_algorithm_keeps_the_one_definition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let honest = |label| SigInst {
+        label,
+        scheme: Scheme::plain(32),
+        template: false,
+        defines: "",
+        kat: "PASS",
+        contract: Contract::Holds,
+    };
+    let insts = vec![honest("sig-owndrng"), SigInst { kat: "BUILDFAIL", ..honest("sig-nodrng") }];
+    let root = write_tree(&tmp.path().join("tree"), &insts);
+    let own =
+        "#include \"drng.h\"\n/* The state is the submission's, as in sign-08's sign.c. */\nDRNG_ctx drng_algorithm;\n";
+    std::fs::write(root.join("sig-owndrng/own_drng.c"), own).unwrap();
+    let zip = tmp.path().join(format!("{WRAP}.zip"));
+    fixture::zip_tree(&tmp.path().join("tree"), &zip);
+    let m = manifest_dir(&tmp.path().join("m"), &zip, &insts, Lengths::Carry);
+    let text = std::fs::read_to_string(&m).unwrap().replacen("[build]\n", "[build]\ndefines_drng = true\n", 1);
+    std::fs::write(&m, text).unwrap();
+
+    let (run, s) = verify(&m, &zip, &tmp.path().join("out"), &[]);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(run.status.code(), Some(1), "the instance without a definition fails to build: {stdout}");
+    for i in &insts {
+        assert_eq!(entry(&s, i.label).status.name(), i.kat, "{}: {}", i.label, message(&s, i.label));
+    }
+    check_contract(&s, &stdout, &insts[0], "PASS");
+    let own = entry(&s, "sig-owndrng");
+    assert!(own.commands.iter().flatten().any(|a| a == "-DNGCC_NO_DRNG=1"), "{:?}", own.commands);
+    let why = message(&s, "sig-nodrng");
+    assert!(why.contains("drng_algorithm"), "{why}");
+}

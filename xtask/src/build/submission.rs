@@ -213,6 +213,10 @@ pub struct BuildSpec {
     /// Files that must never be compiled, whatever a pattern matches.
     #[serde(default)]
     pub never_compile: Vec<String>,
+    /// The submission defines `drng_algorithm` itself: the drivers only declare it
+    /// (`-DNGCC_NO_DRNG=1`, the reference harness's switch), so one state is seeded.
+    #[serde(default)]
+    pub defines_drng: bool,
 }
 
 /// What one architecture adds to `[build]`.
@@ -639,6 +643,9 @@ impl Submission {
         let b = &self.build;
         if b.flags.is_some() && b.flag_set.is_some() {
             bail!("{}: [build] has both `flags` and `flag_set`: pick one", self.path);
+        }
+        if b.defines_drng && b.cmake.is_some() {
+            bail!("{}: `defines_drng` applies to the harness's drivers, which a cmake build does not use", self.path);
         }
         let libs = b.libs.iter().chain(b.arch.values().flat_map(|a| &a.libs));
         for lib in libs {
