@@ -151,6 +151,7 @@ fn separate_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Place
     lib.extend(defines.iter().cloned());
     lib.extend(lib_sources);
     lib.extend(parts.libs.iter().map(|l| format!("-l{l}")));
+    lib.extend(inst.link_flags.iter().cloned());
     lib.extend(["-o".into(), LIBRARY.into()]);
 
     let mut prog = vec!["gcc".to_owned()];

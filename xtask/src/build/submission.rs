@@ -348,6 +348,10 @@ pub struct Instance {
     /// This instance's own defines, after `[build] defines`.
     #[serde(default)]
     pub defines: Vec<String>,
+    /// Flags for the library's link only (`-Wl,...`: `--defsym` aliases), after its
+    /// sources; no driver is linked with them.
+    #[serde(default)]
+    pub link_flags: Vec<String>,
     #[serde(default)]
     pub never_compile: Vec<String>,
     /// This instance's own official ICCS files, beside `[build] iccs`.
@@ -451,6 +455,20 @@ pub const MAX_PUBLIC_RANGES: usize = 8;
 
 /// The widest digest the KAT Loop can chain (it rotates an 8192-bit message by it).
 pub const MAX_DIGEST_BITS: u32 = 8192;
+
+/// Link-only flags: each a `-Wl,` flag, and only where the harness links the library.
+fn validate_link_flags(sub: &Submission, inst: &Instance, text: &str) -> Result<()> {
+    if sub.build.cmake.is_some() {
+        bail!("{}: instance {}: `link_flags` need the cc recipe, not cmake", sub.path, inst.label);
+    }
+    match inst.link_flags.iter().find(|f| !f.starts_with("-Wl,") || f.len() == 4) {
+        Some(f) => bail!(
+            "{}: link flag {f:?} is no `-Wl,...` flag: only the linker's are link-only",
+            locate(&sub.path, text, f)
+        ),
+        None => Ok(()),
+    }
+}
 
 /// The official KAT schedule's record count.
 pub const KAT_RECORDS: u32 = 10;
@@ -643,6 +661,9 @@ impl Submission {
         let b = &self.build;
         if b.flags.is_some() && b.flag_set.is_some() {
             bail!("{}: [build] has both `flags` and `flag_set`: pick one", self.path);
+        }
+        for inst in self.instances.iter().filter(|i| !i.link_flags.is_empty()) {
+            validate_link_flags(self, inst, text)?;
         }
         if b.defines_drng && b.cmake.is_some() {
             bail!("{}: `defines_drng` applies to the harness's drivers, which a cmake build does not use", self.path);
@@ -1150,6 +1171,21 @@ mod tests {
         assert_eq!(sub.not_built_on(l, Arch::X86_64), None);
         // An instance's own list wins over the submission's.
         assert_eq!(sub.not_built_on(a, Arch::Aarch64), None);
+    }
+
+    /// `link_flags` are linker flags only (`-Wl,...`), refused by name otherwise.
+    #[test]
+    fn link_flags_are_linker_flags() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");
+        for bad in ["-O3", "-Wl,"] {
+            let e = format!("{:#}", load_text(dir, &format!("{good}link_flags = [\"{bad}\"]\n")));
+            assert!(e.contains("is no `-Wl,...` flag") && e.contains(&format!("{bad:?}")), "{e}");
+        }
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, format!("{good}link_flags = [\"-Wl,--defsym=a=b\"]\n")).unwrap();
+        assert_eq!(Submission::load(path.as_str()).unwrap().instances[0].link_flags, ["-Wl,--defsym=a=b"]);
     }
 
     /// The shipped per-instance restrictions (kem-22's AVX2 and kem-35's AVX2/NEON
