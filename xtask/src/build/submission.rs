@@ -149,6 +149,10 @@ pub enum SourceSpec {
         /// the defaults allow.
         #[serde(default)]
         limits: Option<ArchiveLimits>,
+        /// An archive inside this one that holds `root` and that this tool does not
+        /// extract (a rar): runs then need the tree unpacked by hand (`--source-dir`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nested: Option<String>,
     },
 }
 
@@ -747,6 +751,18 @@ impl Submission {
             bail!("{}: instance {}: `xof` applies to hash functions only", self.path, inst.label);
         }
         Ok(())
+    }
+
+    /// Why this submission's archive cannot be used as it is: its code sits in a nested
+    /// archive (`[source] nested`) the tool does not extract.
+    pub fn nested_refusal(&self) -> Option<String> {
+        let SourceSpec::Archive { file, root, nested: Some(inner), .. } = &self.source else { return None };
+        Some(format!(
+            "{}: {file} holds its code in a nested archive, {inner}, which this tool does not extract \
+             (zip and tar only); unpack it by hand and pass --source-dir {}=DIR, DIR being the folder \
+             that holds {root}",
+            self.id, self.id
+        ))
     }
 
     /// The architectures `inst` builds on: its own list, else the submission's; empty: any.
