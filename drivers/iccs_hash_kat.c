@@ -36,7 +36,13 @@
 #include "drng.h"
 #include "guard.h"
 
+/* NGCC_NO_DRNG: the submission defines drng_algorithm itself (manifest: [build]
+ * defines_drng), so the driver only declares it and seeds that one state. */
+#ifdef NGCC_NO_DRNG
+extern DRNG_ctx drng_algorithm;
+#else
 DRNG_ctx drng_algorithm;
+#endif
 
 #ifdef NGCC_DIGEST_BITS
 #define DBITS NGCC_DIGEST_BITS

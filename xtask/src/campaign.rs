@@ -337,12 +337,19 @@ impl Campaign {
                 crate::say!("  - {m}");
             }
         }
-        if matched.found.is_empty() {
+        // An archive whose code sits in a nested rar cannot run from the folder: said, left out.
+        let nested: Vec<&str> = subs.iter().filter(|s| s.nested_refusal().is_some()).map(|s| s.id.as_str()).collect();
+        for why in subs.iter().filter(|s| matched.found.contains(&s.id)).filter_map(Submission::nested_refusal) {
+            crate::say!("not run: {why}");
+        }
+        let runs = |s: &Submission| matched.found.contains(&s.id) && !nested.contains(&s.id.as_str());
+        if !subs.iter().any(runs) {
             return ui::usage(format!("--archives {dir}: no selected candidate's pinned archive is there"));
         }
         // The selection keeps the names it was given (a manifest may be given by path).
-        self.ids = ids.into_iter().zip(&subs).filter(|(_, s)| matched.found.contains(&s.id)).map(|(i, _)| i).collect();
-        self.archives.extend(matched.given);
+        self.ids = ids.iter().zip(&subs).filter(|(_, s)| runs(s)).map(|(i, _)| i.clone()).collect();
+        self.archives
+            .extend(matched.given.into_iter().filter(|g| !g.id.as_deref().is_some_and(|i| nested.contains(&i))));
         Ok(matched.missing)
     }
 

@@ -272,6 +272,9 @@ impl List {
             if let Some(a) = ArchiveHere::of(s, &dir) {
                 crate::say!("  {:<16} archive: {}", "", a.words());
             }
+            if let Some(why) = s.nested_refusal() {
+                crate::say!("  {:<16} not runnable from the archive: {why}", "");
+            }
         }
         archives.say();
         crate::say!("Toolchains:");

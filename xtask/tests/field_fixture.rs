@@ -12,7 +12,7 @@ use xtask::kat::verify::Status;
 #[test]
 fn the_fields_needs_build_and_pass_in_the_container() {
     let c = Case::new();
-    let good = ["f-plain", "f-asm", "f-gmp", "f-arch", "f-100", "f-3", "f-known", "f-owndrng", "f-x86"];
+    let good = ["f-plain", "f-asm", "f-gmp", "f-arch", "f-100", "f-3", "f-known", "f-owndrng", "f-x86", "f-defsym"];
     // Two at a time: the parallel path, whose results must be those of one at a time.
     let mut args = vec!["--jobs", "2"];
     for l in good {
@@ -34,6 +34,10 @@ fn the_fields_needs_build_and_pass_in_the_container() {
     assert!(plain.commands[0].iter().any(|a| a == "/src/.ngcc-iccs/drng.c"), "{:?}", plain.commands[0]);
     assert!(plain.commands[0].iter().any(|a| a == "-lgmp"), "{:?}", plain.commands[0]);
     assert!(s.patches.iter().any(|p| p.file == "API_PKC.zip:drng.c"), "{:?}", s.patches);
+    // The link-only flag reached the library's link and no driver's.
+    let defsym = "-Wl,--defsym=fixture_alias_zero=fixture_asm_zero";
+    let with: Vec<_> = entry(&s, "f-defsym").commands.iter().filter(|c| c.iter().any(|a| a == defsym)).collect();
+    assert!(with.len() == 1 && with[0].iter().any(|a| a == "-shared"), "{with:?}");
     // 100 records replayed for f-100, 3 for f-3: the driver followed the manifest.
     assert!(entry(&s, "f-100").commands[1].iter().any(|a| a == "-DNGCC_KAT_RECORDS=100"));
     // The page names the known issue as a footnote beside the observed status.

@@ -344,3 +344,78 @@ fn profile(m: &Path, zip: &Path, out: &Path) {
     let calls: u64 = hash.symbols.iter().map(|s| s.calls).sum();
     assert!(calls >= p.operations && hash.share > 0.0, "{hash:?}");
 }
+
+/// `[build] defines_drng = true` (sign-08: its `sign.c` defines `drng_algorithm`): every
+/// driver only declares the state. With the library's definition the instance passes
+/// and its contract holds; with none, nothing defines it and the link fails, which shows
+/// that no driver defined it.
+#[test]
+fn a_submission_that_defines_drng_algorithm_keeps_the_one_definition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let honest = |label| SigInst {
+        label,
+        scheme: Scheme::plain(32),
+        template: false,
+        defines: "",
+        kat: "PASS",
+        contract: Contract::Holds,
+    };
+    let insts = vec![honest("sig-owndrng"), SigInst { kat: "BUILDFAIL", ..honest("sig-nodrng") }];
+    let root = write_tree(&tmp.path().join("tree"), &insts);
+    let own =
+        "#include \"drng.h\"\n/* The state is the submission's, as in sign-08's sign.c. */\nDRNG_ctx drng_algorithm;\n";
+    std::fs::write(root.join("sig-owndrng/own_drng.c"), own).unwrap();
+    let zip = tmp.path().join(format!("{WRAP}.zip"));
+    fixture::zip_tree(&tmp.path().join("tree"), &zip);
+    let m = manifest_dir(&tmp.path().join("m"), &zip, &insts, Lengths::Carry);
+    let text = std::fs::read_to_string(&m).unwrap().replacen("[build]\n", "[build]\ndefines_drng = true\n", 1);
+    std::fs::write(&m, text).unwrap();
+
+    let (run, s) = verify(&m, &zip, &tmp.path().join("out"), &[]);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(run.status.code(), Some(1), "the instance without a definition fails to build: {stdout}");
+    for i in &insts {
+        assert_eq!(entry(&s, i.label).status.name(), i.kat, "{}: {}", i.label, message(&s, i.label));
+    }
+    check_contract(&s, &stdout, &insts[0], "PASS");
+    let own = entry(&s, "sig-owndrng");
+    assert!(own.commands.iter().flatten().any(|a| a == "-DNGCC_NO_DRNG=1"), "{:?}", own.commands);
+    let why = message(&s, "sig-nodrng");
+    assert!(why.contains("drng_algorithm"), "{why}");
+}
+
+/// sign-07's shipped patch on a tree laid out like CS's: ntt.c includes "NTT.h", which
+/// the folder lacks, and ntt.h declares MultiplyNTT, which ntt.c defines static. The
+/// patch adds the stand-in header; the instance then builds and passes, and the record
+/// names the patch.
+#[test]
+fn the_shipped_sign07_patch_supplies_the_missing_ntt_header() {
+    const PATCH: &str = "0001-stand-in-NTT-h.patch";
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../submissions/sign-07/patches").join(PATCH);
+    let tmp = tempfile::tempdir().unwrap();
+    let insts = vec![SigInst {
+        label: "CS-128",
+        scheme: Scheme::plain(32),
+        template: false,
+        defines: "",
+        kat: "PASS",
+        contract: Contract::Holds,
+    }];
+    let root = write_tree(&tmp.path().join("tree"), &insts);
+    let ntt_h = "#ifndef NTT_H\n#define NTT_H\nint MultiplyNTT(int a, int b);\nint cs_ntt_one(int a);\n#endif\n";
+    let ntt_c = "#include \"NTT.h\"\nstatic int MultiplyNTT(int a, int b) { return a * b; }\n\
+                 int cs_ntt_one(int a) { return MultiplyNTT(a, 1); }\n";
+    std::fs::write(root.join("CS-128/ntt.h"), ntt_h).unwrap();
+    std::fs::write(root.join("CS-128/ntt.c"), ntt_c).unwrap();
+    let zip = tmp.path().join(format!("{WRAP}.zip"));
+    fixture::zip_tree(&tmp.path().join("tree"), &zip);
+    let m = manifest_dir(&tmp.path().join("m"), &zip, &insts, Lengths::Carry);
+    let patches = tmp.path().join("m").join(ID).join("patches");
+    std::fs::create_dir_all(&patches).unwrap();
+    std::fs::copy(&shipped, patches.join(PATCH)).unwrap();
+
+    let (run, s) = verify(&m, &zip, &tmp.path().join("out"), &[]);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stdout));
+    assert_eq!(entry(&s, "CS-128").status.name(), "PASS", "{}", message(&s, "CS-128"));
+    assert!(s.patches.iter().any(|p| p.file == PATCH && p.reason.contains("NTT.h")), "{:?}", s.patches);
+}

@@ -783,6 +783,7 @@ impl Inputs {
     /// Every missing archive at once, before anything is extracted or built.
     /// A submission with no instance left to build here (`arch`) needs no archive.
     pub fn check_archives(&self, subs: &[Submission]) -> Result<()> {
+        self.check_nested(subs)?;
         let missing: Vec<String> = self.missing_archives(subs).into_iter().map(|m| format!("  - {m}")).collect();
         if missing.is_empty() {
             return Ok(());
@@ -805,6 +806,17 @@ pub fn submission_id(given: &str) -> &str {
 }
 
 impl Inputs {
+    /// A submission whose code sits in an archive this tool does not extract (a nested
+    /// rar) runs only from a folder given by `--source-dir`: refused before anything else.
+    fn check_nested(&self, subs: &[Submission]) -> Result<()> {
+        let built = |s: &&Submission| !s.instances.is_empty() && given_for(&self.source_dir, &s.id).is_none();
+        let refusals: Vec<String> = subs.iter().filter(built).filter_map(Submission::nested_refusal).collect();
+        if refusals.is_empty() {
+            return Ok(());
+        }
+        crate::ui::usage(refusals.join("\n"))
+    }
+
     /// Every missing archive, one line each (file, size, SHA-256, page, where looked).
     pub fn missing_archives(&self, subs: &[Submission]) -> Vec<String> {
         subs.iter().filter_map(|s| self.missing_archive(s)).chain(self.missing_iccs(subs)).collect()

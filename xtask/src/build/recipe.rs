@@ -151,6 +151,7 @@ fn separate_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Place
     lib.extend(defines.iter().cloned());
     lib.extend(lib_sources);
     lib.extend(parts.libs.iter().map(|l| format!("-l{l}")));
+    lib.extend(inst.link_flags.iter().cloned());
     lib.extend(["-o".into(), LIBRARY.into()]);
 
     let mut prog = vec!["gcc".to_owned()];
@@ -166,6 +167,7 @@ fn separate_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Place
         prog.push(format!("-DNGCC_KAT_RECORDS={}", inst.kat_records));
     }
     prog.extend(digest_width(inst));
+    prog.extend(drng_owner(sub));
     if let Some(h) = &sub.kat.api_header {
         prog.extend(force_include(inst, src, places, h)?);
     }
@@ -387,6 +389,12 @@ fn digest_width(inst: &Instance) -> impl Iterator<Item = String> {
     width.into_iter().chain(inst.passes.map(|p| format!("-DNGCC_KEX_PASSES={p}")))
 }
 
+/// `-DNGCC_NO_DRNG=1` where the submission defines `drng_algorithm`: every driver then
+/// declares it only, as the library's definition is the one state.
+fn drng_owner(sub: &Submission) -> Option<String> {
+    sub.build.defines_drng.then(|| "-DNGCC_NO_DRNG=1".to_owned())
+}
+
 /// `-include <header>` for a header of the source tree, which must exist.
 fn force_include(inst: &Instance, src: &Source, places: &Places, header: &str) -> Result<[String; 2]> {
     let h = inst.expand(header);
@@ -453,6 +461,7 @@ fn adapter_step(
     argv.extend(parts.include.iter().map(|i| format!("-I{}", program_path(places, &inst.expand(i)))));
     argv.extend(parts.defines.into_iter().chain(&spec.defines).map(|d| format!("-D{}", inst.expand(d))));
     argv.extend(digest_width(inst));
+    argv.extend(drng_owner(sub));
     argv.extend(force_include(inst, src, places, &spec.header)?);
     // Every driver of a family reaches the API through the family's adapter.
     let prefix = sub.family()?.adapter_prefix;

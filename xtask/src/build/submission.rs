@@ -149,6 +149,10 @@ pub enum SourceSpec {
         /// the defaults allow.
         #[serde(default)]
         limits: Option<ArchiveLimits>,
+        /// An archive inside this one that holds `root` and that this tool does not
+        /// extract (a rar): runs then need the tree unpacked by hand (`--source-dir`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nested: Option<String>,
     },
 }
 
@@ -213,6 +217,10 @@ pub struct BuildSpec {
     /// Files that must never be compiled, whatever a pattern matches.
     #[serde(default)]
     pub never_compile: Vec<String>,
+    /// The submission defines `drng_algorithm` itself: the drivers only declare it
+    /// (`-DNGCC_NO_DRNG=1`, the reference harness's switch), so one state is seeded.
+    #[serde(default)]
+    pub defines_drng: bool,
 }
 
 /// What one architecture adds to `[build]`.
@@ -344,6 +352,10 @@ pub struct Instance {
     /// This instance's own defines, after `[build] defines`.
     #[serde(default)]
     pub defines: Vec<String>,
+    /// Flags for the library's link only (`-Wl,...`: `--defsym` aliases), after its
+    /// sources; no driver is linked with them.
+    #[serde(default)]
+    pub link_flags: Vec<String>,
     #[serde(default)]
     pub never_compile: Vec<String>,
     /// This instance's own official ICCS files, beside `[build] iccs`.
@@ -447,6 +459,20 @@ pub const MAX_PUBLIC_RANGES: usize = 8;
 
 /// The widest digest the KAT Loop can chain (it rotates an 8192-bit message by it).
 pub const MAX_DIGEST_BITS: u32 = 8192;
+
+/// Link-only flags: each a `-Wl,` flag, and only where the harness links the library.
+fn validate_link_flags(sub: &Submission, inst: &Instance, text: &str) -> Result<()> {
+    if sub.build.cmake.is_some() {
+        bail!("{}: instance {}: `link_flags` need the cc recipe, not cmake", sub.path, inst.label);
+    }
+    match inst.link_flags.iter().find(|f| !f.starts_with("-Wl,") || f.len() == 4) {
+        Some(f) => bail!(
+            "{}: link flag {f:?} is no `-Wl,...` flag: only the linker's are link-only",
+            locate(&sub.path, text, f)
+        ),
+        None => Ok(()),
+    }
+}
 
 /// The official KAT schedule's record count.
 pub const KAT_RECORDS: u32 = 10;
@@ -640,6 +666,12 @@ impl Submission {
         if b.flags.is_some() && b.flag_set.is_some() {
             bail!("{}: [build] has both `flags` and `flag_set`: pick one", self.path);
         }
+        for inst in self.instances.iter().filter(|i| !i.link_flags.is_empty()) {
+            validate_link_flags(self, inst, text)?;
+        }
+        if b.defines_drng && b.cmake.is_some() {
+            bail!("{}: `defines_drng` applies to the harness's drivers, which a cmake build does not use", self.path);
+        }
         let libs = b.libs.iter().chain(b.arch.values().flat_map(|a| &a.libs));
         for lib in libs {
             if !LINK_LIBRARIES.contains(&lib.as_str()) {
@@ -719,6 +751,18 @@ impl Submission {
             bail!("{}: instance {}: `xof` applies to hash functions only", self.path, inst.label);
         }
         Ok(())
+    }
+
+    /// Why this submission's archive cannot be used as it is: its code sits in a nested
+    /// archive (`[source] nested`) the tool does not extract.
+    pub fn nested_refusal(&self) -> Option<String> {
+        let SourceSpec::Archive { file, root, nested: Some(inner), .. } = &self.source else { return None };
+        Some(format!(
+            "{}: {file} holds its code in a nested archive, {inner}, which this tool does not extract \
+             (zip and tar only); unpack it by hand and pass --source-dir {}=DIR, DIR being the folder \
+             that holds {root}",
+            self.id, self.id
+        ))
     }
 
     /// The architectures `inst` builds on: its own list, else the submission's; empty: any.
@@ -1143,6 +1187,45 @@ mod tests {
         assert_eq!(sub.not_built_on(l, Arch::X86_64), None);
         // An instance's own list wins over the submission's.
         assert_eq!(sub.not_built_on(a, Arch::Aarch64), None);
+    }
+
+    /// `link_flags` are linker flags only (`-Wl,...`), refused by name otherwise.
+    #[test]
+    fn link_flags_are_linker_flags() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = camino::Utf8Path::from_path(t.path()).unwrap();
+        let good = GOOD.replace("SHA", &"a".repeat(64)).replace("SRC", "x.c");
+        for bad in ["-O3", "-Wl,"] {
+            let e = format!("{:#}", load_text(dir, &format!("{good}link_flags = [\"{bad}\"]\n")));
+            assert!(e.contains("is no `-Wl,...` flag") && e.contains(&format!("{bad:?}")), "{e}");
+        }
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, format!("{good}link_flags = [\"-Wl,--defsym=a=b\"]\n")).unwrap();
+        assert_eq!(Submission::load(path.as_str()).unwrap().instances[0].link_flags, ["-Wl,--defsym=a=b"]);
+    }
+
+    /// The shipped per-instance restrictions (kem-22's AVX2 and kem-35's AVX2/NEON
+    /// variants): each is not built on the other architecture, and the reference
+    /// instances beside them are built on both.
+    #[test]
+    fn shipped_variants_are_restricted_per_instance() {
+        use crate::evidence::domain::Arch;
+        let cases = [
+            ("kem-22", "Mithril-128-avx2", Arch::Aarch64, "not built: x86-64 only (manifest)"),
+            ("kem-22", "Mithril-512-avx2", Arch::Aarch64, "not built: x86-64 only (manifest)"),
+            ("kem-35", "Scloudplus-128-SHAKE-avx2", Arch::Aarch64, "not built: x86-64 only (manifest)"),
+            ("kem-35", "Scloudplus-128-SHAKE-neon", Arch::X86_64, "not built: AArch64 only (manifest)"),
+        ];
+        for (id, label, off, why) in cases {
+            let sub = Submission::load(id).unwrap();
+            let inst = sub.instances.iter().find(|i| i.label == label).unwrap();
+            assert_eq!(sub.not_built_on(inst, off).as_deref(), Some(why), "{id} {label}");
+            let on = if off == Arch::Aarch64 { Arch::X86_64 } else { Arch::Aarch64 };
+            assert_eq!(sub.not_built_on(inst, on), None, "{id} {label}");
+            assert!(inst.kat_from.is_some(), "{id} {label}: checked against its reference digest");
+            let reference = sub.instances.iter().find(|i| Some(&i.label) == inst.kat_from.as_ref()).unwrap();
+            assert_eq!(sub.not_built_on(reference, off), None, "{id} {}", reference.label);
+        }
     }
 
     /// `kat_from` names another instance with a KAT of its own; an unknown label, the

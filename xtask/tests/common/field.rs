@@ -2,8 +2,8 @@
 //! project: a nested root with spaces and a hidden folder, per-instance sources and
 //! defines, `.S` files, a link library, per-architecture defines, the official ICCS
 //! files from a (fixture) API package, record counts other than 10, a documented
-//! known failure, a candidate defining `drng_algorithm` itself, and per-instance time
-//! limits and output caps. Expected digests come from the Rust model in
+//! known failure, a candidate defining `drng_algorithm` itself, per-instance time
+//! limits and output caps, and link-only flags. Expected digests come from the Rust model in
 //! common/fixture.rs, never from running the C code.
 
 use std::path::{Path, PathBuf};
@@ -29,7 +29,13 @@ pub const INSTANCES: &[(&str, &str, usize, &str)] = &[
     ("f-hang", "hang", 16, "#define FIX_HANG 1\n"),
     ("f-big", "big", 40000, ""),
     ("f-x86", "x86 only", 16, X86_PRELUDE),
+    ("f-defsym", "defsym", 16, DEFSYM_PRELUDE),
 ];
+
+/// Calls a name only the library's link defines (`-Wl,--defsym`, as sign-02's AVX2
+/// instances alias their assembly): without the manifest's `link_flags` no link finds it.
+const DEFSYM_PRELUDE: &str =
+    "int fixture_alias_zero(void);\nint fixture_alias_used(void) { return fixture_alias_zero(); }\n";
 
 /// x86-64 only as written: an SSE2 intrinsic from <immintrin.h> and `bsr` inline assembly
 /// (as kem-01's and kem-07's sources have); the manifest says `arch = ["x86_64"]`.
@@ -85,6 +91,7 @@ pub fn write_tree(tree: &Path) {
         std::fs::write(d.join(format!("KAT/KAT_KEM_{label}.txt")), model_text(*n, records)).unwrap();
     }
     std::fs::write(root.join("asm/zero.S"), ASM).unwrap();
+    std::fs::write(root.join("defsym/zero.S"), ASM).unwrap();
     std::fs::write(
         root.join("gmp/uses_gmp.c"),
         "int fixture_gmp_check(void);\nint fixture_gmp_used(void) { return fixture_gmp_check(); }\n",
@@ -149,6 +156,9 @@ defines = ["FIX_ARCH_ARM=1"]
         "f-hang" => "timeout = 3\nslow = true\n",
         "f-big" => "output_cap_mib = 1\n",
         "f-x86" => "arch = [\"x86_64\"]\n",
+        "f-defsym" => {
+            "sources = [\"{dir}/*.S\"]\nlink_flags = [\"-Wl,--defsym=fixture_alias_zero=fixture_asm_zero\"]\n"
+        }
         _ => "",
     };
     for (label, dir, _, _) in INSTANCES {
