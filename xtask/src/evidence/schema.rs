@@ -1073,6 +1073,9 @@ pub struct TrialSpread {
     pub median_ns: f64,
     pub min_ns: f64,
     pub max_ns: f64,
+    /// Why this side's figures are indicative only (`stats::indicative`); empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indicative: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -211,6 +211,46 @@ pub fn three_digits(v: f64) -> String {
     trim(format!("{v:.decimals$}"))
 }
 
+// ---- How far one record's figures go at its run's size (pages and compare)
+
+/// The reference plan's trials: with fewer, compare's rank test cannot separate two
+/// records (3 a side give p = 0.1 at best), and one slow trial moves the mean.
+pub const TRUSTED_TRIALS: usize = 5;
+/// Slowest minus fastest kept trial over the median: on a fixed host the reference
+/// plan's trials lie within a few percent; beyond 10 % a figure's second digit is open.
+pub const TRUSTED_SPREAD: f64 = 0.10;
+
+/// Why `r`'s figures are indicative only at its run's size, each in a few words (the one
+/// rule of the pages and `compare`); empty when none holds.
+pub fn indicative(r: &crate::evidence::schema::Record) -> Vec<String> {
+    let a = &r.aggregate;
+    let mut why = Vec::new();
+    if r.quick {
+        why.push("quick run".to_owned());
+    }
+    if !r.host_gate.failed().is_empty() {
+        why.push("unfixed host".to_owned());
+    }
+    if a.trials < TRUSTED_TRIALS {
+        why.push(format!("{} trials", a.trials));
+    }
+    if a.spread > TRUSTED_SPREAD {
+        why.push(format!("trials {:.0} % apart", a.spread * 100.0));
+    }
+    why
+}
+
+/// [`indicative`]'s rule in words, for the line under a table that marks it.
+pub fn indicative_rule() -> String {
+    format!(
+        "Indicative: a figure of a quick run (`bench --quick`), of an unfixed host (bench's host gate failed), \
+         of fewer than {TRUSTED_TRIALS} kept trials, or whose slowest and fastest trials lie more than {:.0} % of \
+         the median apart. Such figures move between runs of the same code by far more than their spread (two \
+         quick runs on one VM: 84.9 µs and 220 µs for one keygen); the reference plan on a fixed host marks none.",
+        TRUSTED_SPREAD * 100.0
+    )
+}
+
 // ---- Two samples: is a difference within noise (compare)
 
 /// Largest pooled sample tested exactly (every split: C(20, 10) = 184 756 at most).
@@ -573,5 +613,20 @@ mod tests {
         // No spread but a difference: the largest finite t, signed (a record holds it).
         let constant: Vec<(usize, f64)> = (0..2_000).map(|i| (i % 2, 1.0 + (i % 2) as f64)).collect();
         assert_eq!(dudect(&constant).unwrap().t, -f64::MAX);
+    }
+
+    /// The noise rule on the golden record (a quick run of 3 trials on an unfixed host),
+    /// then on the same record made a reference run on a fixed host, then spread out.
+    #[test]
+    fn figures_are_indicative_by_the_run_that_made_them() {
+        let path = crate::project::root().join("xtask/tests/golden/record.json");
+        let mut r: crate::evidence::schema::Record = crate::evidence::schema::read(&path).unwrap().unwrap();
+        assert_eq!(indicative(&r), ["quick run", "unfixed host", "3 trials"]);
+        r.quick = false;
+        r.host_gate.checks.iter_mut().for_each(|c| c.ok = true);
+        r.aggregate.trials = TRUSTED_TRIALS;
+        assert!(indicative(&r).is_empty(), "{:?}", indicative(&r));
+        r.aggregate.spread = 0.61;
+        assert_eq!(indicative(&r), ["trials 61 % apart"]);
     }
 }

@@ -232,6 +232,9 @@ fn index(shown: &[Shown]) -> String {
          cycles where the counter counts them), and sizes in bytes. Each submission's name links to its page; the raw \
          records and logs are in <a href=\"raw/EVIDENCE.sha256\">raw/</a> with their index.</p>\n",
     );
+    if shown.iter().flat_map(|s| &s.e.records).any(|r| !stats::indicative(r).is_empty()) {
+        let _ = writeln!(h, "<p class=\"meta\">{}</p>", inline(&stats::indicative_rule()));
+    }
     let mut systems: Vec<&str> = shown.iter().map(|s| s.system.as_str()).collect();
     systems.dedup();
     for system in systems {
@@ -342,6 +345,10 @@ fn time_cell(r: Option<&Record>) -> String {
     if r.counter.hardware_cycles {
         let cycles = stats::spread(&stats::kept_ticks_per_op(trials())).median;
         let _ = write!(cell, "<br><small>{}</small>", crate::pages::forms::cycles(cycles));
+    }
+    let why = stats::indicative(r);
+    if !why.is_empty() {
+        let _ = write!(cell, "<br><small title=\"{}\">indicative</small>", esc(&why.join(", ")));
     }
     cell
 }
