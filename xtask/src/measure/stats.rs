@@ -359,13 +359,55 @@ pub const MIN_PER_CLASS: u64 = 500;
 /// dudect's threshold on |t|: above it, the classes' timings differ.
 pub const THRESHOLD: f64 = 4.5;
 
+/// dudect's own bounds (dudect.h): below `enough_measurements`, 10,000 in the test
+/// giving the largest |t|, it gives no verdict, and only above 10 it says "probably not
+/// constant time". One test of a few thousand measurements picked as the largest of
+/// about a hundred moves past 4.5 by noise alone (clean ML-KEM dec: 8.6 at 2,000).
+pub const ENOUGH_MEASUREMENTS: u64 = 10_000;
+pub const SMALL_SAMPLE_THRESHOLD: f64 = 10.0;
+
 pub use crate::evidence::domain::Welch;
+use crate::evidence::schema::CtTimingStatus;
 
 impl Welch {
-    /// The verdict of every dudect-style test: |t| above [`THRESHOLD`].
+    /// Every dudect-style test's threshold: |t| above [`THRESHOLD`].
     pub fn differs(&self) -> bool {
         self.t.abs() > THRESHOLD
     }
+
+    /// The margin rule, `ct`'s one verdict: |t| above [`THRESHOLD`] differs on at least
+    /// [`ENOUGH_MEASUREMENTS`], else only above [`SMALL_SAMPLE_THRESHOLD`]; between the
+    /// two on fewer measurements it is inconclusive.
+    pub fn status(&self) -> CtTimingStatus {
+        let (t, n) = (self.t.abs(), self.n[0] + self.n[1]);
+        if t > SMALL_SAMPLE_THRESHOLD || (self.differs() && n >= ENOUGH_MEASUREMENTS) {
+            CtTimingStatus::Differs
+        } else if self.differs() {
+            CtTimingStatus::Inconclusive
+        } else {
+            CtTimingStatus::NoneFound
+        }
+    }
+
+    /// How strongly [`Welch::status`] speaks for a difference: 2 differs, 1 inconclusive.
+    pub fn rank(&self) -> u8 {
+        match self.status() {
+            CtTimingStatus::Differs => 2,
+            CtTimingStatus::Inconclusive => 1,
+            _ => 0,
+        }
+    }
+}
+
+/// The margin rule in words, for pages and the console.
+pub fn margin_rule() -> String {
+    format!(
+        "above {THRESHOLD} the classes' timings differ when the test had at least {},{:03} measurements; on \
+         fewer, only above {SMALL_SAMPLE_THRESHOLD}, and between the two the test is inconclusive (dudect's own \
+         bounds)",
+        ENOUGH_MEASUREMENTS / 1000,
+        ENOUGH_MEASUREMENTS % 1000
+    )
 }
 
 /// Running count, mean and sum of squared deviations (Welford).
@@ -613,6 +655,20 @@ mod tests {
         // No spread but a difference: the largest finite t, signed (a record holds it).
         let constant: Vec<(usize, f64)> = (0..2_000).map(|i| (i % 2, 1.0 + (i % 2) as f64)).collect();
         assert_eq!(dudect(&constant).unwrap().t, -f64::MAX);
+    }
+
+    /// The margin rule: a quick run's |t| = 8.6 on 2,000 measurements is no verdict,
+    /// the same t on 10,000 differs, and above 10 any sample differs.
+    #[test]
+    fn a_margin_the_sample_cannot_support_is_inconclusive() {
+        let w = |t: f64, n: u64| Welch { t, test: String::new(), n: [n / 2, n - n / 2], mean_ns: [0.0; 2] };
+        assert_eq!(w(8.6, 2_000).status(), CtTimingStatus::Inconclusive);
+        assert_eq!(w(-8.6, 9_999).status(), CtTimingStatus::Inconclusive);
+        assert_eq!(w(8.6, ENOUGH_MEASUREMENTS).status(), CtTimingStatus::Differs);
+        assert_eq!(w(10.1, 2_000).status(), CtTimingStatus::Differs);
+        assert_eq!(w(4.5, 1_000_000).status(), CtTimingStatus::NoneFound);
+        assert!(w(10.1, 2_000).rank() > w(8.6, 2_000).rank() && w(8.6, 2_000).rank() > w(1.0, 2_000).rank());
+        assert!(margin_rule().contains("at least 10,000 measurements"), "{}", margin_rule());
     }
 
     /// The noise rule on the golden record (a quick run of 3 trials on an unfixed host),
