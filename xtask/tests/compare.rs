@@ -316,7 +316,7 @@ fn hostile_names_inject_nothing_and_write_nowhere_else() {
     let md = std::fs::read_to_string(page_dir.join("compare.md")).unwrap();
     let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| ..") || l.starts_with("| pqclean-ml-dsa")).collect();
     assert_eq!(table.len(), 12, "{md}");
-    assert!(table.iter().all(|l| l.matches(" | ").count() == 8), "a `|` in a name splits no cell: {md}");
+    assert!(table.iter().all(|l| l.matches(" | ").count() == 9), "a `|` in a name splits no cell: {md}");
     let mut made: Vec<String> =
         std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     made.sort();
@@ -385,6 +385,9 @@ fn quick_unfixed_sides_are_said_once_above_the_table() {
     let rows = rows(&page);
     assert_eq!(rows.len(), 9);
     assert!(rows.iter().all(|r| r[4] == "too few trials (3 and 3)"), "{rows:?}");
+    // Beside each row's figures: which side's are indicative, and why.
+    let marked = page.lines().filter(|l| l.ends_with(" | A and B: quick run, unfixed host, 3 trials |")).count();
+    assert_eq!(marked, 9, "{page}");
     let json = xtask(&["--json", "compare", s(&a), s(&b)], None);
     let cmp: Comparison = serde_json::from_str(&common::stdout(&json)).unwrap();
     assert_eq!(cmp.caveats, [quick, unfixed]);

@@ -133,7 +133,10 @@ fn timing_is_measured_from_outside(out: &Path, id: &str) {
     assert!(t.t.abs() > t.threshold && t.n[0] >= 500 && t.n[1] >= 500, "{t:#?}");
     for label in ["ct-leak", "ct-twin", "ct-hide"] {
         let t = ct_record(out, id, label, "dec").timing.unwrap_or_else(|| panic!("{label}: dec not timed"));
-        assert!(matches!(t.status, CtTimingStatus::Differs | CtTimingStatus::NoneFound), "{label}: {t:#?}");
+        assert!(
+            matches!(t.status, CtTimingStatus::Differs | CtTimingStatus::Inconclusive | CtTimingStatus::NoneFound),
+            "{label}: {t:#?}"
+        );
         assert_eq!(t.taken, 4000);
         let moved: Vec<String> = t.moved.iter().map(|m| format!("{}: {:.2}", m.what, m.t)).collect();
         eprintln!("{label} dec: t = {:.2} ({}); {}", t.t, t.test, moved.join("; "));

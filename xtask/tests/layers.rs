@@ -78,7 +78,7 @@ const BELOW: &[(&str, &[&str])] = &[
     ("container::emulation", &["evidence::domain"]),
     ("pages", &["measure::stats"]),
     ("pages::chart", &["pages", "measure::stats"]),
-    ("pages::constant_time", &["pages", "evidence::schema", "family", "ct::memcheck"]),
+    ("pages::constant_time", &["pages", "evidence::schema", "family", "ct::memcheck", "measure::stats"]),
 ];
 
 #[test]

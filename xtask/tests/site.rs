@@ -93,9 +93,10 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     assert!(kem.contains("<th>keygen<br><small>median time<br>cycles</small></th>"), "{kem}");
     assert!(kem.contains("<th>ciphertext<br><small>bytes</small></th>"), "{kem}");
     // The constant-time column: the instance's distinct findings over its checked operations,
-    // and the operations whose timing differs (keygen's, in the golden records).
+    // and the operations whose timing differs or is inconclusive (keygen's |t| = 9.6 on
+    // 4740 measurements, in the golden records: below the margin rule's 10,000).
     assert!(kem.contains("<th>constant time<br><small>memcheck findings, timing</small></th>"), "{kem}");
-    let ml512 = "<tr><td>ML-KEM-512</td><td>PASS</td><td>4 finding(s); timing differs: keygen</td><td class=\"n\">18.2 µs<br><small>";
+    let ml512 = "<tr><td>ML-KEM-512</td><td>PASS</td><td>4 finding(s); timing inconclusive: keygen</td><td class=\"n\">18.2 µs<br><small>";
     assert!(kem.contains(ml512), "{kem}");
     let sig = section(x86, "pqclean-ml-dsa</a>", "</table>");
     assert!(!sig.contains("constant time"), "no column where no instance was checked: {sig}");

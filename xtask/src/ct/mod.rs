@@ -77,7 +77,8 @@ impl Ct {
 #[derive(Debug, Default)]
 pub struct Seen {
     pub findings: Vec<String>,
-    /// Undetermined or nothing poisoned: recorded facts without a conclusion.
+    /// Undetermined, nothing poisoned or an inconclusive timing test: recorded facts
+    /// without a conclusion.
     pub open: Vec<String>,
     /// Failed runs and failed builds.
     pub failures: Vec<String>,
@@ -228,6 +229,7 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
                 let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, timing_summary(t));
                 match t.status {
                     CtTimingStatus::Differs => seen.findings.push(line),
+                    CtTimingStatus::Inconclusive => seen.open.push(line),
                     CtTimingStatus::Failed => seen.failures.push(line),
                     CtTimingStatus::NoneFound | CtTimingStatus::NotRun => {}
                 }
@@ -442,6 +444,14 @@ fn timing_summary(t: &CtTiming) -> String {
         CtTimingStatus::Differs | CtTimingStatus::NoneFound => {
             format!("{}: |t| = {:.1} over {} measurements ({})", t.status.as_str(), t.t.abs(), t.taken, t.test)
         }
+        CtTimingStatus::Inconclusive => format!(
+            "{}: |t| = {:.1} on {} measurements ({}); {}",
+            t.status.as_str(),
+            t.t.abs(),
+            t.n[0] + t.n[1],
+            t.test,
+            crate::measure::stats::margin_rule()
+        ),
         _ => format!("{}: {}", t.status.as_str(), t.detail.as_deref().unwrap_or("")),
     }
 }
@@ -522,18 +532,11 @@ pub(crate) fn check_kept(rec: &CtRecord, sub: &Submission) -> Result<()> {
         anyhow::bail!("it holds a timing test its status {} does not take", rec.status.as_str());
     }
     let judged = match t.status {
-        CtTimingStatus::Differs | CtTimingStatus::NoneFound if t.threshold != crate::measure::stats::THRESHOLD => {
+        CtTimingStatus::NotRun | CtTimingStatus::Failed => t.status,
+        _ if t.threshold != crate::measure::stats::THRESHOLD => {
             anyhow::bail!("its timing test's threshold is {}, not {}", t.threshold, crate::measure::stats::THRESHOLD)
         }
-        CtTimingStatus::Differs | CtTimingStatus::NoneFound => {
-            let w = crate::measure::stats::Welch { t: t.t, test: t.test.clone(), n: t.n, mean_ns: t.mean_ns };
-            if w.differs() {
-                CtTimingStatus::Differs
-            } else {
-                CtTimingStatus::NoneFound
-            }
-        }
-        other => other,
+        _ => crate::measure::stats::Welch { t: t.t, test: t.test.clone(), n: t.n, mean_ns: t.mean_ns }.status(),
     };
     if judged != t.status {
         anyhow::bail!(

@@ -185,18 +185,24 @@ fn judge(frame: &Frame, samples: &[(usize, f64)], gaps: &[f64], asked: u64, prin
     let [after, next] = moved(samples, gaps);
     let others: Vec<(&str, stats::Welch)> =
         [(AFTER, after), (NEXT, next)].into_iter().filter_map(|(what, s)| Some((what, stats::dudect(&s)?))).collect();
-    let worst = others.iter().filter(|(_, m)| m.differs()).max_by(|a, b| a.1.t.abs().total_cmp(&b.1.t.abs()));
+    let worst = others
+        .iter()
+        .filter(|(_, m)| m.rank() > w.rank())
+        .max_by(|a, b| a.1.rank().cmp(&b.1.rank()).then(a.1.t.abs().total_cmp(&b.1.t.abs())));
     let mut detail = None;
-    if let (false, Some((what, m))) = (w.differs(), worst) {
-        // The window's own test is the record's unless only a moved one differs.
+    if let Some((what, m)) = worst {
+        // The window's own test is the record's unless a moved one says more.
         detail = Some(format!(
-            "the window alone shows no difference (|t| = {:.1}), but {what} does: work moved out of the timed window",
-            w.t.abs()
+            "the window alone: {} (|t| = {:.1}); {what}: {} (|t| = {:.1}), where work moved out of the timed \
+             window shows",
+            w.status().as_str(),
+            w.t.abs(),
+            m.status().as_str(),
+            m.t.abs()
         ));
         w = stats::Welch { test: format!("{what}: {}", m.test), ..m.clone() };
     }
-    let status = if w.differs() { CtTimingStatus::Differs } else { CtTimingStatus::NoneFound };
-    let mut r = blank(status, detail, asked);
+    let mut r = blank(w.status(), detail, asked);
     (r.taken, r.t, r.test, r.n, r.mean_ns) = (frame.taken, w.t, w.test, w.n, w.mean_ns);
     r.moved =
         others.into_iter().map(|(what, m)| MovedTest { what: what.into(), t: m.t, test: m.test, n: m.n }).collect();

@@ -1073,6 +1073,9 @@ pub struct TrialSpread {
     pub median_ns: f64,
     pub min_ns: f64,
     pub max_ns: f64,
+    /// Why this side's figures are indicative only (`stats::indicative`); empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indicative: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1291,6 +1294,9 @@ pub enum CtTimingStatus {
     Differs,
     /// |t| at most the threshold on these measurements (no proof).
     NoneFound,
+    /// |t| above the threshold by a margin the test's measurements cannot support
+    /// (`measure::stats`'s margin rule): no verdict either way.
+    Inconclusive,
     /// Not run (emulation, or the operator's choice); `detail` says why.
     NotRun,
     /// The operation, the driver or the timer failed; `detail` says how.
@@ -1302,6 +1308,7 @@ impl CtTimingStatus {
         match self {
             CtTimingStatus::Differs => "timing differs",
             CtTimingStatus::NoneFound => "no timing difference found",
+            CtTimingStatus::Inconclusive => "timing inconclusive",
             CtTimingStatus::NotRun => "timing not run",
             CtTimingStatus::Failed => "timing failed",
         }

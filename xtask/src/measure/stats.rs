@@ -211,6 +211,46 @@ pub fn three_digits(v: f64) -> String {
     trim(format!("{v:.decimals$}"))
 }
 
+// ---- How far one record's figures go at its run's size (pages and compare)
+
+/// The reference plan's trials: with fewer, compare's rank test cannot separate two
+/// records (3 a side give p = 0.1 at best), and one slow trial moves the mean.
+pub const TRUSTED_TRIALS: usize = 5;
+/// Slowest minus fastest kept trial over the median: on a fixed host the reference
+/// plan's trials lie within a few percent; beyond 10 % a figure's second digit is open.
+pub const TRUSTED_SPREAD: f64 = 0.10;
+
+/// Why `r`'s figures are indicative only at its run's size, each in a few words (the one
+/// rule of the pages and `compare`); empty when none holds.
+pub fn indicative(r: &crate::evidence::schema::Record) -> Vec<String> {
+    let a = &r.aggregate;
+    let mut why = Vec::new();
+    if r.quick {
+        why.push("quick run".to_owned());
+    }
+    if !r.host_gate.failed().is_empty() {
+        why.push("unfixed host".to_owned());
+    }
+    if a.trials < TRUSTED_TRIALS {
+        why.push(format!("{} trials", a.trials));
+    }
+    if a.spread > TRUSTED_SPREAD {
+        why.push(format!("trials {:.0} % apart", a.spread * 100.0));
+    }
+    why
+}
+
+/// [`indicative`]'s rule in words, for the line under a table that marks it.
+pub fn indicative_rule() -> String {
+    format!(
+        "Indicative: a figure of a quick run (`bench --quick`), of an unfixed host (bench's host gate failed), \
+         of fewer than {TRUSTED_TRIALS} kept trials, or whose slowest and fastest trials lie more than {:.0} % of \
+         the median apart. Such figures move between runs of the same code by far more than their spread (two \
+         quick runs on one VM: 84.9 µs and 220 µs for one keygen); the reference plan on a fixed host marks none.",
+        TRUSTED_SPREAD * 100.0
+    )
+}
+
 // ---- Two samples: is a difference within noise (compare)
 
 /// Largest pooled sample tested exactly (every split: C(20, 10) = 184 756 at most).
@@ -319,13 +359,55 @@ pub const MIN_PER_CLASS: u64 = 500;
 /// dudect's threshold on |t|: above it, the classes' timings differ.
 pub const THRESHOLD: f64 = 4.5;
 
+/// dudect's own bounds (dudect.h): below `enough_measurements`, 10,000 in the test
+/// giving the largest |t|, it gives no verdict, and only above 10 it says "probably not
+/// constant time". One test of a few thousand measurements picked as the largest of
+/// about a hundred moves past 4.5 by noise alone (clean ML-KEM dec: 8.6 at 2,000).
+pub const ENOUGH_MEASUREMENTS: u64 = 10_000;
+pub const SMALL_SAMPLE_THRESHOLD: f64 = 10.0;
+
 pub use crate::evidence::domain::Welch;
+use crate::evidence::schema::CtTimingStatus;
 
 impl Welch {
-    /// The verdict of every dudect-style test: |t| above [`THRESHOLD`].
+    /// Every dudect-style test's threshold: |t| above [`THRESHOLD`].
     pub fn differs(&self) -> bool {
         self.t.abs() > THRESHOLD
     }
+
+    /// The margin rule, `ct`'s one verdict: |t| above [`THRESHOLD`] differs on at least
+    /// [`ENOUGH_MEASUREMENTS`], else only above [`SMALL_SAMPLE_THRESHOLD`]; between the
+    /// two on fewer measurements it is inconclusive.
+    pub fn status(&self) -> CtTimingStatus {
+        let (t, n) = (self.t.abs(), self.n[0] + self.n[1]);
+        if t > SMALL_SAMPLE_THRESHOLD || (self.differs() && n >= ENOUGH_MEASUREMENTS) {
+            CtTimingStatus::Differs
+        } else if self.differs() {
+            CtTimingStatus::Inconclusive
+        } else {
+            CtTimingStatus::NoneFound
+        }
+    }
+
+    /// How strongly [`Welch::status`] speaks for a difference: 2 differs, 1 inconclusive.
+    pub fn rank(&self) -> u8 {
+        match self.status() {
+            CtTimingStatus::Differs => 2,
+            CtTimingStatus::Inconclusive => 1,
+            _ => 0,
+        }
+    }
+}
+
+/// The margin rule in words, for pages and the console.
+pub fn margin_rule() -> String {
+    format!(
+        "above {THRESHOLD} the classes' timings differ when the test had at least {},{:03} measurements; on \
+         fewer, only above {SMALL_SAMPLE_THRESHOLD}, and between the two the test is inconclusive (dudect's own \
+         bounds)",
+        ENOUGH_MEASUREMENTS / 1000,
+        ENOUGH_MEASUREMENTS % 1000
+    )
 }
 
 /// Running count, mean and sum of squared deviations (Welford).
@@ -573,5 +655,34 @@ mod tests {
         // No spread but a difference: the largest finite t, signed (a record holds it).
         let constant: Vec<(usize, f64)> = (0..2_000).map(|i| (i % 2, 1.0 + (i % 2) as f64)).collect();
         assert_eq!(dudect(&constant).unwrap().t, -f64::MAX);
+    }
+
+    /// The margin rule: a quick run's |t| = 8.6 on 2,000 measurements is no verdict,
+    /// the same t on 10,000 differs, and above 10 any sample differs.
+    #[test]
+    fn a_margin_the_sample_cannot_support_is_inconclusive() {
+        let w = |t: f64, n: u64| Welch { t, test: String::new(), n: [n / 2, n - n / 2], mean_ns: [0.0; 2] };
+        assert_eq!(w(8.6, 2_000).status(), CtTimingStatus::Inconclusive);
+        assert_eq!(w(-8.6, 9_999).status(), CtTimingStatus::Inconclusive);
+        assert_eq!(w(8.6, ENOUGH_MEASUREMENTS).status(), CtTimingStatus::Differs);
+        assert_eq!(w(10.1, 2_000).status(), CtTimingStatus::Differs);
+        assert_eq!(w(4.5, 1_000_000).status(), CtTimingStatus::NoneFound);
+        assert!(w(10.1, 2_000).rank() > w(8.6, 2_000).rank() && w(8.6, 2_000).rank() > w(1.0, 2_000).rank());
+        assert!(margin_rule().contains("at least 10,000 measurements"), "{}", margin_rule());
+    }
+
+    /// The noise rule on the golden record (a quick run of 3 trials on an unfixed host),
+    /// then on the same record made a reference run on a fixed host, then spread out.
+    #[test]
+    fn figures_are_indicative_by_the_run_that_made_them() {
+        let path = crate::project::root().join("xtask/tests/golden/record.json");
+        let mut r: crate::evidence::schema::Record = crate::evidence::schema::read(&path).unwrap().unwrap();
+        assert_eq!(indicative(&r), ["quick run", "unfixed host", "3 trials"]);
+        r.quick = false;
+        r.host_gate.checks.iter_mut().for_each(|c| c.ok = true);
+        r.aggregate.trials = TRUSTED_TRIALS;
+        assert!(indicative(&r).is_empty(), "{:?}", indicative(&r));
+        r.aggregate.spread = 0.61;
+        assert_eq!(indicative(&r), ["trials 61 % apart"]);
     }
 }

@@ -120,8 +120,8 @@ pub fn draw(c: &Chart) -> String {
     let row_h = (8.0 * per + 8.0).max(18.0);
     let top = 10.0;
     let plot_bottom = top + row_h * c.rows.len() as f64;
-    let legend = c.series.len() > 1;
-    let ht = plot_bottom + 48.0 + if legend { 20.0 } else { 0.0 };
+    let legend = if c.series.len() > 1 { legend_places(c.series, left) } else { Vec::new() };
+    let ht = plot_bottom + 48.0 + 20.0 * legend.last().map_or(0.0, |p| p.1 + 1.0);
     let span = (axis.hi.ln() - axis.lo.ln()).max(f64::MIN_POSITIVE);
     let x = |v: f64| left + (WIDTH - left - 20.0) * (v.clamp(axis.lo, axis.hi).ln() - axis.lo.ln()) / span;
     let mut s = format!(
@@ -173,9 +173,7 @@ pub fn draw(c: &Chart) -> String {
             }
         }
     }
-    if legend {
-        legend_row(&mut s, c.series, (left, ht - 8.0));
-    }
+    legend_row(&mut s, c.series, &legend, plot_bottom + 60.0);
     s.push_str("</svg>\n");
     s
 }
@@ -289,9 +287,26 @@ fn bounds(values: &[f64], empty: (f64, f64)) -> (f64, f64) {
     (values.iter().copied().fold(f64::INFINITY, f64::min), values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
 }
 
-/// The series' colours and names, each entry as wide as its name.
-fn legend_row(s: &mut String, series: &[&str], (mut x, y): (f64, f64)) {
-    for (k, name) in series.iter().enumerate() {
+/// Where each legend entry starts (x, line): entries as wide as their names, left to
+/// right, and on a new line where one would pass the chart's edge (8 hash sizes do).
+fn legend_places(series: &[&str], left: f64) -> Vec<(f64, f64)> {
+    let (mut x, mut line) = (left, 0.0);
+    let mut places = Vec::new();
+    for name in series {
+        let text = CHAR_W * shown(name).chars().count() as f64;
+        if x > left && x + 12.0 + text > WIDTH - 4.0 {
+            (x, line) = (left, line + 1.0);
+        }
+        places.push((x, line));
+        x += 28.0 + text;
+    }
+    places
+}
+
+/// The series' colours and names at their places, the first line's baseline at `y`.
+fn legend_row(s: &mut String, series: &[&str], places: &[(f64, f64)], y: f64) {
+    for (k, (name, &(x, line))) in series.iter().zip(places).enumerate() {
+        let y = y + 20.0 * line;
         let _ = writeln!(
             s,
             "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{y}\">{}</text>",
@@ -301,7 +316,6 @@ fn legend_row(s: &mut String, series: &[&str], (mut x, y): (f64, f64)) {
             x + 12.0,
             esc(&shown(name))
         );
-        x += 28.0 + CHAR_W * shown(name).chars().count() as f64;
     }
 }
 
@@ -336,5 +350,24 @@ mod tests {
         let rows = [Row { label: "<x>".into(), points: vec![vec![Point::dot(f64::NAN), Point::dot(-1.0)]] }];
         let svg = draw(&Chart { rows: &rows, series: &["a"], axis: "time", scale: Scale::Time });
         assert!(!svg.contains("NaN") && !svg.contains("<x>") && svg.contains("&lt;x&gt;"), "{svg}");
+    }
+
+    /// A hash function's eight sizes do not fit one line beside long labels: the legend
+    /// wraps inside the chart, and the chart grows by its lines.
+    #[test]
+    fn the_legend_wraps_inside_the_chart() {
+        let series =
+            ["hash_32", "hash_128", "hash_512", "hash_1024", "hash_4096", "hash_8192", "hash_16384", "hash_65536"];
+        let left = 12.0 + CHAR_W * 14.0;
+        let places = legend_places(&series, left);
+        for (name, (x, _)) in series.iter().zip(&places) {
+            assert!(x + 12.0 + CHAR_W * name.len() as f64 <= WIDTH - 4.0, "{name} at {x}");
+        }
+        assert!(places.last().unwrap().1 >= 1.0, "{places:?}");
+        let rows = [Row { label: "AFS-TrEDM-1024".into(), points: vec![vec![Point::dot(1e3)]; 8] }];
+        let svg = draw(&Chart { rows: &rows, series: &series, axis: "time", scale: Scale::Time });
+        let lines = places.last().unwrap().1 + 1.0;
+        let height = format!("height=\"{}\"", 10.0 + 72.0 + 48.0 + 20.0 * lines);
+        assert!(svg.contains(&height), "{height}: {svg}");
     }
 }

@@ -348,6 +348,7 @@ fn kept(r: &Record) -> (Vec<f64>, TrialSpread) {
         median_ns: median,
         min_ns: sorted.first().copied().unwrap_or(f64::NAN),
         max_ns: sorted.last().copied().unwrap_or(f64::NAN),
+        indicative: stats::indicative(r),
     };
     (v, spread)
 }
@@ -464,6 +465,17 @@ fn verdict(r: &ComparedRow) -> String {
         Significance::Significant => format!("significant (p = {:.3})", r.p_value),
         Significance::NotSignificant => format!("within noise (p = {:.2})", r.p_value),
         Significance::TooFewTrials => format!("too few trials ({} and {})", r.a.trials, r.b.trials),
+    }
+}
+
+/// Beside a row's figures: which side's are indicative only, and why; – for neither.
+fn indicative(r: &ComparedRow) -> String {
+    match (r.a.indicative.join(", "), r.b.indicative.join(", ")) {
+        (a, b) if a.is_empty() && b.is_empty() => "–".into(),
+        (a, b) if a == b => format!("A and B: {a}"),
+        (a, b) if b.is_empty() => format!("A: {a}"),
+        (a, b) if a.is_empty() => format!("B: {b}"),
+        (a, b) => format!("A: {a}; B: {b}"),
     }
 }
 
@@ -638,14 +650,15 @@ fn page(c: &Comparison, emulated: bool) -> String {
         let _ = writeln!(p, "\n{caveat}");
     }
     p.push_str(
-        "\n| submission | instance | operation | A mean time | B mean time | B / A | noise | A spread | B spread |\n",
+        "\n| submission | instance | operation | A mean time | B mean time | B / A | noise | A spread | B spread | \
+         indicative |\n",
     );
-    p.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    p.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for r in &c.rows {
         let spread = |s: &TrialSpread| format!("{:.3}–{:.3}", s.min_ns / s.median_ns, s.max_ns / s.median_ns);
         let _ = writeln!(
             p,
-            "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} | {} |",
             md(&r.id),
             md(&r.instance),
             md(&r.op),
@@ -654,13 +667,17 @@ fn page(c: &Comparison, emulated: bool) -> String {
             r.ratio,
             verdict(r),
             spread(&r.a),
-            spread(&r.b)
+            spread(&r.b),
+            md(&indicative(r))
         );
     }
     if emulated {
         p.push_str("\nOne side ran under emulation: its times are not measurements of that architecture.\n");
     }
     p.push_str("\nSpread: fastest and slowest kept trial over the median trial of the same record.\n\n");
+    if c.rows.iter().any(|r| !r.a.indicative.is_empty() || !r.b.indicative.is_empty()) {
+        let _ = writeln!(p, "{}\n", stats::indicative_rule());
+    }
     let _ = writeln!(p, "{}\n\n{}", c.noise_rule, c.order);
     p
 }
@@ -798,7 +815,8 @@ fn row_label(r: &ComparedRow) -> String {
 
 /// The text right of a row: ratio and verdict.
 fn value_label(r: &ComparedRow) -> String {
-    format!("{:.3} · {}", r.ratio, cut(&verdict(r), LABEL_CHARS))
+    let mark = if r.a.indicative.is_empty() && r.b.indicative.is_empty() { "" } else { " · indicative" };
+    format!("{:.3} · {}{mark}", r.ratio, cut(&verdict(r), LABEL_CHARS))
 }
 
 fn chart_row(r: &ComparedRow, y: f64, left: f64, x: &dyn Fn(f64) -> f64) -> String {
@@ -928,7 +946,14 @@ mod tests {
     /// wide as the widest label in the widest font, the value area as its widest text.
     #[test]
     fn chart_labels_are_whole_and_fit_their_areas() {
-        let spread = TrialSpread { trials: 3, mean_ns: 1e5, median_ns: 1e5, min_ns: 0.9e5, max_ns: 1.1e5 };
+        let spread = TrialSpread {
+            trials: 3,
+            mean_ns: 1e5,
+            median_ns: 1e5,
+            min_ns: 0.9e5,
+            max_ns: 1.1e5,
+            indicative: vec!["quick run".into(), "3 trials".into()],
+        };
         let row = |instance: &str, op: &str, significance| ComparedRow {
             id: "sign-26".into(),
             instance: instance.into(),
@@ -958,7 +983,7 @@ mod tests {
             let x: f64 = svg[..at].rsplit("<text x=\"").next().unwrap().split('"').next().unwrap().parse().unwrap();
             assert!(x + text_width(&value, FONT) <= width, "{value} ends inside the chart: {x} of {width}");
         }
-        assert!(svg.contains(">1.250 · too few trials (3 and 3)</text>"), "{svg}");
+        assert!(svg.contains(">1.250 · too few trials (3 and 3) · indicative</text>"), "{svg}");
         // Wide letters take more room than a count of characters gave them (7.5 px each).
         assert!(text_width("WWMMWWMMWWMMWWMMWW dec", FONT) > 22.0 * 7.5);
     }

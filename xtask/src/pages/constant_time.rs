@@ -98,18 +98,18 @@ fn timing(w: &mut String, records: &[CtRecord]) -> Result<()> {
         w,
         "\nTiming test (dudect-style, for decapsulation and for every operation with a finding): {}; the two \
          classes interleaved at random. Clock: {}. t is Welch's, the largest |t| of the first-order test on all \
-         measurements, on percentile crops and of the second-order test; above {} the classes' timings differ. \
-         A low t is no proof of constant time: only these inputs, on this machine, were timed.\n",
+         measurements, on percentile crops and of the second-order test; {}. A low t is no proof of constant \
+         time: only these inputs, on this machine, were timed.\n",
         md(&first.classes),
         md(&first.clock),
-        first.threshold
+        crate::measure::stats::margin_rule()
     )?;
     writeln!(
         w,
         "| instance | operation | timing | t | test of the largest \\|t\\| | measurements (class 0 / 1) | mean class 0 | mean class 1 |\n|---|---|---|---|---|---|---|---|"
     )?;
     for (r, t) in &timed {
-        let figures = matches!(t.status, CtTimingStatus::Differs | CtTimingStatus::NoneFound);
+        let figures = !matches!(t.status, CtTimingStatus::NotRun | CtTimingStatus::Failed);
         let (tv, n, m0, m1) = if figures {
             let ns = |v: f64| crate::pages::forms::time(v);
             (format!("{:.2}", t.t), format!("{} / {}", t.n[0], t.n[1]), ns(t.mean_ns[0]), ns(t.mean_ns[1]))
@@ -215,13 +215,15 @@ pub fn cell(records: &[CtRecord], label: &str) -> String {
         .map(|r| r.op.name())
         .collect();
     let mut head = if n == 0 { format!("none found ({} ops)", mine.len()) } else { format!("{n} finding(s)") };
-    let differs: Vec<&str> = mine
-        .iter()
-        .filter(|r| r.timing.as_ref().is_some_and(|t| t.status == CtTimingStatus::Differs))
-        .map(|r| r.op.name())
-        .collect();
-    if !differs.is_empty() {
-        head = format!("{head}; timing differs: {}", differs.join(", "));
+    for status in [CtTimingStatus::Differs, CtTimingStatus::Inconclusive] {
+        let ops: Vec<&str> = mine
+            .iter()
+            .filter(|r| r.timing.as_ref().is_some_and(|t| t.status == status))
+            .map(|r| r.op.name())
+            .collect();
+        if !ops.is_empty() {
+            head = format!("{head}; {}: {}", status.as_str(), ops.join(", "));
+        }
     }
     if open.is_empty() {
         head

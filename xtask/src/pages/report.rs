@@ -457,9 +457,6 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     }
     spreads(w, e)?;
     lengths(w, e)?;
-    if e.records.iter().any(|r| r.quick) {
-        writeln!(w, "\nQuick mode: short trials for CI; the figures are indicative only.")?;
-    }
     writeln!(w, "\n{}", self_reported_line(&e.records))?;
     let unchecked = unchecked_libraries(e);
     if !unchecked.is_empty() {
@@ -483,28 +480,32 @@ pub(crate) fn message_bytes(family: &Family, r: &Record) -> Option<u64> {
 fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
     let per_byte = head.replace("mean ", "").replace(" (", "/byte (");
     let per_byte = if per_byte == "cycles" { "cycles/byte".to_owned() } else { per_byte };
-    writeln!(w, "| instance | message | {head} | {per_byte} | mean time | MB/s | n |\n|---|---|---|---|---|---|---|")?;
+    writeln!(
+        w,
+        "| instance | message | {head} | {per_byte} | mean time | MB/s | n | noise |\n|---|---|---|---|---|---|---|---|"
+    )?;
     let (mut depends, mut too_few) = (Vec::new(), Vec::new());
     for r in &e.records {
         let a = &r.aggregate;
         let Some(bytes) = message_bytes(e.family, r) else {
             writeln!(
                 w,
-                "| {} | {} | {} | | {} | | {} ({} × {}) |",
+                "| {} | {} | {} | | {} | | {} ({} × {}) | {} |",
                 md(&r.label),
                 op_cell(r),
                 forms::cycles(a.mean_ticks),
                 forms::time(a.mean_ns),
                 a.n,
                 a.trials,
-                a.iterations
+                a.iterations,
+                noise_cell(r)
             )?;
             continue;
         };
         let mbps = bytes as f64 / a.mean_ns * 1e3;
         writeln!(
             w,
-            "| {} | {bytes} B{} | {} | {} | {} | {} | {} ({} × {}) |",
+            "| {} | {bytes} B{} | {} | {} | {} | {} | {} ({} × {}) | {} |",
             md(&r.label),
             op_mark(r),
             forms::cycles(a.mean_ticks),
@@ -513,12 +514,14 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
             forms::rate(mbps),
             a.n,
             a.trials,
-            a.iterations
+            a.iterations,
+            noise_cell(r)
         )?;
         if let Some(c) = &r.content {
             content_row(&mut depends, &mut too_few, &format!("{} {bytes} B", r.label), c);
         }
     }
+    noise_rule(w, e)?;
     writeln!(
         w,
         "\nMessages as the reference method gives them (`msg[i] = (i·131 + N) mod 256`); every call XORs the \
@@ -609,13 +612,13 @@ fn baselines(w: &mut String, e: &Evidence) -> Result<()> {
 }
 
 fn per_operation(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
-    writeln!(w, "| instance | operation | {head} | mean time | ops/s | median trial | n (trials × iters) |")?;
-    writeln!(w, "|---|---|---|---|---|---|---|")?;
+    writeln!(w, "| instance | operation | {head} | mean time | ops/s | median trial | n (trials × iters) | noise |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|")?;
     for r in &e.records {
         let a = &r.aggregate;
         writeln!(
             w,
-            "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} |",
+            "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} | {} |",
             md(&r.label),
             op_cell(r),
             forms::cycles(a.mean_ticks),
@@ -625,10 +628,29 @@ fn per_operation(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
             a.n,
             a.trials,
             a.iterations,
-            retried(e.family, r)
+            retried(e.family, r),
+            noise_cell(r)
         )?;
     }
+    noise_rule(w, e)
+}
+
+/// The rule behind the noise column, under the table, when a row is marked.
+fn noise_rule(w: &mut String, e: &Evidence) -> Result<()> {
+    if e.records.iter().any(|r| !stats::indicative(r).is_empty()) {
+        writeln!(w, "\n{}", stats::indicative_rule())?;
+    }
     Ok(())
+}
+
+/// Beside a record's figures: why they are indicative only (`stats::indicative`), or –.
+fn noise_cell(r: &Record) -> String {
+    let why = stats::indicative(r);
+    if why.is_empty() {
+        "–".into()
+    } else {
+        format!("indicative: {}", why.join(", "))
+    }
 }
 
 /// The operation as a table names it, marked when the host refuted or could not check

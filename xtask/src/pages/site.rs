@@ -26,8 +26,8 @@ use crate::{measure::stats, project};
 
 /// Where the copies of the raw evidence go, below the site.
 const RAW: &str = "raw";
-const STYLE: &str = "body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}\
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left;vertical-align:top}\
+const STYLE: &str = "body{font-family:sans-serif;max-width:80em;margin:2em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left;vertical-align:top}\
 td.n,td:first-child{white-space:nowrap}td.n{text-align:right}th small,td small{color:#555;font-weight:normal}\
 nav{font-size:.9em;margin-bottom:1em}figure{margin:1.5em 0}figcaption{font-size:.9em;color:#444}\
 .banner{border:2px solid #c60;background:#fff4e5;padding:.4em .7em;margin:.7em 0}.meta{color:#444;font-size:.9em}\
@@ -232,6 +232,9 @@ fn index(shown: &[Shown]) -> String {
          cycles where the counter counts them), and sizes in bytes. Each submission's name links to its page; the raw \
          records and logs are in <a href=\"raw/EVIDENCE.sha256\">raw/</a> with their index.</p>\n",
     );
+    if shown.iter().flat_map(|s| &s.e.records).any(|r| !stats::indicative(r).is_empty()) {
+        let _ = writeln!(h, "<p class=\"meta\">{}</p>", inline(&stats::indicative_rule()));
+    }
     let mut systems: Vec<&str> = shown.iter().map(|s| s.system.as_str()).collect();
     systems.dedup();
     for system in systems {
@@ -342,6 +345,10 @@ fn time_cell(r: Option<&Record>) -> String {
     if r.counter.hardware_cycles {
         let cycles = stats::spread(&stats::kept_ticks_per_op(trials())).median;
         let _ = write!(cell, "<br><small>{}</small>", crate::pages::forms::cycles(cycles));
+    }
+    let why = stats::indicative(r);
+    if !why.is_empty() {
+        let _ = write!(cell, "<br><small title=\"{}\">indicative</small>", esc(&why.join(", ")));
     }
     cell
 }
