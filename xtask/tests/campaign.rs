@@ -11,7 +11,9 @@ use xtask::evidence::schema::{CampaignReport, CtRecord, CtStatus};
 fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let args = ["campaign", "--engine", "podman", "--out", out.to_str().unwrap(), "--quick", "--allow-unfixed-host"];
+    // Verify steps take three instances at a time (--jobs); timing stays one at a time.
+    let o = out.to_str().unwrap();
+    let args = ["campaign", "--engine", "podman", "--out", o, "--quick", "--allow-unfixed-host", "--jobs", "3"];
     let first = xtask(&args, None);
     assert!(first.status.success());
     let text = stdout(&first);
@@ -97,7 +99,8 @@ fn a_key_exchange_campaign_times_each_instances_passes_and_resumes() {
     let m = kex::manifest_dir(&tmp.path().join("m"), &zip, &insts);
     let out = tmp.path().join("out");
     let (m, o, z) = (m.to_str().unwrap(), out.to_str().unwrap(), zip.to_str().unwrap());
-    let args = ["campaign", m, "--engine", "podman", "--out", o, "--archive", z, "--quick", "--allow-unfixed-host"];
+    let base = ["campaign", m, "--engine", "podman", "--out", o, "--archive", z, "--quick", "--allow-unfixed-host"];
+    let args = [&base[..], &["--jobs", "2"]].concat();
     let first = xtask(&args, None);
     assert!(first.status.success());
     let text = stdout(&first);

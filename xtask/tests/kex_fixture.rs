@@ -18,7 +18,8 @@ fn message(s: &Summary, label: &str) -> String {
 }
 
 fn verify(m: &Path, zip: &Path, out: &Path) -> (std::process::Output, Summary) {
-    let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--timeout", "120"];
+    // Three instances at a time: each is a few short containers, mostly engine start-up.
+    let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--timeout", "120", "--jobs", "3"];
     let run = xtask(&[&args[..], &["--out", out.to_str().unwrap(), "--archive", zip.to_str().unwrap()]].concat(), None);
     let s = common::summary(out, ID);
     (run, s)

@@ -95,9 +95,11 @@ fn refusals(c: &Case) {
 
 fn every_status(c: &Case) {
     let (m, out_s, zip, out) = (c.manifest.to_str().unwrap(), c.out.to_str().unwrap(), &c.zip, &c.out);
-    // The real run: every status, in the container.
+    // The real run: every status, in the container, three instances at a time (the
+    // hanging one waits out its timeout beside the others).
+    let archive = zip.to_str().unwrap();
     let run = xtask(
-        &["verify", m, "--engine", "podman", "--out", out_s, "--archive", zip.to_str().unwrap(), "--timeout", "5"],
+        &["verify", m, "--engine", "podman", "--out", out_s, "--archive", archive, "--timeout", "5", "--jobs", "3"],
         None,
     );
     assert!(!run.status.success(), "bad instances must fail the run");
@@ -254,8 +256,12 @@ fn an_aarch64_patch_leaves_the_x86_64_build_untouched() {
     write_tree(&tmp.path().join("tree"), &instances);
     let zip = tmp.path().join("Fixture KEM v1.zip");
     zip_tree(&tmp.path().join("tree"), &zip);
+    // The same manifest twice: as shipped, and with the AArch64 patch beside it.
     let m = manifest_dir(&tmp.path().join("m"), &zip, false, &instances);
-    let verify = |out: &str, arch: &str| {
+    let m_patched = manifest_dir(&tmp.path().join("m-patched"), &zip, false, &instances);
+    let patches = m_patched.parent().unwrap().join("fixture-kem/patches");
+    std::fs::write(patches.join("0001-aarch64-no-x86intrin.patch"), X86_PATCH).unwrap();
+    let verify = |m: &Path, out: &str, arch: &str| {
         let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--archive", zip.to_str().unwrap()];
         let out = tmp.path().join(out);
         let run = xtask(&[&args[..], &["--arch", arch, "--out", out.to_str().unwrap()]].concat(), None);
@@ -265,24 +271,25 @@ fn an_aarch64_patch_leaves_the_x86_64_build_untouched() {
         let layout = Layout::new(Utf8Path::from_path(&out).unwrap(), &folder);
         (run.status.success(), schema::read::<Summary>(&layout.kat_summary("fixture-kem")).unwrap().unwrap())
     };
-    let (ok, before) = verify("x86-no-patch", "x86_64");
+    // Each manifest on both architectures, the two manifests side by side (the emulated
+    // builds are the long part).
+    let (((ok, before), (arm_unpatched_ok, unpatched)), ((patched_ok, with_patch), (arm_ok, arm))) =
+        std::thread::scope(|scope| {
+            let plain = scope.spawn(|| (verify(&m, "x86-no-patch", "x86_64"), verify(&m, "arm-no-patch", "aarch64")));
+            let patched = (verify(&m_patched, "x86-patch-present", "x86_64"), verify(&m_patched, "arm", "aarch64"));
+            (plain.join().unwrap(), patched)
+        });
     assert!(ok, "x86-64 builds the shipped code as it is");
     let x86only = |s: &Summary| entry(s, "fix-x86only").clone();
-    let patches = m.parent().unwrap().join("fixture-kem/patches");
-    std::fs::write(patches.join("0001-aarch64-no-x86intrin.patch"), X86_PATCH).unwrap();
-    let (ok, with_patch) = verify("x86-patch-present", "x86_64");
-    assert!(ok);
+    assert!(patched_ok);
     assert_eq!(x86only(&with_patch).build_key, x86only(&before).build_key, "the x86-64 build is the same build");
     assert_eq!(x86only(&with_patch).library_sha256, x86only(&before).library_sha256);
     assert!(with_patch.patches.is_empty(), "a patch for AArch64 is not listed on x86-64");
-    let (ok, arm) = verify("arm", "aarch64");
-    assert!(ok, "AArch64 builds with the patch");
+    assert!(arm_ok, "AArch64 builds with the patch");
     assert_eq!(x86only(&arm).status, Status::Pass);
     assert_eq!(x86only(&arm).actual_sha256, x86only(&before).actual_sha256);
     assert_eq!(arm.patches[0].file, "0001-aarch64-no-x86intrin.patch");
     assert_eq!(arm.patches[0].arches, [Arch::Aarch64]);
-    std::fs::remove_file(patches.join("0001-aarch64-no-x86intrin.patch")).unwrap();
-    let (ok, unpatched) = verify("arm-no-patch", "aarch64");
-    assert!(!ok);
+    assert!(!arm_unpatched_ok);
     assert_eq!(x86only(&unpatched).status, Status::Buildfail, "without the patch AArch64 cannot build it");
 }

@@ -772,23 +772,39 @@ fn an_archive_with_its_own_auxfunc_never_takes_the_official_one() {
 #[test]
 fn level_layouts_onboard_to_pass() {
     common::require_podman();
-    let mut passed = Vec::new();
-    for layout in LAYOUTS {
-        let tmp = tempfile::tempdir().unwrap();
-        let zip = levels_archive(tmp.path(), layout);
-        let (dir, out) = (tmp.path().join("drafts"), tmp.path().join("out"));
-        let started = std::time::Instant::now();
-        let args = ["onboard", zip.to_str().unwrap(), "--dir", dir.to_str().unwrap(), "--id", "toy"];
-        let run = xtask(&[&args[..], &["--engine", "podman", "--out", out.to_str().unwrap()]].concat(), None);
-        let s = common::summary(&out, "toy");
-        let statuses: Vec<&str> = s.instances.iter().map(|i| i.status.name()).collect();
-        eprintln!("{layout:?}: {statuses:?} in {:.1} s", started.elapsed().as_secs_f64());
-        if statuses == ["PASS"; 3] && run.status.success() {
-            passed.push(layout);
+    // Each layout is an archive, a draft and an evidence folder of its own: three at a
+    // time, in the order of LAYOUTS (each verify runs one short container after another).
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            scope.spawn(|| {
+                while let Some(&layout) = LAYOUTS.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                    let pass = level_layout_passes(layout);
+                    results.lock().unwrap().push((layout, pass));
+                }
+            });
         }
-    }
+    });
+    let results = results.into_inner().unwrap();
+    let passed: Vec<Layout> =
+        LAYOUTS.into_iter().filter(|l| results.iter().any(|(layout, pass)| layout == l && *pass)).collect();
     eprintln!("layouts drafted to PASS without an edit: {} of {}", passed.len(), LAYOUTS.len());
     assert_eq!(passed, LAYOUTS);
+}
+
+/// One layout from the archive to its verdicts: whether all three instances PASS.
+fn level_layout_passes(layout: Layout) -> bool {
+    let tmp = tempfile::tempdir().unwrap();
+    let zip = levels_archive(tmp.path(), layout);
+    let (dir, out) = (tmp.path().join("drafts"), tmp.path().join("out"));
+    let started = std::time::Instant::now();
+    let args = ["onboard", zip.to_str().unwrap(), "--dir", dir.to_str().unwrap(), "--id", "toy"];
+    let run = xtask(&[&args[..], &["--engine", "podman", "--out", out.to_str().unwrap()]].concat(), None);
+    let s = common::summary(&out, "toy");
+    let statuses: Vec<&str> = s.instances.iter().map(|i| i.status.name()).collect();
+    eprintln!("{layout:?}: {statuses:?} in {:.1} s", started.elapsed().as_secs_f64());
+    statuses == ["PASS"; 3] && run.status.success()
 }
 
 #[test]

@@ -204,7 +204,8 @@ fn message(s: &Summary, label: &str) -> String {
 }
 
 fn verify(m: &Path, zip: &Path, out: &Path, extra: &[&str]) -> (std::process::Output, Summary) {
-    let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--timeout", "120"];
+    // Three instances at a time: each is a few short containers, mostly engine start-up.
+    let args = ["verify", m.to_str().unwrap(), "--engine", "podman", "--timeout", "120", "--jobs", "3"];
     let run = xtask(
         &[&args[..], &["--out", out.to_str().unwrap(), "--archive", zip.to_str().unwrap()], extra].concat(),
         None,
@@ -220,6 +221,15 @@ fn signature_fixture_reaches_every_verdict() {
     let (_, zip) = write_archive(tmp.path(), &insts);
     let m = manifest_dir(&tmp.path().join("carry"), &zip, &insts, Lengths::Carry);
     let out = tmp.path().join("out");
+    // The reset run below has its own manifest and evidence folder: it runs beside the first.
+    let two: Vec<SigInst> =
+        insts.iter().filter(|i| ["sig-carry", "sig-acceptall"].contains(&i.label)).cloned().collect();
+    let m2 = manifest_dir(&tmp.path().join("reset"), &zip, &two, Lengths::Reset);
+    let out2 = tmp.path().join("out-reset");
+    let reset_run = {
+        let zip = zip.clone();
+        std::thread::spawn(move || verify(&m2, &zip, &out2, &[]))
+    };
 
     // One run over every instance.
     let (run, s) = verify(&m, &zip, &out, &[]);
@@ -262,11 +272,7 @@ fn signature_fixture_reaches_every_verdict() {
     // The per-record reset is a recorded manifest choice, and it changes the carry-over
     // candidate's text: its published digest under reset is the model's reset digest.
     // The verifier that accepts everything keeps the run from succeeding on its own.
-    let two: Vec<SigInst> =
-        insts.iter().filter(|i| ["sig-carry", "sig-acceptall"].contains(&i.label)).cloned().collect();
-    let m2 = manifest_dir(&tmp.path().join("reset"), &zip, &two, Lengths::Reset);
-    let out2 = tmp.path().join("out-reset");
-    let (run2, s2) = verify(&m2, &zip, &out2, &[]);
+    let (run2, s2) = reset_run.join().expect("the reset run");
     assert!(!run2.status.success(), "a verifier that accepts anything is no clean PASS");
     let text2 = String::from_utf8_lossy(&run2.stdout).into_owned();
     for i in &two {
