@@ -538,6 +538,20 @@ pub fn write(out: &Path) {
     write_part(out, &SYSTEMS, &IDS);
 }
 
+/// `from` into `to`, folders (a submission's patches) included.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, dest).unwrap();
+        }
+    }
+}
+
 /// A checkout for commands that read `kat/<id>/kat.sha256` (merge): the real
 /// submissions, and KAT manifests that list the golden logs' digests. Run the tool in it
 /// with [`xtask_in`].
@@ -545,11 +559,7 @@ pub fn checkout(dir: &Path) -> PathBuf {
     let real = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     std::fs::create_dir_all(dir.join("xtask")).unwrap();
     std::fs::copy(real.join("xtask/Cargo.toml"), dir.join("xtask/Cargo.toml")).unwrap();
-    std::fs::create_dir_all(dir.join("submissions")).unwrap();
-    for entry in std::fs::read_dir(real.join("submissions")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.join("submissions").join(path.file_name().unwrap())).unwrap();
-    }
+    copy_tree(&real.join("submissions"), &dir.join("submissions"));
     for id in IDS.into_iter().filter(|id| *id != BASELINE) {
         std::fs::create_dir_all(dir.join("kat").join(id)).unwrap();
         std::fs::write(dir.join("kat").join(id).join("kat.sha256"), kat_manifest(id)).unwrap();
