@@ -19,7 +19,7 @@
  *      stdout and stderr pass through unchanged, and the runner then exits as the trial
  *      did (its code, or 128 + its signal), after killing whatever it left. So the engine
  *      sees the trial's own output and status, and the trial sees what every trial sees.
- *      A trial refused its line: "ngcc-runner: refused <why>" on stderr, exit 137.
+ *      A trial refused its line: "ngcc-runner: killed … (refused <why>)" on stderr, exit 64.
  *   <- "<nonce> --time <n> <program> <arg>... [< <word>...]\n"   a timed trial (ct's
  *      timing test): started and given its line as any other, then n measurements over
  *      the same stdin and stdout (timed() below), answered by the timing frame.
@@ -186,6 +186,7 @@ static int in_program(pid_t pid, unsigned long long pc, const char *program) {
 #define THREADS 4   /* other threads were about */
 #define REPLACED 5  /* its fd 0 was no longer the runner's pipe */
 #define UNBLOCKED 6 /* signals could be delivered (a handler could take the line) */
+#define EARLY 7     /* it waited for its input outside the program (a constructor) */
 
 /* READY when the trial is where its line may be sent, 0 not yet, else why not (above).
  * It is due once the trial is blocked in read(0) from the program's own code (its
@@ -200,8 +201,13 @@ static int ready(pid_t pid, const pending *p, const char *program) {
     unsigned long long nr, fd, a[5], sp, pc;
     if (sscanf(call, "%llu %llx %llx %llx %llx %llx %llx %llx %llx", &nr, &fd, &a[0], &a[1], &a[2], &a[3], &a[4], &sp,
                &pc) != 9 ||
-        nr != SYS_read || fd != 0 || !in_program(pid, pc, program)) {
+        nr != SYS_read || fd != 0) {
         return 0;
+    }
+    /* Only the program's own `main` reads the line; a library's constructor that waits
+     * for it would wait for ever. */
+    if (!in_program(pid, pc, program)) {
+        return EARLY;
     }
     int s = proc_read(pid, "status", status, sizeof status);
     snprintf(want, sizeof want, "pipe:[%lu]", p->ino);
@@ -778,10 +784,15 @@ static void passthrough(char **argv, const char *line) {
     while (err.open_ && pass(err.fd, 2)) {
     }
     if (refused != 0) {
-        char msg[64];
-        int n = snprintf(msg, sizeof msg, "ngcc-runner: refused %d\n", refused);
+        static const char *const why[] = {"", "", "made /proc unreadable", "had other processes about",
+                                          "had other threads", "read from a stdin that was not the runner's",
+                                          "could receive signals", "waited for it outside its main (a constructor)"};
+        char msg[160];
+        int n = snprintf(msg, sizeof msg, "ngcc-runner: killed before its input was sent: it %s (refused %d)\n",
+                         why[refused], refused);
         write_all(2, msg, (size_t)n);
-        _exit(137);
+        /* The program broke the protocol, as one that never read its line does. */
+        _exit(64);
     }
     _exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
 }

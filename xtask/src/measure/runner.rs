@@ -18,6 +18,7 @@ use crate::build::recipe;
 use crate::container::engine::Backend;
 use crate::container::hostcpu::HostCpu;
 use crate::container::sandbox::{Finished, Job, Limits, Mount, Outcome, Sandbox, Session, Stopped};
+use crate::lock::KeyLock;
 use crate::project;
 
 /// A harness program built from one source file of `drivers/` (and `runner_io.h`), in a
@@ -77,6 +78,9 @@ pub fn ensure_tool(sh: &Shell, sb: &Sandbox, tool: Tool) -> Result<RunnerBinary>
     let key = project::sha256_hex(format!("{image}\n{source_sha}\n{shared_sha}\n{argv}").as_bytes());
     let base = project::cache_dir().join("runner");
     let dir = base.join(&key[..16]);
+    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {base}"))?;
+    // Two runs on one cache (a verify beside a bench) build it once, not over each other.
+    let _lock = KeyLock::exclusive(&base.join(format!("{}.lock", &key[..16])))?;
     if let Some(bin) = reuse(&dir, tool)? {
         return Ok(bin);
     }
@@ -388,6 +392,7 @@ enum Refused {
     Threads,
     Replaced,
     Unblocked,
+    Early,
 }
 
 impl Refused {
@@ -398,6 +403,7 @@ impl Refused {
             4 => Refused::Threads,
             5 => Refused::Replaced,
             6 => Refused::Unblocked,
+            7 => Refused::Early,
             _ => return None,
         })
     }
@@ -411,6 +417,7 @@ impl Refused {
             Refused::Threads => "had other threads, one of which could take it".to_owned(),
             Refused::Replaced => "read it from a stdin that was no longer the runner's pipe".to_owned(),
             Refused::Unblocked => "could still receive signals, whose handler could take it".to_owned(),
+            Refused::Early => "waited for it outside its program's `main` (a library's constructor)".to_owned(),
         };
         format!("was killed before its input was sent: when it waited for it, it {why}")
     }
