@@ -392,20 +392,14 @@ static unsigned residue(void) {
 
 static unsigned baseline;
 
-static void trial(const char *nonce, char **argv, const char *line) {
+/* Start a trial the same way for every kind: its stdout and stderr pipes, its stdin
+ * (`keep`: a pipe that stays open after the line), the fork and the exec. */
+static pid_t start(char **argv, const char *line, int keep, stream *out, stream *err, pending *in) {
     int po[2], pe[2];
-    char head[256];
-    stream out, err;
-    int status = 0;
-    struct rusage ru;
-    pid_t pid;
-
-    memset(&ru, 0, sizeof ru);
-    stream_open(&out, po, out_buf, MAX_OUT);
-    stream_open(&err, pe, err_buf, MAX_ERR);
-    pending in;
-    int in_fd = input(line, &in, 0);
-    pid = fork();
+    stream_open(out, po, out_buf, MAX_OUT);
+    stream_open(err, pe, err_buf, MAX_ERR);
+    int in_fd = input(line, in, keep);
+    pid_t pid = fork();
     if (pid < 0) {
         _exit(74);
     }
@@ -417,6 +411,18 @@ static void trial(const char *nonce, char **argv, const char *line) {
     if (in_fd >= 0) {
         close(in_fd);
     }
+    return pid;
+}
+
+static void trial(const char *nonce, char **argv, const char *line) {
+    char head[256];
+    stream out, err;
+    pending in;
+    int status = 0;
+    struct rusage ru;
+
+    memset(&ru, 0, sizeof ru);
+    pid_t pid = start(argv, line, 0, &out, &err, &in);
     int refused = collect(&out, &err, pid, &in, argv[0], &status, &ru);
     unsigned left = leftovers();
     unsigned now = residue();
@@ -641,26 +647,12 @@ static void put_words(const uint32_t *w, long n) {
 /* A timed trial: started as any other (its line sent only once it waits for it in its
  * own `main`), then n measurements over the same stdin and stdout. */
 static void timed(const char *nonce, long n, char **argv, const char *line) {
-    int po[2], pe[2], status = 0;
+    int status = 0;
     char head[256];
     stream out, err;
     pending in;
     timed_result res = {"done", 0, 0, 0};
-    stream_open(&out, po, out_buf, MAX_OUT);
-    stream_open(&err, pe, err_buf, MAX_ERR);
-    int in_fd = input(line, &in, 1);
-    pid_t pid = fork();
-    if (pid < 0) {
-        _exit(74);
-    }
-    if (pid == 0) {
-        child(argv, in_fd, po[1], pe[1]);
-    }
-    close(po[1]);
-    close(pe[1]);
-    if (in_fd >= 0) {
-        close(in_fd);
-    }
+    pid_t pid = start(argv, line, 1, &out, &err, &in);
     int refused = await_line(&err, pid, &in, argv[0]);
     if (refused == 0) {
         measure(&res, n, pid, in.fd, &out, &err);
@@ -733,26 +725,12 @@ static void forward(relay *r, pending *in, int ready0, int ready_in) {
 
 /* The container's one trial, its output passed through; the runner ends as it did. */
 static void passthrough(char **argv, const char *line) {
-    int po[2], pe[2], status = 0, refused = 0;
+    int status = 0, refused = 0;
     stream out, err;
     struct rusage ru;
     pending in;
     static relay rest;
-    stream_open(&out, po, out_buf, MAX_OUT);
-    stream_open(&err, pe, err_buf, MAX_ERR);
-    int in_fd = input(line, &in, 1);
-    pid_t pid = fork();
-    if (pid < 0) {
-        _exit(74);
-    }
-    if (pid == 0) {
-        child(argv, in_fd, po[1], pe[1]);
-    }
-    close(po[1]);
-    close(pe[1]);
-    if (in_fd >= 0) {
-        close(in_fd);
-    }
+    pid_t pid = start(argv, line, 1, &out, &err, &in);
     if (in.fd >= 0) {
         fcntl(in.fd, F_SETFL, O_NONBLOCK);
     }
