@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::build::builder::Build;
 use crate::container::sandbox::{Sandbox, Stopped};
@@ -100,9 +100,14 @@ pub fn run(t: &Timing, build: &Build, program: &str, op: &str) -> Result<CtTimin
     let started = Instant::now();
     let mut runner = Runner::start(t.sh, t.sb, t.runner, &like)?;
     let n = t.measurements;
-    let body_len = |head: &[u8], nonce: &str| Frame::parse(head, nonce, n).map(|f| 8 * f.taken as usize + f.err_len);
-    let (frame, bytes) = match runner.timed(&command, n, t.timeout, body_len)? {
-        Timed::Frame { head, body } => (head_frame(&head, n)?, body),
+    let frame = |head: &[u8], nonce: &str| {
+        Frame::parse(head, nonce, n).map(|f| {
+            let len = 8 * f.taken as usize + f.err_len;
+            (f, len)
+        })
+    };
+    let (frame, bytes) = match runner.timed(&command, n, t.timeout, frame)? {
+        Timed::Frame(frame, body) => (frame, body),
         Timed::Stopped(stopped, stderr) => return Ok(stopped_record(t, stopped, stderr)),
     };
     let words = frame.taken as usize * 4;
@@ -117,12 +122,6 @@ pub fn run(t: &Timing, build: &Build, program: &str, op: &str) -> Result<CtTimin
     rec.command = command;
     rec.wall_s = started.elapsed().as_secs_f64();
     Ok(rec)
-}
-
-/// The frame `Runner::timed` has taken already (its nonce checked there).
-fn head_frame(head: &[u8], asked: u64) -> Result<Frame> {
-    let nonce = std::str::from_utf8(head).ok().and_then(|h| h.split(' ').nth(1)).unwrap_or_default();
-    Frame::parse(head, nonce, asked).context("the timing frame changed")
 }
 
 /// Why the runner killed the trial before its line was sent, if it did.

@@ -124,7 +124,7 @@ impl CheckCtx<'_> {
     ) -> anyhow::Result<Result<Vec<u8>, String>> {
         let mut argv = vec![driver.program.to_owned()];
         argv.extend(args.iter().map(|a| (*a).to_owned()));
-        // After the mode line, when the driver is a mode of the build's one program.
+        // `stdin` follows the mode line, when the driver is a mode of the build's one program.
         let mut out = Vec::new();
         let cap = cap.min(self.sb.limits.output_cap_bytes);
         let run = (&argv[..], &stdin[..]);

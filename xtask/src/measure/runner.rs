@@ -181,14 +181,9 @@ impl Runner {
     /// Run `argv` as the next trial. An error is the tool's or the engine's; a frame the
     /// host cannot take is `Ok(Err(why))`, the trial's failure.
     pub fn trial(&mut self, argv: &[String], timeout: Duration) -> Result<std::result::Result<TrialRun, String>> {
-        if argv.iter().any(|a| a.is_empty() || a.contains([' ', '\n'])) {
-            bail!("a trial's arguments must be plain words: {argv:?}");
-        }
-        self.seq += 1;
-        let nonce = format!("{}{:x}", self.salt, self.seq);
         let _ = self.session.take_stderr();
         let before = self.session.cpu();
-        self.session.send(&format!("{nonce} {}", argv.join(" ")))?;
+        let nonce = self.send(None, argv)?;
         let deadline = Instant::now() + timeout;
         let head = match self.session.line(256, deadline)? {
             Ok(line) => line,
@@ -230,31 +225,38 @@ impl Runner {
     /// `--time`): started and given its stdin's line as any other trial, so nothing before
     /// its `main` tells it from a KAT or a timing run. `body_len` reads from the frame's
     /// head, for this nonce, how many bytes follow it.
-    pub fn timed(
+    pub fn timed<F>(
         &mut self,
         argv: &[String],
         n: u64,
         timeout: Duration,
-        body_len: impl Fn(&[u8], &str) -> Option<usize>,
-    ) -> Result<Timed> {
-        if argv.iter().any(|a| a.is_empty() || a.contains([' ', '\n'])) {
-            bail!("a trial's arguments must be plain words: {argv:?}");
-        }
-        self.seq += 1;
-        let nonce = format!("{}{:x}", self.salt, self.seq);
-        self.session.send(&format!("{nonce} --time {n} {}", argv.join(" ")))?;
+        frame: impl Fn(&[u8], &str) -> Option<(F, usize)>,
+    ) -> Result<Timed<F>> {
+        let nonce = self.send(Some(n), argv)?;
         let deadline = Instant::now() + timeout;
         let head = match self.session.line(256, deadline)? {
             Ok(line) => line,
             Err(stopped) => return Ok(Timed::Stopped(stopped, self.session.take_stderr())),
         };
-        let Some(len) = body_len(&head, &nonce) else {
+        let Some((frame, len)) = frame(&head, &nonce) else {
             bail!("the trial runner's stream held no timing frame: {:?}", String::from_utf8_lossy(&head));
         };
         Ok(match self.session.bytes(len, deadline)? {
-            Ok(body) => Timed::Frame { head, body },
+            Ok(body) => Timed::Frame(frame, body),
             Err(stopped) => Timed::Stopped(stopped, self.session.take_stderr()),
         })
+    }
+
+    /// Send the next trial's line (`--time <n>` for a timed one); its nonce.
+    fn send(&mut self, timed: Option<u64>, argv: &[String]) -> Result<String> {
+        if argv.iter().any(|a| a.is_empty() || a.contains([' ', '\n'])) {
+            bail!("a trial's arguments must be plain words: {argv:?}");
+        }
+        self.seq += 1;
+        let nonce = format!("{}{:x}", self.salt, self.seq);
+        let kind = timed.map(|n| format!("--time {n} ")).unwrap_or_default();
+        self.session.send(&format!("{nonce} {kind}{}", argv.join(" ")))?;
+        Ok(nonce)
     }
 
     fn stopped(&mut self, stopped: Stopped) -> TrialRun {
@@ -268,11 +270,11 @@ impl Runner {
     }
 }
 
-/// What a timed trial gave: its frame (head line and body), or how its container
-/// stopped first, with the container's stderr.
+/// What a timed trial gave: its frame (as its head line read, and the body), or how its
+/// container stopped first, with the container's stderr.
 #[derive(Debug)]
-pub enum Timed {
-    Frame { head: Vec<u8>, body: Vec<u8> },
+pub enum Timed<F> {
+    Frame(F, Vec<u8>),
     Stopped(Stopped, String),
 }
 
