@@ -9,8 +9,8 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::build::builder::{submission_id, RunCtx};
-use crate::build::submission::Submission;
+use crate::compile::builder::{submission_id, RunCtx};
+use crate::compile::submission::Submission;
 use crate::container::interrupt::Interrupted;
 use crate::evidence::schema::{CampaignReport, CampaignStep, Summary, Survey};
 use crate::evidence::{self, Layout};
@@ -56,7 +56,7 @@ enum Part {
 }
 
 impl Part {
-    fn takes(self, inst: &crate::build::submission::Instance) -> bool {
+    fn takes(self, inst: &crate::compile::submission::Instance) -> bool {
         match self {
             Part::All => true,
             Part::Fast => !inst.slow,
@@ -215,7 +215,7 @@ impl Campaign {
         let mine = |given: &[Given]| {
             let for_me = |g: &&Given| match (id, g.id.as_deref()) {
                 (None, _) => false,
-                (Some(_), None | Some(crate::build::iccs::ID)) => true,
+                (Some(_), None | Some(crate::compile::iccs::ID)) => true,
                 (Some(id), Some(named)) => named == submission_id(id),
             };
             given.iter().filter(for_me).cloned().collect()
@@ -308,7 +308,7 @@ impl Campaign {
 
     fn ct_step(&self, sub: &Submission, split: bool) -> Planned {
         let step = Step::Ct(sub.id.clone());
-        let refusal = crate::build::recipe::ct_refusal(sub).unwrap_or_else(|e| Some(format!("{e:#}")));
+        let refusal = crate::compile::recipe::ct_refusal(sub).unwrap_or_else(|e| Some(format!("{e:#}")));
         let why = match refusal {
             _ if self.no_ct => "--no-ct".to_owned(),
             // valgrind is pinned in an image: no ct step on the host toolchain.
@@ -328,8 +328,8 @@ impl Campaign {
         let Some(dir) = self.archive_dir.clone() else { return Ok(vec![]) };
         let ids = if self.ids.is_empty() { Submission::ids()? } else { self.ids.clone() };
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
-        let matched = crate::build::archives::Folder::scan(&dir)?.matched(&subs)?;
-        let looked = subs.iter().filter(|s| matches!(s.source, crate::build::submission::SourceSpec::Archive { .. }));
+        let matched = crate::compile::archives::Folder::scan(&dir)?.matched(&subs)?;
+        let looked = subs.iter().filter(|s| matches!(s.source, crate::compile::submission::SourceSpec::Archive { .. }));
         crate::say!("{dir}: archives of {} of {} candidates found", matched.found.len(), looked.count());
         if !matched.missing.is_empty() {
             crate::say!("missing (not run):");
@@ -454,9 +454,10 @@ impl Campaign {
         ui::emit(&report)?;
         match report.missing.len() {
             0 => Ok(()),
-            n => {
-                ui::usage(format!("{n} archive(s) missing (listed above).\n{}", crate::build::sources::SUPPLY_ARCHIVES))
-            }
+            n => ui::usage(format!(
+                "{n} archive(s) missing (listed above).\n{}",
+                crate::compile::sources::SUPPLY_ARCHIVES
+            )),
         }
     }
 

@@ -318,8 +318,8 @@ impl Inputs {
     }
 
     /// The extraction limits given on the command line (each wins over a manifest's).
-    pub fn extract_limits(&self) -> crate::build::submission::ArchiveLimits {
-        crate::build::submission::ArchiveLimits {
+    pub fn extract_limits(&self) -> crate::compile::submission::ArchiveLimits {
+        crate::compile::submission::ArchiveLimits {
             max_extract_mib: self.max_extract_mib,
             max_entries: self.max_entries,
             max_ratio: self.max_ratio,

@@ -2,8 +2,8 @@
 //! they write. The binary (`main.rs`) only dispatches; tests read evidence through
 //! the same types (`schema`) the commands write it with.
 
-pub mod build;
 pub mod campaign;
+pub mod compile;
 pub mod container;
 pub mod ct;
 pub mod doctor;

@@ -5,7 +5,7 @@ use anyhow::Result;
 use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
-use crate::build::submission::{Instance, SourceSpec, Submission};
+use crate::compile::submission::{Instance, SourceSpec, Submission};
 use crate::container::toolchain::Toolchain;
 use crate::family::{Family, FamilyId};
 use crate::flags::List;
@@ -178,7 +178,7 @@ impl Archives {
     fn count(dir: &Utf8Path, subs: &[Submission]) -> Result<Archives> {
         let found: Vec<ArchiveHere> = subs.iter().filter_map(|s| ArchiveHere::of(s, dir)).collect();
         let n = |p: &[Presence]| found.iter().filter(|a| p.contains(&a.state)).count();
-        let pin = crate::build::iccs::Pin::load()?;
+        let pin = crate::compile::iccs::Pin::load()?;
         Ok(Archives {
             dir: dir.to_owned(),
             candidates: found.len(),

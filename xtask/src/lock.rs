@@ -8,7 +8,7 @@ use camino::Utf8Path;
 
 /// One build key's lock (`flock`): exclusive while the build is checked or made, shared
 /// while it is used, so no run removes a build another is running. A cached source tree
-/// has one too, held while it is checked or made (`build::trees`).
+/// has one too, held while it is checked or made (`compile::trees`).
 pub struct KeyLock(std::fs::File);
 
 impl KeyLock {

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use camino::Utf8Path;
-use xtask::build::sources::{self, ExtractLimits, BLOCK};
-use xtask::build::submission::{ArchiveLimits, Submission};
+use xtask::compile::sources::{self, ExtractLimits, BLOCK};
+use xtask::compile::submission::{ArchiveLimits, Submission};
 
 mod common;
 
@@ -99,7 +99,7 @@ fn the_manifest_limit_admits_or_refuses_its_archive() {
     assert_eq!(trees(), 1, "the admitted archive's tree is cached");
     // What the tool read from this manifest: 8 MiB for this archive, the default elsewhere.
     let sub = Submission::load(above.to_str().unwrap()).unwrap();
-    let xtask::build::submission::SourceSpec::Archive { limits, .. } = &sub.source else { panic!() };
+    let xtask::compile::submission::SourceSpec::Archive { limits, .. } = &sub.source else { panic!() };
     assert_eq!(ExtractLimits::resolve(&ArchiveLimits::default(), limits.as_ref()).max_bytes, 8 << 20);
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{record, sha256, stdout, xtask};
-use xtask::build::sources::Provenance;
+use xtask::compile::sources::Provenance;
 use xtask::evidence::schema::{Environment, Record};
 use xtask::measure::sizes::{Basis, Sizes};
 

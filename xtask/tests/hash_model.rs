@@ -243,9 +243,9 @@ fn the_archive_has_each_instances_files_and_the_manifest_its_fields() {
     }
     // Read through the tool's own manifest type (its checks included).
     let path = camino::Utf8PathBuf::from_path_buf(tmp.path().join("fixture-hash.toml")).unwrap();
-    let m = xtask::build::submission::Submission::from_text(&path, &manifest(&zip, INSTANCES)).unwrap();
+    let m = xtask::compile::submission::Submission::from_text(&path, &manifest(&zip, INSTANCES)).unwrap();
     assert_eq!((m.id.as_str(), m.family), ("fixture-hash", xtask::family::FamilyId::Hash));
-    let xtask::build::submission::SourceSpec::Archive { bytes, .. } = m.source else { panic!("an archive") };
+    let xtask::compile::submission::SourceSpec::Archive { bytes, .. } = m.source else { panic!("an archive") };
     assert_eq!(bytes, std::fs::metadata(&zip).unwrap().len());
     assert_eq!(m.kat.program, ["driver:iccs_hash_kat.c"]);
     assert_eq!(m.instances.len(), 9);

@@ -143,13 +143,13 @@ fn circles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 /// The circle left (ARCHITECTURE.md, "Layers"): the build, KAT, ct and family modules
 /// still take the command line's option types and run sandboxes from family data.
 const LEFT: &[&str] = &[
-    "build::builder",
-    "build::iccs",
-    "build::inputs",
-    "build::recipe",
-    "build::sources",
-    "build::submission",
-    "build::trees",
+    "compile::builder",
+    "compile::iccs",
+    "compile::inputs",
+    "compile::recipe",
+    "compile::sources",
+    "compile::submission",
+    "compile::trees",
     "container::image",
     "ct",
     "ct::timing",

@@ -11,7 +11,7 @@ mod common;
 use camino::Utf8Path;
 use common::fixture::*;
 use common::{entry, sha256, xtask};
-use xtask::build::sources::Provenance;
+use xtask::compile::sources::Provenance;
 use xtask::evidence::schema::{self, SizeAudit, Summary};
 use xtask::evidence::Layout;
 use xtask::flags::Arch;

@@ -15,7 +15,7 @@ mod common;
 
 use common::fixture::{header, model_digest, model_lines, FIXTURE};
 use common::xtask;
-use xtask::build::submission::Submission;
+use xtask::compile::submission::Submission;
 
 const WRAP: &str = "Cand X v1";
 const REF: &str = "Implementations/Implementations/Reference_Implementation";
@@ -195,7 +195,7 @@ fn an_awkward_archive_gets_a_draft_that_loads() {
     let labels: Vec<&str> = sub.instances.iter().map(|i| i.label.as_str()).collect();
     assert_eq!(labels, ["CandX-128", "CandX-256"], "labels from ALGORITHM_INSTANCE; the blank template is left out");
     assert!(m.contains("API_PKC") && m.contains("blank template"), "the left-out template is named:\n{m}");
-    let xtask::build::submission::SourceSpec::Archive { root, sha256, .. } = &sub.source else { panic!() };
+    let xtask::compile::submission::SourceSpec::Archive { root, sha256, .. } = &sub.source else { panic!() };
     assert_eq!(root, WRAP, "above the nested root and Test_Vectors");
     assert_eq!(sha256.as_str(), common::sha256(&std::fs::read(&c.zip).unwrap()));
     assert_eq!(sub.instances[0].dir, format!("{REF}/Cand X-128"));
@@ -528,7 +528,7 @@ fn hostile_names_stay_values_and_links_stay_out() {
         [format!("{REF}/Cand\n[source]\nkind = \"crate\""), format!("{REF}/{hostile}"), format!("{REF}/Cand X-256")];
     assert_eq!(dirs, want, "the folder names, exactly, as values");
     assert_eq!(sub.instances[0].label, "CandZ");
-    let injected = !matches!(sub.source, xtask::build::submission::SourceSpec::Archive { .. });
+    let injected = !matches!(sub.source, xtask::compile::submission::SourceSpec::Archive { .. });
     assert!(!injected, "a folder name wrote a [source] of its own");
     assert_eq!(sub.instances[1].label, "Cand-touch-pwned-q-x", "not the header's `../../evil; rm -rf ~`");
     assert_eq!(sub.kat.api_header.as_deref(), Some("{dir}/KEM_$(touch pwned2).h"));

@@ -358,7 +358,7 @@ fn onboard_never_runs_a_draft_on_the_host() {
 /// states are in `--json` too.
 #[test]
 fn list_says_which_archives_are_here_by_name_and_size() {
-    use xtask::build::submission::{SourceSpec, Submission};
+    use xtask::compile::submission::{SourceSpec, Submission};
     let archive = |id: &str| match Submission::load(id).unwrap().source {
         SourceSpec::Archive { file, bytes, .. } => (file, bytes),
         SourceSpec::Crate { .. } => panic!("{id} is pinned by an archive"),

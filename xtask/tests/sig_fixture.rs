@@ -12,7 +12,7 @@ mod common;
 use common::fixture;
 use common::sig_fixture::*;
 use common::{entry, xtask};
-use xtask::build::submission::{Lengths as LengthsChoice, Submission};
+use xtask::compile::submission::{Lengths as LengthsChoice, Submission};
 use xtask::evidence::schema::{CheckVerdict, ProfileRecord, Record, Summary};
 use xtask::family::FamilyId;
 use xtask::kat;

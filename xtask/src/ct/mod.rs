@@ -19,10 +19,10 @@ use anyhow::{Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::build::builder::{Build, BuildCtx, BuildEnv, Built, RunCtx};
-use crate::build::recipe;
-use crate::build::sources::Source;
-use crate::build::submission::{Instance, PublicDerived, Submission};
+use crate::compile::builder::{Build, BuildCtx, BuildEnv, Built, RunCtx};
+use crate::compile::recipe;
+use crate::compile::sources::Source;
+use crate::compile::submission::{Instance, PublicDerived, Submission};
 use crate::container::sandbox::Sandbox;
 use crate::evidence::schema::{
     self, AnalysisLayer, CtFinding, CtRecord, CtStatus, CtTiming, CtTimingStatus, OpId, ResultRow, ToolchainRecord,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::build::builder::Build;
+use crate::compile::builder::Build;
 use crate::container::sandbox::{Sandbox, Stopped};
 use crate::evidence::schema::{CtStatus, CtTiming, CtTimingStatus, MovedTest};
 use crate::family::{CtOp, CtTimed};

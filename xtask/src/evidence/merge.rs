@@ -81,7 +81,7 @@ impl Merge {
 /// accepted.
 fn manifest_of(id: &str) -> Result<Manifest> {
     let manifest = Manifest::load(&Manifest::default_path(id))?;
-    Ok(match crate::build::submission::Submission::load(id) {
+    Ok(match crate::compile::submission::Submission::load(id) {
         Ok(sub) => manifest.with_kat_from(&sub),
         Err(_) => manifest,
     })

@@ -10,7 +10,7 @@ pub mod sig;
 
 use serde::{Deserialize, Serialize};
 
-use crate::build::builder::Build;
+use crate::compile::builder::Build;
 use crate::container::sandbox::Sandbox;
 pub use crate::evidence::schema::OpId;
 use crate::evidence::schema::{Check, CheckVerdict};

@@ -104,12 +104,12 @@ proptest! {
     ) {
         let text = mutated(&shipped(id), &edits);
         let path = camino::Utf8PathBuf::from(format!("/fuzz/{id}.toml"));
-        if let Ok(sub) = crate::build::submission::Submission::from_text(&path, &text) {
+        if let Ok(sub) = crate::compile::submission::Submission::from_text(&path, &text) {
             // Whatever parses has only plain relative paths.
             for inst in &sub.instances {
                 for p in sub.build.sources.iter().chain(&sub.build.include).chain(&sub.build.never_compile) {
                     let p = inst.expand(p);
-                    prop_assert!(crate::build::submission::check_rel_path(p.strip_suffix("/*.c").unwrap_or(&p)).is_ok(), "{}", p);
+                    prop_assert!(crate::compile::submission::check_rel_path(p.strip_suffix("/*.c").unwrap_or(&p)).is_ok(), "{}", p);
                 }
             }
         }
@@ -158,8 +158,8 @@ proptest! {
         std::fs::write(&file, &bytes).unwrap();
         let dest = root.join("dest");
         std::fs::create_dir(&dest).unwrap();
-        let limits = crate::build::sources::ExtractLimits { max_bytes: 1 << 20, max_entries: 100, max_ratio: 1000 };
-        let _ = crate::build::sources::unpack(&std::fs::File::open(&file).unwrap(), "input", &dest, limits);
+        let limits = crate::compile::sources::ExtractLimits { max_bytes: 1 << 20, max_entries: 100, max_ratio: 1000 };
+        let _ = crate::compile::sources::unpack(&std::fs::File::open(&file).unwrap(), "input", &dest, limits);
         // Nothing was written beside `dest`, nothing inside is executable or a link.
         let names: Vec<_> = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().file_name()).collect();
         prop_assert_eq!(names.len(), 2);

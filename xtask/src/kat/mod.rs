@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use sha2::{Digest, Sha256};
 
-use crate::build::submission::Submission;
+use crate::compile::submission::Submission;
 use crate::project;
 use crate::sha::{Sha256Hex, EMPTY};
 

@@ -17,10 +17,10 @@ use camino::Utf8Path;
 use sha2::Sha256;
 use xshell::Shell;
 
-use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
-use crate::build::recipe;
-use crate::build::sources::{self, Source};
-use crate::build::submission::{Instance, Submission};
+use crate::compile::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::compile::recipe;
+use crate::compile::sources::{self, Source};
+use crate::compile::submission::{Instance, Submission};
 use crate::container::sandbox::Outcome;
 pub use crate::evidence::schema::Status;
 use crate::evidence::schema::{self, Check, InstanceResult, KatFileResult, ResultRow, Summary, ToolchainRecord};
@@ -107,7 +107,7 @@ struct Shared {
 
 /// A `Ctx` without its shell (a shell is not shared between threads).
 struct Parts<'a> {
-    env: &'a crate::build::builder::BuildEnv,
+    env: &'a crate::compile::builder::BuildEnv,
     tc: &'a ToolchainRecord,
     sb: &'a crate::container::sandbox::Sandbox,
     sub: &'a Submission,

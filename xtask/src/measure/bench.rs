@@ -9,10 +9,10 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
-use crate::build::recipe;
-use crate::build::sources::Source;
-use crate::build::submission::{Instance, Submission};
+use crate::compile::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::compile::recipe;
+use crate::compile::sources::Source;
+use crate::compile::submission::{Instance, Submission};
 use crate::container::engine::Backend;
 use crate::container::hostcpu::HostCpu;
 use crate::container::sandbox::Sandbox;

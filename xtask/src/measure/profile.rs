@@ -12,9 +12,9 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
-use crate::build::builder::{Build, BuildCtx, Built, RunCtx};
-use crate::build::sources::Source;
-use crate::build::submission::{GroupKind, Instance, ProfileSpec, Submission};
+use crate::compile::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::compile::sources::Source;
+use crate::compile::submission::{GroupKind, Instance, ProfileSpec, Submission};
 use crate::evidence::schema::{
     self, Credibility, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict,
 };
@@ -24,7 +24,7 @@ use crate::measure::bench::{Ctx, Timed};
 use crate::measure::hostgate::Gate;
 use crate::measure::runner;
 use crate::measure::systems::SystemProfile;
-use crate::{build::recipe, measure::stats, project};
+use crate::{compile::recipe, measure::stats, project};
 
 /// Byte patterns that show an implementation is in a library: every needle of a family
 /// must occur. Tables in data are found on every architecture; constants built into
@@ -728,7 +728,7 @@ mod tests {
     #[test]
     fn forged_counts_from_the_candidates_process_are_refused() {
         let spec = ProfileSpec {
-            groups: vec![crate::build::submission::Group {
+            groups: vec![crate::compile::submission::Group {
                 name: "hash".into(),
                 kind: GroupKind::IccsHash,
                 family: "ICCS".into(),
@@ -745,7 +745,7 @@ mod tests {
         assert!(shares(&spec, &timed(vec![count("pseudohash", 1001)], 1000)).is_err());
         assert!(shares(&spec, &timed(vec![], 1000)).is_err());
         let two = ProfileSpec {
-            groups: vec![crate::build::submission::Group {
+            groups: vec![crate::compile::submission::Group {
                 symbols: vec!["a".into(), "b".into()],
                 ..spec.groups[0].clone()
             }],
@@ -776,7 +776,7 @@ mod tests {
             .expect("gcc (installed by .ci/run)");
         assert!(status.success());
         let spec = ProfileSpec {
-            groups: vec![crate::build::submission::Group {
+            groups: vec![crate::compile::submission::Group {
                 name: "g".into(),
                 kind: GroupKind::Direct,
                 family: "X".into(),
@@ -812,7 +812,7 @@ mod tests {
             .status()
             .expect("gcc (installed by .ci/run)");
         assert!(status.success());
-        let group = |name: &str, kind, family: &str, symbol: &str| crate::build::submission::Group {
+        let group = |name: &str, kind, family: &str, symbol: &str| crate::compile::submission::Group {
             name: name.into(),
             kind,
             family: family.into(),

@@ -13,8 +13,8 @@ use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
-use crate::build::builder::Build;
-use crate::build::recipe;
+use crate::compile::builder::Build;
+use crate::compile::recipe;
 use crate::container::engine::Backend;
 use crate::container::hostcpu::HostCpu;
 use crate::container::sandbox::{Finished, Job, Limits, Mount, Outcome, Sandbox, Session, Stopped};

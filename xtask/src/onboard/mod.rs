@@ -15,9 +15,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use sha2::{Digest, Sha256};
 use xshell::Shell;
 
-use crate::build::sources::ExtractLimits;
-use crate::build::submission::{Instance, Submission};
-use crate::build::trees;
+use crate::compile::sources::ExtractLimits;
+use crate::compile::submission::{Instance, Submission};
+use crate::compile::trees;
 use crate::family::{FamilyId, KatPart};
 use crate::flags::{EngineChoice, Given, Inputs, Onboard, Verify};
 use crate::kat::{self, Canonical, Mode};
@@ -925,7 +925,7 @@ fn trailing_number(label: &str) -> Option<u64> {
 
 /// A width the loader takes: whole bytes, at most the Loop's.
 fn usable_width(bits: u64) -> Option<u32> {
-    let max = u64::from(crate::build::submission::MAX_DIGEST_BITS);
+    let max = u64::from(crate::compile::submission::MAX_DIGEST_BITS);
     (bits > 0 && bits.is_multiple_of(8) && bits <= max).then_some(bits as u32)
 }
 
@@ -1466,7 +1466,7 @@ impl Onboard {
             format!("cargo xtask verify {m} --archive {}{with_iccs} --out {out}", sh_quote(self.archive.as_str()));
         // Without the package the draft takes, verify cannot start: say what it needs, not a time.
         let missing = match &iccs {
-            Some(p) => crate::build::iccs::Pin::load()?.missing(Some(p)).map(|what| (what, p)),
+            Some(p) => crate::compile::iccs::Pin::load()?.missing(Some(p)).map(|what| (what, p)),
             None => None,
         };
         if let Some((what, p)) = &missing {
@@ -1531,7 +1531,7 @@ impl Onboard {
     fn verify(&self, sh: &Shell, manifest: &Utf8Path, iccs: Option<Utf8PathBuf>) -> Result<()> {
         let mut inputs =
             Inputs::for_ids(vec![manifest.to_string()], self.target.clone(), self.out.clone(), "local".into());
-        let package = iccs.map(|path| Given { id: Some(crate::build::iccs::ID.into()), path });
+        let package = iccs.map(|path| Given { id: Some(crate::compile::iccs::ID.into()), path });
         inputs.archive = std::iter::once(Given { id: None, path: self.archive.clone() }).chain(package).collect();
         Verify { inputs, kat_manifest: None, timeout: None, resume: false, jobs: None, kat_files: Vec::new() }.run(sh)
     }

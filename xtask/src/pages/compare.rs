@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use camino::Utf8PathBuf;
 use xshell::Shell;
 
-use crate::build::submission::Submission;
+use crate::compile::submission::Submission;
 use crate::evidence::schema::{
     self, ComparedRow, ComparedSide, Comparison, CounterKind, Credibility, Difference, ImageBasis, ImageBasisCount,
     Record, Significance, ToolchainRecord, TrialSpread,

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use anyhow::{bail, Result};
 use xshell::Shell;
 
-use crate::build::sources::Provenance;
-use crate::build::submission::GroupKind;
-use crate::build::submission::Submission;
+use crate::compile::sources::Provenance;
+use crate::compile::submission::GroupKind;
+use crate::compile::submission::Submission;
 use crate::evidence::schema::{
     self, ContentControl, ContentVerdict, Credibility, CtRecord, Disagreement, Environment, InstanceResult,
     ProfileRecord, Record, SizeAudit, Summary, Survey,
@@ -231,8 +231,8 @@ fn method(e: &Evidence, system: &str) -> Option<String> {
 /// by its name, version and the checksum its lock file pins (no registry address).
 fn submission_page(sub: &Submission) -> String {
     match &sub.source {
-        crate::build::submission::SourceSpec::Archive { page: Some(p), .. } => link("NICCS page", p),
-        crate::build::submission::SourceSpec::Crate { name, version, .. } => {
+        crate::compile::submission::SourceSpec::Archive { page: Some(p), .. } => link("NICCS page", p),
+        crate::compile::submission::SourceSpec::Crate { name, version, .. } => {
             md(&format!("crate {name} {version} (checksum pinned in sources/Cargo.lock)"))
         }
         _ => NOT_GIVEN.to_owned(),

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use xshell::Shell;
 
-use crate::build::submission::Submission;
+use crate::compile::submission::Submission;
 use crate::evidence::schema::{Credibility, Record};
 use crate::evidence::{self, Layout};
 use crate::flags::Site;

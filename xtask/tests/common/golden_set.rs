@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use xtask::build::submission::{Lengths, Submission};
+use xtask::compile::submission::{Lengths, Submission};
 use xtask::evidence::schema::{
     self, Basis, CatalogRow, Check, CheckVerdict, CounterKind, Environment, InstanceResult, LenStats, Record,
     SizeAudit, Sizes, SlotTrial, Summary,

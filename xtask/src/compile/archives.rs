@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::build::iccs;
-use crate::build::submission::{SourceSpec, Submission};
+use crate::compile::iccs;
+use crate::compile::submission::{SourceSpec, Submission};
 use crate::flags::Given;
 use crate::project;
 

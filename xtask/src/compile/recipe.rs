@@ -4,8 +4,8 @@
 use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::build::sources::Source;
-use crate::build::submission::{ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
+use crate::compile::sources::Source;
+use crate::compile::submission::{ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
 use crate::container::engine::Backend;
 use crate::evidence::domain::Arch;
 use crate::family::{Corroboration, CtCheck, Driver, Family};
@@ -547,7 +547,7 @@ fn iccs_sources(sub: &Submission, inst: &Instance, src: &Source) -> Result<Vec<S
         return Ok(vec![]);
     }
     if src.iccs.is_none() {
-        bail!("{}: [build] iccs needs the ICCS API package: {}", sub.id, crate::build::iccs::SUPPLY);
+        bail!("{}: [build] iccs needs the ICCS API package: {}", sub.id, crate::compile::iccs::SUPPLY);
     }
     Ok(files.iter().map(|f| format!("{ICCS_DIR}/{f}")).collect())
 }
@@ -578,8 +578,8 @@ pub fn drivers_digest() -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::builder::{build_key, KeyInputs};
-    use crate::build::sources::{PatchRecord, Provenance};
+    use crate::compile::builder::{build_key, KeyInputs};
+    use crate::compile::sources::{PatchRecord, Provenance};
     use crate::sha::Sha256Hex;
     use camino::Utf8PathBuf;
 
@@ -671,7 +671,7 @@ extra_flags = ["-DX=1"]
         let (_t, sub, src) = fixture();
         let p = plan(&sub, &sub.instances[0], &src, &Places::container(Arch::host())).unwrap();
         let lib = &p.steps[0].argv;
-        let mut guide: Vec<&str> = crate::build::submission::GUIDE_FLAGS.to_vec();
+        let mut guide: Vec<&str> = crate::compile::submission::GUIDE_FLAGS.to_vec();
         guide.push("-DX=1");
         assert_eq!(p.flags, guide);
         assert_eq!(p.flag_set, "guide + -DX=1");

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::build::sources::{self, ExtractLimits};
+use crate::compile::sources::{self, ExtractLimits};
 use crate::evidence::schema::{self, TreeRecord};
 use crate::lock::KeyLock;
 use crate::project;

@@ -1,7 +1,7 @@
 //! The ICCS API package: the official `drng.c`/`auxfunc.c` that a manifest takes with
 //! `[build] iccs` where a tree lacks them or ships edited copies. A pinned archive the
 //! user brings, copied into the cache, checked by SHA-256 and extracted like a
-//! submission's (`build::trees`).
+//! submission's (`compile::trees`).
 
 use std::collections::BTreeMap;
 
@@ -9,8 +9,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Deserialize;
 
-use crate::build::sources::{ExtractLimits, PatchRecord};
-use crate::build::trees;
+use crate::compile::sources::{ExtractLimits, PatchRecord};
+use crate::compile::trees;
 use crate::project;
 use crate::sha::Sha256Hex;
 
@@ -80,7 +80,7 @@ impl IccsApi {
         let tree = trees::Cache::sources().pinned(&path, &pin.sha256, limits, refuse)?;
         let dir = files_dir(&tree).with_context(|| format!("{}: the ICCS API package", pin.file))?;
         let mut records = Vec::new();
-        for f in crate::build::submission::ICCS_FILES {
+        for f in crate::compile::submission::ICCS_FILES {
             records.push(PatchRecord {
                 file: format!("{}:{f}", pin.file),
                 sha256: Sha256Hex::computed(project::sha256_regular(&dir.join(f))?),
@@ -94,7 +94,7 @@ impl IccsApi {
     /// The official files a build got (name → SHA-256 of its copy) are the ones its
     /// records name: a cached package edited since it was checked is no official file.
     pub fn check_copies(&self, copies: &BTreeMap<String, String>) -> Result<()> {
-        for (f, record) in crate::build::submission::ICCS_FILES.iter().zip(&self.records) {
+        for (f, record) in crate::compile::submission::ICCS_FILES.iter().zip(&self.records) {
             let copied = copies.get(*f).map_or("none", String::as_str);
             if copied != record.sha256.as_str() {
                 bail!("{} changed since it was checked: {f} has SHA-256 {copied}, not {}", self.dir, record.sha256);

@@ -1,6 +1,6 @@
 //! Obtaining submission sources: a pinned crate, a pinned archive, or a local tree.
 //! An archive is copied into the cache and checked by SHA-256 before anything is
-//! extracted; the checked copy is extracted (`build::trees`), into a cache keyed by that
+//! extracted; the checked copy is extracted (`compile::trees`), into a cache keyed by that
 //! digest, with every execute bit dropped, so nothing that came inside a source package
 //! can be run.
 
@@ -11,8 +11,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use xshell::{cmd, Shell};
 
-use crate::build::submission::{ArchiveLimits, SourceSpec, Submission};
-use crate::build::trees;
+use crate::compile::submission::{ArchiveLimits, SourceSpec, Submission};
+use crate::compile::trees;
 use crate::evidence::domain::Arch;
 use crate::project;
 use crate::sha::Sha256Hex;
@@ -54,7 +54,7 @@ pub struct Source {
     /// Digest → path of every regular file of the tree, made when first asked.
     pub shipped: std::sync::OnceLock<std::collections::HashMap<String, Utf8PathBuf>>,
     /// The checked ICCS API package, for manifests that take its official files.
-    pub iccs: Option<crate::build::iccs::IccsApi>,
+    pub iccs: Option<crate::compile::iccs::IccsApi>,
 }
 
 impl Source {
@@ -64,7 +64,7 @@ impl Source {
 
     /// Take the official ICCS files from `api`: listed beside the patches, in every record
     /// and build key.
-    pub fn with_iccs(mut self, api: crate::build::iccs::IccsApi) -> Source {
+    pub fn with_iccs(mut self, api: crate::compile::iccs::IccsApi) -> Source {
         self.patches.extend(api.records.iter().cloned());
         self.iccs = Some(api);
         self

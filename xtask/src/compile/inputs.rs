@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use anyhow::{Context, Result};
 use camino::Utf8Path;
 
-use crate::build::recipe::{self, Plan, Step};
-use crate::build::sources::Source;
-use crate::build::submission::{Instance, Submission};
+use crate::compile::recipe::{self, Plan, Step};
+use crate::compile::sources::Source;
+use crate::compile::submission::{Instance, Submission};
 use crate::evidence::domain::Arch;
 
 /// Extensions of KAT request and response files.
@@ -302,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_build_sees_what_is_named_and_listed_and_never_kat_data() {
-        use crate::build::sources::Provenance;
+        use crate::compile::sources::Provenance;
         use crate::sha::Sha256Hex;
         let t = tempfile::tempdir().unwrap();
         let root = camino::Utf8PathBuf::from_path_buf(t.path().to_owned()).unwrap();

@@ -587,7 +587,7 @@ impl Submission {
                     Some(d) => check_driver(d),
                     // The instance folder may be the source root itself.
                     None if field == "dir" && expanded == "." => Ok(()),
-                    None => check_rel_path(crate::build::recipe::glob(&expanded).map_or(expanded.as_str(), |g| g.0)),
+                    None => check_rel_path(crate::compile::recipe::glob(&expanded).map_or(expanded.as_str(), |g| g.0)),
                 };
                 if let Err(why) = checked {
                     let what = format!("{field} {pattern:?} (instance {}: {expanded:?}) {why}", inst.label);

@@ -18,8 +18,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use xshell::Shell;
 
-use crate::build::inputs;
-use crate::build::recipe::{self, Places, Plan, Step};
+use crate::compile::inputs;
+use crate::compile::recipe::{self, Places, Plan, Step};
 use crate::container::engine::Backend;
 use crate::container::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
 use crate::evidence::domain::Arch;
@@ -29,9 +29,9 @@ use crate::flags::Inputs;
 
 /// Most files a build may leave (its folder is listed and digested file by file).
 const MAX_FILES: u64 = 100_000;
-use crate::build::iccs::{self, IccsApi};
-use crate::build::sources::{self, Source};
-use crate::build::submission::{Instance, Submission};
+use crate::compile::iccs::{self, IccsApi};
+use crate::compile::sources::{self, Source};
+use crate::compile::submission::{Instance, Submission};
 use crate::container::toolchain::Toolchain;
 use crate::measure::systems::SystemProfile;
 use crate::{container::emulation, container::image, project};
@@ -686,7 +686,7 @@ impl Inputs {
         let limits = self.extract_limits();
         let arch = profile.arch(self.target.arch);
         let subs = ids.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
-        crate::build::submission::check_selection(&self.instances, &subs)?;
+        crate::compile::submission::check_selection(&self.instances, &subs)?;
         self.check_host(&subs)?;
         for sub in &subs {
             check(sub)?;
