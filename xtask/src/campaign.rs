@@ -10,16 +10,45 @@ use camino::Utf8Path;
 use xshell::Shell;
 
 use crate::compile::builder::{submission_id, RunCtx};
+use crate::compile::options::{Given, Inputs};
 use crate::compile::submission::Submission;
+use crate::container::engine::Target;
 use crate::container::interrupt::Interrupted;
+use crate::container::systems::SystemProfile;
 use crate::evidence::schema::{CampaignReport, CampaignStep, Summary, Survey};
 use crate::evidence::{self, Layout};
-use crate::flags::{Bench, Campaign, Given, Inputs, Verify};
 use crate::kat::verify::Status;
+use crate::kat::verify::Verify;
+use crate::measure::bench::Bench;
 use crate::measure::hostgate::Gate;
-use crate::measure::systems::SystemProfile;
 use crate::ui;
 use crate::{measure::profile, project};
+
+/// `campaign`: image, verify, bench, profile and ct for a set of submissions on one system.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    pub ids: Vec<String>,
+    pub target: Target,
+    pub unsandboxed_host: bool,
+    pub system: String,
+    pub out: camino::Utf8PathBuf,
+    pub resume: bool,
+    pub quick: bool,
+    pub allow_unfixed_host: bool,
+    pub no_bench: bool,
+    pub cpu: Option<usize>,
+    pub trials: Option<u32>,
+    pub timeout: Option<u64>,
+    pub memory: String,
+    pub no_profile: bool,
+    pub no_ct: bool,
+    pub archives: Vec<Given>,
+    pub source_dirs: Vec<Given>,
+    pub archive_dir: Option<camino::Utf8PathBuf>,
+    pub defer: bool,
+    pub jobs: Option<u32>,
+    pub dry_run: bool,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
@@ -113,7 +142,7 @@ impl Campaign {
             && self.checked(&layout.kat_summary(&sub.id), |root, index, rel| {
                 let manifest = crate::kat::Manifest::of(sub, &sub.kat_manifest_path())?;
                 summary.instances.iter().try_for_each(|r| {
-                    evidence::merge::check_kept(root, index, (rel, &manifest), r)
+                    crate::kat::kept::check_kept(root, index, (rel, &manifest), r)
                         .with_context(|| format!("{} {}", sub.id, r.label))
                 })
             })
@@ -129,7 +158,7 @@ impl Campaign {
         let root = &self.out;
         let rel = path.strip_prefix(root).unwrap_or(path).to_string();
         let kept = evidence::read_index(root)
-            .and_then(|index| evidence::merge::indexed(root, &index, &rel).and_then(|()| check(root, &index, &rel)));
+            .and_then(|index| evidence::indexed(root, &index, &rel).and_then(|()| check(root, &index, &rel)));
         kept.map_err(|e| crate::warning!("WARNING: {rel}: earlier result not kept, {e:#}; the step runs again")).is_ok()
     }
 
@@ -312,7 +341,7 @@ impl Campaign {
         let why = match refusal {
             _ if self.no_ct => "--no-ct".to_owned(),
             // valgrind is pinned in an image: no ct step on the host toolchain.
-            _ if self.target.engine == crate::flags::EngineChoice::Host => {
+            _ if self.target.engine == crate::evidence::domain::EngineChoice::Host => {
                 "valgrind is pinned in an image: no ct on --engine host".to_owned()
             }
             Some(why) => why.strip_prefix(&format!("{}: ", sub.id)).map_or(why.clone(), str::to_owned),
@@ -676,7 +705,7 @@ mod tests {
         use clap::Parser;
         let x = crate::flags::Xtask::parse_from(["xtask", "campaign", "--out", out.as_str()]);
         let crate::flags::Cmd::Campaign(c) = x.cmd else { panic!() };
-        (c, Layout::new(out, "local"))
+        (c.into(), Layout::new(out, "local"))
     }
 
     /// kem-01 is x86-64 only by its manifest: on AArch64 the campaign has no step for

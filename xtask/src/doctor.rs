@@ -6,12 +6,18 @@ use camino::Utf8Path;
 use xshell::Shell;
 
 use crate::container::engine::{which, Engine};
+use crate::container::systems::OnSystem;
+use crate::container::systems::SystemProfile;
 use crate::container::toolchain::{Distro, Toolchain};
 use crate::evidence::domain::{Arch, EngineChoice};
-use crate::flags::Doctor;
 use crate::measure::hostgate::{self, Gate};
-use crate::measure::systems::SystemProfile;
 use crate::{container::sandbox, project};
+
+/// `doctor`: every prerequisite of the container path.
+#[derive(Debug, Clone)]
+pub struct Doctor {
+    pub on: OnSystem,
+}
 
 /// One checked prerequisite.
 #[derive(Debug, Clone, PartialEq)]

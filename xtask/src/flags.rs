@@ -254,11 +254,11 @@ pub struct Inputs {
     #[arg(long)]
     pub toolchain: Option<String>,
     /// Evidence directory (layout: <out>/<system>/{kat,records,report}/<id>/).
-    #[arg(long, default_value = "out")]
+    #[arg(long, default_value_t = defaults().out)]
     pub out: Utf8PathBuf,
     /// System profile (systems/<name>.toml): toolchain, architecture, CPU and trial
     /// target; names the evidence folder and is recorded in every record.
-    #[arg(long, default_value = "local", value_parser = plain_name)]
+    #[arg(long, default_value_t = defaults().system, value_parser = plain_name)]
     pub system: String,
     /// Only these instance labels (repeatable); default: every instance.
     #[arg(long = "instance")]
@@ -267,10 +267,10 @@ pub struct Inputs {
     #[arg(long)]
     pub rebuild: bool,
     /// Wall-time limit of every build step, in seconds (the tool's own clock).
-    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    #[arg(long, default_value_t = defaults().build_timeout, value_name = "SECS")]
     pub build_timeout: u64,
     /// Memory limit of every sandboxed command (engine syntax, e.g. 512m, 4g).
-    #[arg(long, default_value = "4g", value_parser = memory)]
+    #[arg(long, default_value_t = defaults().memory, value_parser = memory)]
     pub memory: String,
     /// Most output kept of one sandboxed command, in MiB; more gives OUTPUTLIMIT. Also
     /// the largest file a build may write. Default: 256, or an instance's
@@ -278,7 +278,7 @@ pub struct Inputs {
     #[arg(long, value_name = "MIB")]
     pub output_cap_mib: Option<u64>,
     /// Most a build may write into its folder, in MiB (and at most 100000 files).
-    #[arg(long, default_value_t = 4096, value_name = "MIB")]
+    #[arg(long, default_value_t = defaults().build_disk_mib, value_name = "MIB")]
     pub build_disk_mib: u64,
     /// Most bytes an archive may expand to, in MiB. Default: 4096, or the manifest's
     /// `[source.limits] max_extract_mib`.
@@ -291,40 +291,6 @@ pub struct Inputs {
     /// or the manifest's `max_ratio`.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_ratio: Option<u64>,
-}
-
-impl Inputs {
-    /// The same run for other submissions (a campaign step).
-    pub fn for_ids(ids: Vec<String>, target: Target, out: Utf8PathBuf, system: String) -> Inputs {
-        Inputs {
-            ids,
-            archive: Vec::new(),
-            source_dir: Vec::new(),
-            target,
-            unsandboxed_host: false,
-            toolchain: None,
-            out,
-            system,
-            instances: vec![],
-            rebuild: false,
-            build_timeout: 1800,
-            memory: "4g".into(),
-            output_cap_mib: None,
-            build_disk_mib: 4096,
-            max_extract_mib: None,
-            max_entries: None,
-            max_ratio: None,
-        }
-    }
-
-    /// The extraction limits given on the command line (each wins over a manifest's).
-    pub fn extract_limits(&self) -> crate::compile::submission::ArchiveLimits {
-        crate::compile::submission::ArchiveLimits {
-            max_extract_mib: self.max_extract_mib,
-            max_entries: self.max_entries,
-            max_ratio: self.max_ratio,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -352,15 +318,6 @@ pub struct Verify {
     #[arg(long, value_delimiter = ',', value_name = "PART")]
     pub kat_files: Vec<String>,
 }
-
-/// Instances verified at a time by default: every core but the one timing pins, at least
-/// one.
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
-}
-
-/// Wall-clock limit of one KAT program run, unless `--timeout` says otherwise.
-pub const KAT_TIMEOUT_SECS: u64 = 600;
 
 #[derive(Debug, Args)]
 pub struct Bench {
@@ -504,23 +461,14 @@ pub struct Campaign {
     pub dry_run: bool,
 }
 
+/// The defaults of a run's inputs, written once in the plain type.
+fn defaults() -> crate::compile::options::Inputs {
+    crate::compile::options::Inputs::default()
+}
+
 /// A system name (it names a folder): the rule of [`crate::project::plain_name`].
 fn plain_name(s: &str) -> Result<String, String> {
     crate::project::plain_name(s).map(|()| s.to_owned()).map_err(|why| format!("{s:?} {why}"))
-}
-
-/// A source named on the command line: `PATH`, `URL` or `ID=PATH|URL`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Given {
-    /// The submission it is for; `None` in the plain form (one submission selected).
-    pub id: Option<String>,
-    pub path: Utf8PathBuf,
-}
-
-impl Given {
-    pub fn is_url(&self) -> bool {
-        self.path.as_str().contains("://")
-    }
 }
 
 fn given(s: &str) -> Result<Given, String> {
@@ -653,51 +601,15 @@ pub struct Target {
     /// working engine it stops (exit 3) and says what `cargo xtask doctor` finds missing.
     /// `host` builds with the host's unpinned compilers, unsandboxed (an archive or a
     /// --source-dir also needs --unsandboxed-host; onboard refuses it).
-    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    #[arg(long, value_enum, default_value_t = EngineChoice::default())]
     pub engine: EngineChoice,
     /// Target architecture (default: the system profile's, else the host's).
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
 }
 
-pub use crate::evidence::domain::EngineChoice;
-
-pub use crate::evidence::domain::Arch;
-
-impl Arch {
-    pub fn host() -> Arch {
-        match std::env::consts::ARCH {
-            "aarch64" => Arch::Aarch64,
-            _ => Arch::X86_64,
-        }
-    }
-    /// Debian's name for the architecture.
-    pub fn debian(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "amd64",
-            Arch::Aarch64 => "arm64",
-        }
-    }
-    /// The name prose uses: `x86-64`, `AArch64`.
-    pub fn display(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86-64",
-            Arch::Aarch64 => "AArch64",
-        }
-    }
-    pub fn uname(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Aarch64 => "aarch64",
-        }
-    }
-}
-
-impl Target {
-    pub fn arch(&self) -> Arch {
-        self.arch.unwrap_or_else(Arch::host)
-    }
-}
+pub use crate::compile::options::Given;
+pub use crate::evidence::domain::{Arch, EngineChoice};
 
 /// Make a relative path absolute against the caller's working directory.
 fn absolute(p: &mut Utf8PathBuf, cwd: &Utf8Path) {
@@ -796,6 +708,225 @@ impl Xtask {
                 .for_each(|p| absolute(p, cwd)),
             Cmd::Image(_) | Cmd::Env(_) | Cmd::Doctor(_) => {}
         }
+    }
+}
+
+// ---- The edge: each command line into its command's plain options ----
+
+impl From<Target> for crate::container::engine::Target {
+    fn from(t: Target) -> Self {
+        crate::container::engine::Target { engine: t.engine, arch: t.arch }
+    }
+}
+
+impl From<Inputs> for crate::compile::options::Inputs {
+    fn from(i: Inputs) -> Self {
+        crate::compile::options::Inputs {
+            ids: i.ids,
+            archive: i.archive,
+            source_dir: i.source_dir,
+            target: i.target.into(),
+            unsandboxed_host: i.unsandboxed_host,
+            toolchain: i.toolchain,
+            out: i.out,
+            system: i.system,
+            instances: i.instances,
+            rebuild: i.rebuild,
+            build_timeout: i.build_timeout,
+            memory: i.memory,
+            output_cap_mib: i.output_cap_mib,
+            build_disk_mib: i.build_disk_mib,
+            max_extract_mib: i.max_extract_mib,
+            max_entries: i.max_entries,
+            max_ratio: i.max_ratio,
+        }
+    }
+}
+
+impl From<ImageBuild> for crate::container::image::ImageBuild {
+    fn from(c: ImageBuild) -> Self {
+        crate::container::image::ImageBuild {
+            toolchain: c.toolchain,
+            target: c.target.into(),
+            mirror: c.mirror,
+            force: c.force,
+            analysis: c.analysis,
+        }
+    }
+}
+
+impl From<ImageCheck> for crate::container::image::ImageCheck {
+    fn from(c: ImageCheck) -> Self {
+        crate::container::image::ImageCheck { toolchain: c.toolchain, target: c.target.into() }
+    }
+}
+
+impl From<Verify> for crate::kat::verify::Verify {
+    fn from(c: Verify) -> Self {
+        crate::kat::verify::Verify {
+            inputs: c.inputs.into(),
+            kat_manifest: c.kat_manifest,
+            timeout: c.timeout,
+            resume: c.resume,
+            jobs: c.jobs,
+            kat_files: c.kat_files,
+        }
+    }
+}
+
+impl From<Bench> for crate::measure::bench::Bench {
+    fn from(c: Bench) -> Self {
+        crate::measure::bench::Bench {
+            inputs: c.inputs.into(),
+            ops: c.ops,
+            trials: c.trials,
+            trial_target: c.trial_target,
+            iterations: c.iterations,
+            cpu: c.cpu,
+            allow_unfixed_host: c.allow_unfixed_host,
+            quick: c.quick,
+            no_baselines: c.no_baselines,
+            resume: c.resume,
+        }
+    }
+}
+
+impl From<Profile> for crate::measure::profile::Profile {
+    fn from(c: Profile) -> Self {
+        crate::measure::profile::Profile { bench: c.bench.into() }
+    }
+}
+
+impl From<OnSystem> for crate::container::systems::OnSystem {
+    fn from(c: OnSystem) -> Self {
+        crate::container::systems::OnSystem { target: c.target.into(), toolchain: c.toolchain, system: c.system }
+    }
+}
+
+impl From<Env> for crate::measure::env::Env {
+    fn from(c: Env) -> Self {
+        crate::measure::env::Env { on: c.on.into(), cpu: c.cpu }
+    }
+}
+
+impl From<Doctor> for crate::doctor::Doctor {
+    fn from(c: Doctor) -> Self {
+        crate::doctor::Doctor { on: c.on.into() }
+    }
+}
+
+impl From<EvidenceCheck> for crate::evidence::command::EvidenceCheck {
+    fn from(c: EvidenceCheck) -> Self {
+        crate::evidence::command::EvidenceCheck { dir: c.dir }
+    }
+}
+
+impl From<EvidenceIndex> for crate::evidence::command::EvidenceIndex {
+    fn from(c: EvidenceIndex) -> Self {
+        crate::evidence::command::EvidenceIndex { dir: c.dir }
+    }
+}
+
+impl From<Compare> for crate::pages::compare::Compare {
+    fn from(c: Compare) -> Self {
+        crate::pages::compare::Compare { a: c.a, b: c.b, allow_differences: c.allow_differences, out: c.out }
+    }
+}
+
+impl From<Report> for crate::pages::report::Report {
+    fn from(c: Report) -> Self {
+        crate::pages::report::Report { ids: c.ids, out: c.out, system: c.system, arch: c.arch }
+    }
+}
+
+impl From<Site> for crate::pages::site::Site {
+    fn from(c: Site) -> Self {
+        crate::pages::site::Site { dir: c.dir, out: c.out, manifests: c.manifests }
+    }
+}
+
+impl From<List> for crate::list::List {
+    fn from(c: List) -> Self {
+        crate::list::List { archive_dir: c.archive_dir }
+    }
+}
+
+impl From<Merge> for crate::merge::Merge {
+    fn from(c: Merge) -> Self {
+        crate::merge::Merge { shards: c.shards, out: c.out }
+    }
+}
+
+impl From<Onboard> for crate::onboard::Onboard {
+    fn from(c: Onboard) -> Self {
+        crate::onboard::Onboard {
+            archive: c.archive,
+            id: c.id,
+            dir: c.dir,
+            force: c.force,
+            no_verify: c.no_verify,
+            target: c.target.into(),
+            out: c.out,
+            iccs_api: c.iccs_api,
+        }
+    }
+}
+
+impl From<Campaign> for crate::campaign::Campaign {
+    fn from(c: Campaign) -> Self {
+        crate::campaign::Campaign {
+            ids: c.ids,
+            target: c.target.into(),
+            unsandboxed_host: c.unsandboxed_host,
+            system: c.system,
+            out: c.out,
+            resume: c.resume,
+            quick: c.quick,
+            allow_unfixed_host: c.allow_unfixed_host,
+            no_bench: c.no_bench,
+            cpu: c.cpu,
+            trials: c.trials,
+            timeout: c.timeout,
+            memory: c.memory,
+            no_profile: c.no_profile,
+            no_ct: c.no_ct,
+            archives: c.archives,
+            source_dirs: c.source_dirs,
+            archive_dir: c.archive_dir,
+            defer: c.defer,
+            jobs: c.jobs,
+            dry_run: c.dry_run,
+        }
+    }
+}
+
+impl Ct {
+    /// `ct`'s options; `--no-timing` is no measurements.
+    pub fn options(&self) -> crate::ct::CtOptions {
+        let measurements = if self.no_timing { 0 } else { self.measurements };
+        crate::ct::CtOptions { ops: self.ops.clone(), runs: self.runs, timeout_s: self.timeout, measurements }
+    }
+}
+
+// The values of the platform types as the command line spells them (their names are
+// the types' own).
+
+impl clap::ValueEnum for Arch {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Arch::ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let names = self.names();
+        Some(clap::builder::PossibleValue::new(names[0]).aliases(&names[1..]))
+    }
+}
+
+impl clap::ValueEnum for EngineChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &EngineChoice::ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
     }
 }
 

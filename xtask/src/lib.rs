@@ -14,10 +14,12 @@ pub mod kat;
 pub mod list;
 pub mod lock;
 pub mod measure;
+pub mod merge;
 pub mod onboard;
 pub mod pages;
 pub mod project;
 pub mod sha;
+pub mod text;
 pub mod ui;
 
 use anyhow::{Context, Result};
@@ -52,24 +54,28 @@ pub fn run() -> Result<()> {
     result
 }
 
+/// Each command line becomes its command's plain options here, at the edge.
 fn dispatch(cmd: Cmd, sh: &Shell) -> Result<()> {
     match cmd {
-        Cmd::List(cmd) => cmd.run(sh),
-        Cmd::Image(ImageCmd::Build(cmd)) => cmd.run(sh),
-        Cmd::Image(ImageCmd::Check(cmd)) => cmd.run(sh),
-        Cmd::Verify(cmd) => cmd.run(sh),
-        Cmd::Bench(cmd) => cmd.run(sh),
-        Cmd::Profile(cmd) => cmd.run(sh),
-        Cmd::Ct(cmd) => cmd.run(sh),
-        Cmd::Env(cmd) => cmd.run(sh),
-        Cmd::Doctor(cmd) => cmd.run(sh),
-        Cmd::Evidence(EvidenceCmd::Check(cmd)) => cmd.run(sh),
-        Cmd::Evidence(EvidenceCmd::Index(cmd)) => cmd.run(sh),
-        Cmd::Merge(cmd) => cmd.run(sh),
-        Cmd::Campaign(cmd) => cmd.run(sh),
-        Cmd::Report(cmd) => cmd.run(sh),
-        Cmd::Site(cmd) => cmd.run(sh),
-        Cmd::Compare(cmd) => cmd.run(sh),
-        Cmd::Onboard(cmd) => cmd.run(sh),
+        Cmd::List(cmd) => list::List::from(cmd).run(sh),
+        Cmd::Image(ImageCmd::Build(cmd)) => container::image::ImageBuild::from(cmd).run(sh),
+        Cmd::Image(ImageCmd::Check(cmd)) => container::image::ImageCheck::from(cmd).run(sh),
+        Cmd::Verify(cmd) => kat::verify::Verify::from(cmd).run(sh),
+        Cmd::Bench(cmd) => measure::bench::Bench::from(cmd).run(sh),
+        Cmd::Profile(cmd) => measure::profile::Profile::from(cmd).run(sh),
+        Cmd::Ct(cmd) => {
+            let opts = cmd.options();
+            ct::run(sh, &cmd.inputs.into(), &opts)
+        }
+        Cmd::Env(cmd) => measure::env::Env::from(cmd).run(sh),
+        Cmd::Doctor(cmd) => doctor::Doctor::from(cmd).run(sh),
+        Cmd::Evidence(EvidenceCmd::Check(cmd)) => evidence::command::EvidenceCheck::from(cmd).run(sh),
+        Cmd::Evidence(EvidenceCmd::Index(cmd)) => evidence::command::EvidenceIndex::from(cmd).run(sh),
+        Cmd::Merge(cmd) => merge::Merge::from(cmd).run(sh),
+        Cmd::Campaign(cmd) => campaign::Campaign::from(cmd).run(sh),
+        Cmd::Report(cmd) => pages::report::Report::from(cmd).run(sh),
+        Cmd::Site(cmd) => pages::site::Site::from(cmd).run(sh),
+        Cmd::Compare(cmd) => pages::compare::Compare::from(cmd).run(sh),
+        Cmd::Onboard(cmd) => onboard::Onboard::from(cmd).run(sh),
     }
 }

@@ -8,8 +8,13 @@ use xshell::Shell;
 use crate::compile::submission::{Instance, SourceSpec, Submission};
 use crate::container::toolchain::Toolchain;
 use crate::family::{Family, FamilyId};
-use crate::flags::List;
 use crate::project;
+
+/// `list`: submissions, instances, archives present, toolchains.
+#[derive(Debug, Clone)]
+pub struct List {
+    pub archive_dir: Option<camino::Utf8PathBuf>,
+}
 
 /// The instances with a KAT of their own (the field counts these): not the variants
 /// that take another's (`kat_from`).

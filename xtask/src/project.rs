@@ -418,6 +418,11 @@ pub fn check_interrupted() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where a submission's published KAT digests are: `kat/<id>/kat.sha256`.
+pub fn kat_manifest_path(id: &str) -> Utf8PathBuf {
+    root().join("kat").join(id).join("kat.sha256")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,11 +10,11 @@
 mod common;
 
 use common::{stdout, xtask};
+use xtask::container::systems::SystemProfile;
 use xtask::evidence::schema::{self, Record, Summary};
 use xtask::evidence::Layout;
 use xtask::flags::Arch;
 use xtask::kat::verify::Status;
-use xtask::measure::systems::SystemProfile;
 
 /// The layout of `local` runs on `arch`: apart from the other architecture's evidence
 /// (`local-aarch64` on an x86-64 host).

@@ -7,11 +7,11 @@
 mod common;
 
 use camino::{Utf8Path, Utf8PathBuf};
+use xtask::container::systems::SystemProfile;
 use xtask::evidence::schema::{self, Record, Summary};
 use xtask::evidence::Layout;
 use xtask::family::OpId;
 use xtask::flags::Arch;
-use xtask::measure::systems::SystemProfile;
 
 const ID: &str = "pqclean-ml-kem";
 

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use camino::Utf8Path;
-use xtask::compile::sources::{self, ExtractLimits, BLOCK};
+use xtask::compile::extract::{self as sources, ExtractLimits, BLOCK};
 use xtask::compile::submission::{ArchiveLimits, Submission};
 
 mod common;

@@ -12,12 +12,12 @@ use camino::Utf8Path;
 use common::fixture::*;
 use common::{entry, sha256, xtask};
 use xtask::compile::sources::Provenance;
+use xtask::container::systems::SystemProfile;
 use xtask::evidence::schema::{self, SizeAudit, Summary};
 use xtask::evidence::Layout;
 use xtask::flags::Arch;
 use xtask::kat::verify::Status;
 use xtask::measure::sizes::Sizes;
-use xtask::measure::systems::SystemProfile;
 
 fn statuses(out: &Path) -> Summary {
     common::summary(out, "fixture-kem")

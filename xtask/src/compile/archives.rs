@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::compile::iccs;
+use crate::compile::options::Given;
 use crate::compile::submission::{SourceSpec, Submission};
-use crate::flags::Given;
 use crate::project;
 
 /// The regular files directly in a folder, by SHA-256 (links and subfolders are not

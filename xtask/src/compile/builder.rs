@@ -19,21 +19,21 @@ use serde::Serialize;
 use xshell::Shell;
 
 use crate::compile::inputs;
+use crate::compile::options::Inputs;
 use crate::compile::recipe::{self, Places, Plan, Step};
 use crate::container::engine::Backend;
 use crate::container::sandbox::{DiskGuard, Job, Limits, Mount, Outcome, Sandbox};
 use crate::evidence::domain::Arch;
 use crate::evidence::schema::{BuildRecord, ImageLock, StepFailure, ToolchainRecord};
 use crate::evidence::Layout;
-use crate::flags::Inputs;
 
 /// Most files a build may leave (its folder is listed and digested file by file).
 const MAX_FILES: u64 = 100_000;
 use crate::compile::iccs::{self, IccsApi};
 use crate::compile::sources::{self, Source};
 use crate::compile::submission::{Instance, Submission};
+use crate::container::systems::SystemProfile;
 use crate::container::toolchain::Toolchain;
-use crate::measure::systems::SystemProfile;
 use crate::{container::emulation, container::image, project};
 
 impl ToolchainRecord {
@@ -610,26 +610,6 @@ impl Build {
         }
         shown
     }
-
-    /// The first record of `text` (a KAT text this build printed) found in the build's
-    /// outputs: a text that was embedded, not computed.
-    pub fn embedded_record(&self, text: &[u8]) -> Result<Option<String>> {
-        let needles = crate::kat::Needles::of_text(text);
-        if needles.is_empty() {
-            return Ok(None);
-        }
-        let outputs = self.record.plan.steps.iter().filter_map(|s| s.output.as_deref());
-        for name in outputs.chain(self.record.plan.run.first().map(String::as_str)) {
-            if self.record.output_sha256(name).is_none() {
-                continue;
-            }
-            let data = project::read_regular(&self.out.join(name), 1 << 30)?;
-            if let Some((what, at)) = needles.find(&data) {
-                return Ok(Some(format!("{name} contains {what} of its own KAT text (offset {at})")));
-            }
-        }
-        Ok(None)
-    }
 }
 
 /// What a command resolves once: the system profile, the engine and its checked image,
@@ -647,7 +627,7 @@ pub struct Prepared {
 }
 
 /// The source given for submission `id`: its `ID=` entry, else the plain one.
-pub fn given_for(given: &[crate::flags::Given], id: &str) -> Option<Utf8PathBuf> {
+pub fn given_for(given: &[crate::compile::options::Given], id: &str) -> Option<Utf8PathBuf> {
     let named = given.iter().find(|g| g.id.as_deref() == Some(id));
     // A plain --archive is the one selected submission's, never the ICCS API package.
     let plain = || given.iter().find(|g| g.id.is_none() && id != iccs::ID);
@@ -704,7 +684,7 @@ impl Inputs {
             let mut src = sources::obtain(sh, &sub, &overrides)
                 .with_context(|| format!("cannot obtain the sources of {}", sub.id))?;
             if sub.takes_iccs() {
-                let limits = sources::ExtractLimits::resolve(&limits, None);
+                let limits = crate::compile::extract::ExtractLimits::resolve(&limits, None);
                 let api = IccsApi::obtain(given_for(&self.archive, iccs::ID).as_deref(), limits)
                     .with_context(|| format!("{} takes files of the ICCS API package", sub.id))?;
                 src = src.with_iccs(api);
@@ -882,6 +862,6 @@ pub const DEFAULT_OUTPUT_CAP_MIB: u64 = 256;
 impl Inputs {
     /// One instance's KAT time limit: `--timeout`, else its manifest's, else 600 s.
     pub fn kat_timeout(flag: Option<u64>, inst: &Instance) -> u64 {
-        flag.or(inst.timeout).unwrap_or(crate::flags::KAT_TIMEOUT_SECS)
+        flag.or(inst.timeout).unwrap_or(crate::compile::options::KAT_TIMEOUT_SECS)
     }
 }

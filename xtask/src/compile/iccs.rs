@@ -9,8 +9,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Deserialize;
 
-use crate::compile::sources::{ExtractLimits, PatchRecord};
+use crate::compile::extract::ExtractLimits;
 use crate::compile::trees;
+use crate::evidence::domain::PatchRecord;
 use crate::project;
 use crate::sha::Sha256Hex;
 

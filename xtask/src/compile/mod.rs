@@ -5,8 +5,10 @@
 
 pub mod archives;
 pub mod builder;
+pub mod extract;
 pub mod iccs;
 pub mod inputs;
+pub mod options;
 pub mod recipe;
 pub mod sources;
 pub mod submission;

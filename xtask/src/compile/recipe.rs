@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::compile::sources::Source;
-use crate::compile::submission::{ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
+use crate::compile::submission::{glob, ArchSpec, CmakeSpec, Instance, Lengths, Submission, KAT_RECORDS};
 use crate::container::engine::Backend;
 use crate::evidence::domain::Arch;
 use crate::family::{Corroboration, CtCheck, Driver, Family};
@@ -533,11 +533,6 @@ fn resolve(root: &Utf8Path, pattern: &str) -> Result<Vec<String>> {
         bail!("source file {pattern} not found in {root}");
     }
     Ok(vec![pattern.to_owned()])
-}
-
-/// A folder pattern: `<dir>/*.c` or `<dir>/*.S` (the folder and the file suffix).
-pub fn glob(pattern: &str) -> Option<(&str, &'static str)> {
-    [".c", ".S"].into_iter().find_map(|ext| pattern.strip_suffix(&format!("/*{ext}")).map(|dir| (dir, ext)))
 }
 
 /// The official ICCS API files `sub` takes, where the build's inputs hold them.

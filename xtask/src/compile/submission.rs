@@ -158,7 +158,7 @@ pub enum SourceSpec {
 
 /// Extraction limits, as the command line (`--max-extract-mib`, `--max-entries`,
 /// `--max-ratio`) or an archive's manifest (`[source.limits]`, the same names) gives
-/// them; what neither gives is `sources::ExtractLimits::DEFAULT`.
+/// them; what neither gives is `extract::ExtractLimits::DEFAULT`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveLimits {
@@ -545,7 +545,7 @@ impl Submission {
     /// `kat/<id>/kat.sha256` for shipped submissions, `<base>/<id>/kat.sha256` otherwise.
     pub fn kat_manifest_path(&self) -> Utf8PathBuf {
         if self.base_dir == Self::dir() {
-            crate::kat::Manifest::default_path(&self.id)
+            project::kat_manifest_path(&self.id)
         } else {
             self.base_dir.join(&self.id).join("kat.sha256")
         }
@@ -587,7 +587,7 @@ impl Submission {
                     Some(d) => check_driver(d),
                     // The instance folder may be the source root itself.
                     None if field == "dir" && expanded == "." => Ok(()),
-                    None => check_rel_path(crate::compile::recipe::glob(&expanded).map_or(expanded.as_str(), |g| g.0)),
+                    None => check_rel_path(glob(&expanded).map_or(expanded.as_str(), |g| g.0)),
                 };
                 if let Err(why) = checked {
                     let what = format!("{field} {pattern:?} (instance {}: {expanded:?}) {why}", inst.label);
@@ -1021,6 +1021,11 @@ fn id_ranges(ids: &[String]) -> String {
     }
     close(&mut run, &mut out);
     out.join(", ")
+}
+
+/// A folder pattern: `<dir>/*.c` or `<dir>/*.S` (the folder and the file suffix).
+pub fn glob(pattern: &str) -> Option<(&str, &'static str)> {
+    [".c", ".S"].into_iter().find_map(|ext| pattern.strip_suffix(&format!("/*{ext}")).map(|dir| (dir, ext)))
 }
 
 #[cfg(test)]

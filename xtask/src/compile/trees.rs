@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::compile::sources::{self, ExtractLimits};
+use crate::compile::extract::{self, ExtractLimits};
 use crate::evidence::schema::{self, TreeRecord};
 use crate::lock::KeyLock;
 use crate::project;
@@ -103,7 +103,7 @@ impl Cache {
     /// The tree of a checked copy, extracted from the copy alone, cached under its SHA-256.
     pub fn extracted(&self, copy: Copied, limits: ExtractLimits) -> Result<Utf8PathBuf> {
         let name = copy.from.to_string();
-        self.tree(&copy.sha256, |dest| sources::unpack(copy.file.as_file(), &name, dest, limits))
+        self.tree(&copy.sha256, |dest| extract::unpack(copy.file.as_file(), &name, dest, limits))
     }
 
     /// The tree cached under `key`, reused while every entry is as its record says; else

@@ -23,6 +23,20 @@ pub const HOST_TOOLCHAIN: &str = "host (unpinned, unsandboxed)";
 /// The flag by which an operator says a submission's code may run on the host.
 pub const UNSANDBOXED_HOST: &str = "--unsandboxed-host";
 
+/// Where commands run: which engine, which architecture.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub engine: EngineChoice,
+    /// None: the system profile's, else the host's.
+    pub arch: Option<Arch>,
+}
+
+impl Target {
+    pub fn arch(&self) -> Arch {
+        self.arch.unwrap_or_else(Arch::host)
+    }
+}
+
 impl Backend {
     /// The backend `choice` names. `auto` is podman, else docker, and never the host:
     /// without a working engine it fails (exit 3) with doctor's words, before anything

@@ -7,14 +7,31 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
+use crate::container::engine::Target;
 use crate::container::engine::{which, Backend, Engine};
 use crate::container::sandbox::{Limits, Sandbox};
 use crate::container::toolchain::{Distro, Toolchain};
 use crate::evidence::domain::Arch;
 use crate::evidence::schema::ImageLock;
-use crate::flags::{ImageBuild, ImageCheck};
 use crate::lock::KeyLock;
 use crate::project;
+
+/// `image check`: the image's compilers against their pins.
+#[derive(Debug, Clone)]
+pub struct ImageCheck {
+    pub toolchain: String,
+    pub target: Target,
+}
+
+/// `image build`: make the image of a toolchain spec (reused when unchanged).
+#[derive(Debug, Clone)]
+pub struct ImageBuild {
+    pub toolchain: String,
+    pub target: Target,
+    pub mirror: Option<String>,
+    pub force: bool,
+    pub analysis: bool,
+}
 
 impl ImageBuild {
     pub fn run(self, sh: &Shell) -> Result<()> {
@@ -45,7 +62,7 @@ impl ImageCheck {
     }
 }
 
-fn container_engine(sh: &Shell, target: &crate::flags::Target) -> Result<Engine> {
+fn container_engine(sh: &Shell, target: &Target) -> Result<Engine> {
     Engine::select(sh, target.engine)
 }
 

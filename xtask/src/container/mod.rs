@@ -7,4 +7,5 @@ pub mod hostcpu;
 pub mod image;
 pub mod interrupt;
 pub mod sandbox;
+pub mod systems;
 pub mod toolchain;

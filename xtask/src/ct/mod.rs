@@ -20,6 +20,7 @@ use camino::Utf8Path;
 use xshell::Shell;
 
 use crate::compile::builder::{Build, BuildCtx, BuildEnv, Built, RunCtx};
+use crate::compile::options::Inputs;
 use crate::compile::recipe;
 use crate::compile::sources::Source;
 use crate::compile::submission::{Instance, PublicDerived, Submission};
@@ -29,7 +30,6 @@ use crate::evidence::schema::{
 };
 use crate::evidence::Layout;
 use crate::family::{CtCheck, CtOp};
-use crate::flags::{Ct, Inputs};
 use crate::measure::runner::{self, RunnerBinary};
 use crate::project;
 
@@ -57,13 +57,12 @@ impl CtOptions {
     }
 }
 
-impl Ct {
-    pub fn run(self, sh: &Shell) -> Result<()> {
-        let measurements = if self.no_timing { 0 } else { self.measurements };
-        let opts = CtOptions { ops: self.ops, runs: self.runs, timeout_s: self.timeout, measurements };
-        let seen = run_ct(sh, &self.inputs, &opts)?;
+/// `cargo xtask ct`.
+pub fn run(sh: &Shell, inputs: &Inputs, opts: &CtOptions) -> Result<()> {
+    {
+        let seen = run_ct(sh, inputs, opts)?;
         let all: Vec<String> = seen.failures.iter().chain(&seen.open).chain(&seen.findings).cloned().collect();
-        crate::ui::report("ct", (&self.inputs.system, &self.inputs.out), &all)?;
+        crate::ui::report("ct", (&inputs.system, &inputs.out), &all)?;
         if !all.is_empty() {
             return Err(
                 crate::ui::Findings(format!("constant-time findings or failures:\n  {}", all.join("\n  "))).into()
@@ -252,7 +251,7 @@ fn drop_unchecked(layout: &Layout, sub: &Submission, runs_now: &dyn Fn(&str, &st
                 continue;
             }
             let rel = layout.relative(&path);
-            let kept = crate::evidence::merge::indexed(root, &index, &rel).and_then(|()| {
+            let kept = crate::evidence::indexed(root, &index, &rel).and_then(|()| {
                 let rec: CtRecord = schema::read(&path)?.with_context(|| format!("{rel} vanished"))?;
                 check_kept(&rec, sub)
             });

@@ -4,7 +4,18 @@ use anyhow::Result;
 use xshell::Shell;
 
 use crate::evidence::{check, read_index, write_index, INDEX};
-use crate::flags::{EvidenceCheck, EvidenceIndex};
+
+/// `evidence index`: a fresh index of the evidence root.
+#[derive(Debug, Clone)]
+pub struct EvidenceIndex {
+    pub dir: camino::Utf8PathBuf,
+}
+
+/// `evidence check`: the evidence root against its index.
+#[derive(Debug, Clone)]
+pub struct EvidenceCheck {
+    pub dir: camino::Utf8PathBuf,
+}
 
 impl EvidenceCheck {
     pub fn run(self, _sh: &Shell) -> Result<()> {

@@ -3,7 +3,6 @@
 //! platform. Their behaviour stays in the modules that own it (`impl` blocks there),
 //! which re-export each type under its old path.
 
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::sha::Sha256Hex;
@@ -165,15 +164,57 @@ pub struct Welch {
     pub mean_ns: [f64; 2],
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arch {
-    #[value(name = "x86_64", alias = "amd64", alias = "x86-64")]
     #[serde(rename = "x86_64", alias = "amd64")]
     X86_64,
-    #[value(name = "aarch64", alias = "arm64")]
     #[serde(alias = "arm64")]
     Aarch64,
+}
+
+impl Arch {
+    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
+
+    /// The names an operator may write for it, the canonical (uname's) first.
+    pub fn names(self) -> &'static [&'static str] {
+        match self {
+            Arch::X86_64 => &["x86_64", "amd64", "x86-64"],
+            Arch::Aarch64 => &["aarch64", "arm64"],
+        }
+    }
+
+    /// The architecture one of [`Arch::names`] names, in any case.
+    pub fn parse(name: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.names().iter().any(|n| n.eq_ignore_ascii_case(name)))
+    }
+
+    pub fn host() -> Arch {
+        match std::env::consts::ARCH {
+            "aarch64" => Arch::Aarch64,
+            _ => Arch::X86_64,
+        }
+    }
+    /// Debian's name for the architecture.
+    pub fn debian(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+    /// The name prose uses: `x86-64`, `AArch64`.
+    pub fn display(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86-64",
+            Arch::Aarch64 => "AArch64",
+        }
+    }
+    pub fn uname(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
 }
 
 /// One build step; it runs in the build folder, and `output` (relative to it) is the
@@ -228,12 +269,28 @@ pub enum Mode {
     Nolen,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum EngineChoice {
+    #[default]
     Auto,
     Podman,
     Docker,
     Host,
+}
+
+impl EngineChoice {
+    pub const ALL: [EngineChoice; 4] =
+        [EngineChoice::Auto, EngineChoice::Podman, EngineChoice::Docker, EngineChoice::Host];
+
+    /// What the operator writes for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineChoice::Auto => "auto",
+            EngineChoice::Podman => "podman",
+            EngineChoice::Docker => "docker",
+            EngineChoice::Host => "host",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

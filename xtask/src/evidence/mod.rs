@@ -21,7 +21,6 @@
 
 pub mod command;
 pub mod domain;
-pub mod merge;
 pub mod schema;
 
 /// The file name of an instance's KAT log, or of one part's (`<label>.<part>.log`).
@@ -406,6 +405,15 @@ pub fn check(root: &Utf8Path) -> Result<Problems> {
     }
     p.extra = present.into_iter().filter(|f| !index.contains_key(f)).collect();
     Ok(p)
+}
+
+/// `rel` is in the index with the digest it has now.
+pub fn indexed(root: &Utf8Path, index: &BTreeMap<String, String>, rel: &str) -> Result<()> {
+    let want = index.get(rel).with_context(|| format!("{rel} is not in the evidence index"))?;
+    if &project::sha256_regular(&root.join(rel))? != want {
+        bail!("{rel} changed since it was indexed");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

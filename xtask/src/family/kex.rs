@@ -127,7 +127,7 @@ pub fn bandwidth(records: &[&Record]) -> String {
         let (pka, pkb) = (got.get("pk"), got.get("pkb"));
         w.push_str(&format!(
             "| {} | {passes} | {} | {protocol} | {pka} / {pkb} | {} | {} | {} |\n",
-            crate::pages::md(&r.label),
+            crate::text::md(&r.label),
             if msgs.is_empty() { "none".to_owned() } else { msgs.join(" / ") },
             protocol + pka + pkb,
             api.get("sk"),

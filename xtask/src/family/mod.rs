@@ -10,8 +10,6 @@ pub mod sig;
 
 use serde::{Deserialize, Serialize};
 
-use crate::compile::builder::Build;
-use crate::container::sandbox::Sandbox;
 pub use crate::evidence::schema::OpId;
 use crate::evidence::schema::{Check, CheckVerdict};
 
@@ -104,17 +102,22 @@ impl std::fmt::Debug for Corroboration {
     }
 }
 
-/// What a corroborating check runs with: one build, its sandbox, a time limit.
+/// Runs one program of a build in its sandbox, with its time limit: the one thing a
+/// corroborating check needs from the layers that may run code (`kat::verify` gives it).
+pub trait RunProgram {
+    /// `argv` (the build's program first) with `stdin`, its stdout up to `cap` bytes; the
+    /// program's failure, described, as the inner error.
+    fn run(&self, argv: &[String], stdin: &[u8], cap: u64) -> anyhow::Result<Result<Vec<u8>, String>>;
+}
+
+/// What a corroborating check runs with.
 pub struct CheckCtx<'a> {
-    pub sh: &'a xshell::Shell,
-    pub sb: &'a Sandbox,
-    pub build: &'a Build,
-    pub timeout: std::time::Duration,
+    pub runs: &'a dyn RunProgram,
 }
 
 impl CheckCtx<'_> {
-    /// One run of `driver` with `args` and `stdin`, its stdout up to `cap` bytes; the
-    /// program's failure (with the tail of its stderr) as the inner error.
+    /// One run of `driver` with `args` and `stdin` (which follows the mode line, when the
+    /// driver is a mode of the build's one program), its stdout up to `cap` bytes.
     pub fn run(
         &self,
         driver: Driver,
@@ -124,16 +127,7 @@ impl CheckCtx<'_> {
     ) -> anyhow::Result<Result<Vec<u8>, String>> {
         let mut argv = vec![driver.program.to_owned()];
         argv.extend(args.iter().map(|a| (*a).to_owned()));
-        // `stdin` follows the mode line, when the driver is a mode of the build's one program.
-        let mut out = Vec::new();
-        let cap = cap.min(self.sb.limits.output_cap_bytes);
-        let run = (&argv[..], &stdin[..]);
-        let f = crate::measure::runner::run_one(self.sh, (self.sb, self.build), run, (self.timeout, cap), &mut out)?;
-        if !f.outcome.success() {
-            let tail = crate::project::last_lines(&f.stderr, 4);
-            return Ok(Err(format!("`{}` {}: {tail}", argv.join(" "), f.outcome)));
-        }
-        Ok(Ok(out))
+        self.runs.run(&argv, &stdin, cap)
     }
 
     /// One run of a check program on `<nonce>\n` and `lines`, each ended by `\n`; what it
@@ -520,8 +514,8 @@ impl Family {
 
     /// Whether `build` has this family's corroborating program (its manifest gives an
     /// API adapter).
-    pub fn corroborates(&self, build: &Build) -> Option<&Corroboration> {
-        self.corroboration.as_ref().filter(|c| build.record.program_sha256(c.driver.program).is_some())
+    pub fn corroborates(&self, build: &crate::evidence::schema::BuildRecord) -> Option<&Corroboration> {
+        self.corroboration.as_ref().filter(|c| build.program_sha256(c.driver.program).is_some())
     }
 
     pub fn size(&self, field: &str) -> Option<&SizeName> {

@@ -158,8 +158,8 @@ proptest! {
         std::fs::write(&file, &bytes).unwrap();
         let dest = root.join("dest");
         std::fs::create_dir(&dest).unwrap();
-        let limits = crate::compile::sources::ExtractLimits { max_bytes: 1 << 20, max_entries: 100, max_ratio: 1000 };
-        let _ = crate::compile::sources::unpack(&std::fs::File::open(&file).unwrap(), "input", &dest, limits);
+        let limits = crate::compile::extract::ExtractLimits { max_bytes: 1 << 20, max_entries: 100, max_ratio: 1000 };
+        let _ = crate::compile::extract::unpack(&std::fs::File::open(&file).unwrap(), "input", &dest, limits);
         // Nothing was written beside `dest`, nothing inside is executable or a link.
         let names: Vec<_> = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().file_name()).collect();
         prop_assert_eq!(names.len(), 2);

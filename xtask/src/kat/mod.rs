@@ -4,6 +4,7 @@
 
 #[cfg(test)]
 mod fuzz;
+pub mod kept;
 pub mod verify;
 
 use anyhow::{bail, Context, Result};
@@ -47,7 +48,7 @@ pub struct Manifest {
 impl Manifest {
     /// `kat/<id>/kat.sha256`.
     pub fn default_path(id: &str) -> Utf8PathBuf {
-        project::root().join("kat").join(id).join("kat.sha256")
+        project::kat_manifest_path(id)
     }
 
     pub fn load(path: &Utf8Path) -> Result<Manifest> {
@@ -394,6 +395,26 @@ impl Needles {
             self.found.get(key).map(|what| (what.clone(), at))
         })
     }
+}
+
+/// The first record of `text` (a KAT text this build printed) found in the build's
+/// outputs: a text that was embedded, not computed.
+pub fn embedded_record(build: &crate::compile::builder::Build, text: &[u8]) -> Result<Option<String>> {
+    let needles = Needles::of_text(text);
+    if needles.is_empty() {
+        return Ok(None);
+    }
+    let outputs = build.record.plan.steps.iter().filter_map(|s| s.output.as_deref());
+    for name in outputs.chain(build.record.plan.run.first().map(String::as_str)) {
+        if build.record.output_sha256(name).is_none() {
+            continue;
+        }
+        let data = crate::project::read_regular(&build.out.join(name), 1 << 30)?;
+        if let Some((what, at)) = needles.find(&data) {
+            return Ok(Some(format!("{name} contains {what} of its own KAT text (offset {at})")));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use sha2::Sha256;
 use xshell::Shell;
 
 use crate::compile::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::compile::options::Inputs;
 use crate::compile::recipe;
 use crate::compile::sources::{self, Source};
 use crate::compile::submission::{Instance, Submission};
@@ -26,11 +27,21 @@ pub use crate::evidence::schema::Status;
 use crate::evidence::schema::{self, Check, InstanceResult, KatFileResult, ResultRow, Summary, ToolchainRecord};
 use crate::evidence::{self, Layout};
 use crate::family::{CheckCtx, Family, KatPart};
-use crate::flags::{Inputs, Verify};
 use crate::kat::{self, Canonical, Manifest};
 use crate::measure::runner;
 use crate::project;
 use crate::sha::Sha256Hex;
+
+/// `verify`: build every instance, run its KATs, check their digests.
+#[derive(Debug, Clone)]
+pub struct Verify {
+    pub inputs: Inputs,
+    pub kat_manifest: Option<camino::Utf8PathBuf>,
+    pub timeout: Option<u64>,
+    pub resume: bool,
+    pub jobs: Option<u32>,
+    pub kat_files: Vec<String>,
+}
 
 impl Status {
     pub fn name(self) -> &'static str {
@@ -148,7 +159,7 @@ struct Ctx<'a> {
 impl Verify {
     pub fn run(self, sh: &Shell) -> Result<()> {
         // KAT manifests are read with the sources, before any image work.
-        let profile = crate::measure::systems::SystemProfile::load(&self.inputs.system)?;
+        let profile = crate::container::systems::SystemProfile::load(&self.inputs.system)?;
         let work = self.inputs.obtain(sh, &profile, |sub| self.check(sub))?;
         if work.is_empty() {
             // Every selected instance is restricted to other architectures (said above).
@@ -255,7 +266,7 @@ impl Verify {
             kat_manifest: project::relative(&manifest.path),
             kat_manifest_sha256: project::sha256_file(&manifest.path)?,
             limits: sb.limits.clone(),
-            kat_timeout_secs: self.timeout.unwrap_or(crate::flags::KAT_TIMEOUT_SECS),
+            kat_timeout_secs: self.timeout.unwrap_or(crate::compile::options::KAT_TIMEOUT_SECS),
             build_timeout_secs: self.inputs.build_timeout,
             instances: Vec::new(),
         };
@@ -269,7 +280,8 @@ impl Verify {
             kat_files: &self.kat_files,
         };
         let shared = Mutex::new(Shared { summary, took: Vec::new() });
-        let jobs = self.jobs.map_or_else(crate::flags::default_jobs, |j| j as usize).clamp(1, instances.len());
+        let jobs =
+            self.jobs.map_or_else(crate::compile::options::default_jobs, |j| j as usize).clamp(1, instances.len());
         if jobs == 1 {
             for inst in &instances {
                 self.one(&ctx, inst, &shared)?;
@@ -372,8 +384,7 @@ impl Verify {
         };
         let rel = layout.relative(&path);
         let root = &self.inputs.out;
-        let index = match evidence::read_index(root).and_then(|i| evidence::merge::indexed(root, &i, &rel).map(|()| i))
-        {
+        let index = match evidence::read_index(root).and_then(|i| evidence::indexed(root, &i, &rel).map(|()| i)) {
             Ok(index) => index,
             Err(e) => {
                 return crate::warning!("earlier results of {} dropped, every instance runs again: {e:#}", sub.id)
@@ -381,7 +392,7 @@ impl Verify {
         };
         summary.started = prev.started.clone();
         for r in prev.instances.into_iter().filter(|r| sub.instances.iter().any(|i| i.label == r.label)) {
-            match evidence::merge::check_kept(root, &index, (&rel, manifest), &r) {
+            match crate::kat::kept::check_kept(root, &index, (&rel, manifest), &r) {
                 Ok(()) => summary.put(r, sub),
                 Err(e) => crate::warning!("{} {}: earlier result dropped, it runs again: {e:#}", sub.id, r.label),
             }
@@ -637,9 +648,9 @@ impl Ctx<'_> {
                 r.actual_sha256 = Some(Sha256Hex::computed(actual));
                 if r.status == Status::Pass {
                     self.corroborate(build, text, r)?;
-                } else if let Some(check) = sub.family()?.corroborates(build).filter(|c| c.on_mismatch) {
+                } else if let Some(check) = sub.family()?.corroborates(&build.record).filter(|c| c.on_mismatch) {
                     // A verdict of its own is worth having beside a MISMATCH too.
-                    r.check = Some((check.run)(&self.check_ctx(build))?);
+                    r.check = Some((check.run)(&CheckCtx { runs: &self.program_runs(build) })?);
                 }
             }
             Err(why) => {
@@ -655,16 +666,15 @@ impl Ctx<'_> {
     fn corroborate(&self, build: &Build, log_path: &Utf8Path, r: &mut InstanceResult) -> Result<()> {
         crate::ui::doing("checking the KAT result");
         let text = read_prefix(log_path, DIFF_READ);
-        if let Some(found) = build.embedded_record(&text)? {
+        if let Some(found) = crate::kat::embedded_record(build, &text)? {
             r.status = Status::Mismatch;
             r.message = Some(format!("the KAT text has the published digest, but {found}: it was not computed"));
             return Ok(());
         }
-        let Some(check) = self.build.sub.family()?.corroborates(build) else {
+        let Some(check) = self.build.sub.family()?.corroborates(&build.record) else {
             return Ok(());
         };
-        let ctx = CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout: self.timeout };
-        let result = (check.run)(&ctx)?;
+        let result = (check.run)(&CheckCtx { runs: &self.program_runs(build) })?;
         if !result.holds() && check.failure_is_mismatch {
             r.status = Status::Mismatch;
             r.message = Some(format!(
@@ -676,9 +686,8 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn check_ctx<'b>(&'b self, build: &'b Build) -> CheckCtx<'b> {
-        let timeout = self.timeout;
-        CheckCtx { sh: self.build.sh, sb: self.build.sb, build, timeout }
+    fn program_runs<'b>(&'b self, build: &'b Build) -> ProgramRuns<'b> {
+        ProgramRuns { sh: self.build.sh, sb: self.build.sb, build, timeout: self.timeout }
     }
 
     /// What happened to a KAT program that did not finish cleanly.
@@ -872,6 +881,34 @@ fn tail(text: &str, n: usize) -> String {
     let mut s = lines[start..].join("\n");
     s.push('\n');
     project::printable(&s)
+}
+
+/// A family's check runs the build's programs here, each a trial of the runner in the
+/// KAT run's sandbox (`measure::runner::run_one`).
+struct ProgramRuns<'a> {
+    sh: &'a Shell,
+    sb: &'a crate::container::sandbox::Sandbox,
+    build: &'a Build,
+    timeout: std::time::Duration,
+}
+
+impl crate::family::RunProgram for ProgramRuns<'_> {
+    fn run(&self, argv: &[String], stdin: &[u8], cap: u64) -> Result<std::result::Result<Vec<u8>, String>> {
+        let mut out = Vec::new();
+        let cap = cap.min(self.sb.limits.output_cap_bytes);
+        let f = crate::measure::runner::run_one(
+            self.sh,
+            (self.sb, self.build),
+            (argv, stdin),
+            (self.timeout, cap),
+            &mut out,
+        )?;
+        if !f.outcome.success() {
+            let tail = crate::project::last_lines(&f.stderr, 4);
+            return Ok(Err(format!("`{}` {}: {tail}", argv.join(" "), f.outcome)));
+        }
+        Ok(Ok(out))
+    }
 }
 
 #[cfg(test)]

@@ -10,12 +10,14 @@ use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
 use crate::compile::builder::{Build, BuildCtx, Built, RunCtx};
+use crate::compile::options::Inputs;
 use crate::compile::recipe;
 use crate::compile::sources::Source;
 use crate::compile::submission::{Instance, Submission};
 use crate::container::engine::Backend;
 use crate::container::hostcpu::HostCpu;
 use crate::container::sandbox::Sandbox;
+use crate::container::systems::SystemProfile;
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
     self, Calibration, Commands, ContentControl, ContentVerdict, Counter, Credibility, Disagreement, Environment,
@@ -24,14 +26,27 @@ use crate::evidence::schema::{
 };
 use crate::evidence::Layout;
 use crate::family::{Family, OpId};
-use crate::flags::Bench;
 use crate::measure::env;
 use crate::measure::hostgate::{self, Gate};
 use crate::measure::runner::{self, Runner};
 use crate::measure::sizes::{self, CatalogRow, Sizes};
 use crate::measure::stats::{self, PlanSpec, Trial};
-use crate::measure::systems::SystemProfile;
 use crate::{container::emulation, project};
+
+/// `bench`: time the family's operations of every instance.
+#[derive(Debug, Clone)]
+pub struct Bench {
+    pub inputs: Inputs,
+    pub ops: Vec<String>,
+    pub trials: Option<u32>,
+    pub trial_target: Option<f64>,
+    pub iterations: Option<u64>,
+    pub cpu: Option<usize>,
+    pub allow_unfixed_host: bool,
+    pub quick: bool,
+    pub no_baselines: bool,
+    pub resume: bool,
+}
 
 /// What the timing driver prints for one process.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -1262,6 +1277,7 @@ mod tests {
             let bench = |extra: &[&str]| {
                 let x = crate::flags::Xtask::parse_from([&["xtask", "bench", "--arch", arch.uname()], extra].concat());
                 let crate::flags::Cmd::Bench(b) = x.cmd else { panic!() };
+                let b: Bench = b.into();
                 b
             };
             let refused = bench(&[]).gate_on(&profile, root).unwrap_err();

@@ -7,13 +7,20 @@ use camino::Utf8Path;
 use xshell::{cmd, Shell};
 
 use crate::container::engine::Backend;
+use crate::container::systems::OnSystem;
+use crate::container::systems::SystemProfile;
 use crate::container::toolchain::Toolchain;
 use crate::evidence::domain::Arch;
 use crate::evidence::schema::{Environment, ImageLock, ToolchainRecord};
-use crate::flags::Env;
 use crate::measure::hostgate::{self, Gate};
-use crate::measure::systems::SystemProfile;
 use crate::project;
+
+/// `env`: this host's environment manifest and the host gate.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub on: OnSystem,
+    pub cpu: Option<usize>,
+}
 
 impl Environment {
     /// The CPUs the timing ran on, as the seed pages say it.

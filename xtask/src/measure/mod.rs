@@ -9,4 +9,3 @@ pub mod profile;
 pub mod runner;
 pub mod sizes;
 pub mod stats;
-pub mod systems;

@@ -15,16 +15,22 @@ use xshell::Shell;
 use crate::compile::builder::{Build, BuildCtx, Built, RunCtx};
 use crate::compile::sources::Source;
 use crate::compile::submission::{GroupKind, Instance, ProfileSpec, Submission};
+use crate::container::systems::SystemProfile;
 use crate::evidence::schema::{
     self, Credibility, GroupShare, InstanceSurvey, ProfileRecord, Survey, SymbolCalls, ToolchainRecord, Verdict,
 };
 use crate::family::OpId;
-use crate::flags::{Bench, Profile};
+use crate::measure::bench::Bench;
 use crate::measure::bench::{Ctx, Timed};
 use crate::measure::hostgate::Gate;
 use crate::measure::runner;
-use crate::measure::systems::SystemProfile;
 use crate::{compile::recipe, measure::stats, project};
+
+/// `profile`: the bench plan on a build with wrappers around the symmetric primitives.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub bench: Bench,
+}
 
 /// Byte patterns that show an implementation is in a library: every needle of a family
 /// must occur. Tables in data are found on every architecture; constants built into

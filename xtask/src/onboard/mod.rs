@@ -15,13 +15,29 @@ use camino::{Utf8Path, Utf8PathBuf};
 use sha2::{Digest, Sha256};
 use xshell::Shell;
 
-use crate::compile::sources::ExtractLimits;
+use crate::compile::extract::ExtractLimits;
+use crate::compile::options::{Given, Inputs};
 use crate::compile::submission::{Instance, Submission};
 use crate::compile::trees;
+use crate::container::engine::Target;
+use crate::evidence::domain::EngineChoice;
 use crate::family::{FamilyId, KatPart};
-use crate::flags::{EngineChoice, Given, Inputs, Onboard, Verify};
+use crate::kat::verify::Verify;
 use crate::kat::{self, Canonical, Mode};
 use crate::project;
+
+/// `onboard`: a draft manifest and kat.sha256 from an archive, then verify.
+#[derive(Debug, Clone)]
+pub struct Onboard {
+    pub archive: camino::Utf8PathBuf,
+    pub id: Option<String>,
+    pub dir: camino::Utf8PathBuf,
+    pub force: bool,
+    pub no_verify: bool,
+    pub target: Target,
+    pub out: camino::Utf8PathBuf,
+    pub iccs_api: Option<camino::Utf8PathBuf>,
+}
 
 mod layout;
 mod macros;

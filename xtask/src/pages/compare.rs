@@ -22,13 +22,21 @@ use crate::evidence::schema::{
     self, ComparedRow, ComparedSide, Comparison, CounterKind, Credibility, Difference, ImageBasis, ImageBasisCount,
     Record, Significance, ToolchainRecord, TrialSpread,
 };
-use crate::flags::Compare;
 use crate::measure::stats;
 use crate::pages::chart::text_width;
 use crate::pages::esc;
 use crate::pages::md;
 use crate::pages::site;
 use crate::{project, ui};
+
+/// `compare`: the same operations in two evidence sets or systems.
+#[derive(Debug, Clone)]
+pub struct Compare {
+    pub a: camino::Utf8PathBuf,
+    pub b: camino::Utf8PathBuf,
+    pub allow_differences: bool,
+    pub out: Option<camino::Utf8PathBuf>,
+}
 
 /// One side: an evidence root and one of its systems.
 #[derive(Debug, Clone)]

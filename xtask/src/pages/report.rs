@@ -11,17 +11,25 @@ use xshell::Shell;
 use crate::compile::sources::Provenance;
 use crate::compile::submission::GroupKind;
 use crate::compile::submission::Submission;
+use crate::container::systems::SystemProfile;
 use crate::evidence::schema::{
     self, ContentControl, ContentVerdict, Credibility, CtRecord, Disagreement, Environment, InstanceResult,
     ProfileRecord, Record, SizeAudit, Summary, Survey,
 };
 use crate::evidence::{self, Layout};
 use crate::family::{Family, SizeName};
-use crate::flags::Report;
 use crate::kat::verify::Status;
-use crate::measure::systems::SystemProfile;
 use crate::pages::forms;
 use crate::{measure::stats, project};
+
+/// `report`: a submission's evidence as a page.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub ids: Vec<String>,
+    pub out: camino::Utf8PathBuf,
+    pub system: String,
+    pub arch: Option<crate::evidence::domain::Arch>,
+}
 
 /// The timing records of one submission, in manifest and page order.
 pub fn records(layout: &Layout, sub: &Submission) -> Result<Vec<Record>> {

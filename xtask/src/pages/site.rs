@@ -19,10 +19,17 @@ use xshell::Shell;
 use crate::compile::submission::Submission;
 use crate::evidence::schema::{Credibility, Record};
 use crate::evidence::{self, Layout};
-use crate::flags::Site;
 use crate::pages::chart::{self, Chart, Point, Row, Scale};
 use crate::pages::report::{self, Evidence};
 use crate::{measure::stats, project};
+
+/// `site`: the static HTML site of an evidence set.
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub dir: camino::Utf8PathBuf,
+    pub out: camino::Utf8PathBuf,
+    pub manifests: Vec<String>,
+}
 
 /// Where the copies of the raw evidence go, below the site.
 const RAW: &str = "raw";

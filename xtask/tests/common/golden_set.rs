@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use xtask::compile::submission::{Lengths, Submission};
+use xtask::container::systems::SystemProfile;
 use xtask::evidence::schema::{
     self, Basis, CatalogRow, Check, CheckVerdict, CounterKind, Environment, InstanceResult, LenStats, Record,
     SizeAudit, Sizes, SlotTrial, Summary,
@@ -30,7 +31,6 @@ use xtask::family::{FamilyId, OpId};
 use xtask::flags::Arch;
 use xtask::kat::verify::Status;
 use xtask::measure::stats::{self, Trial};
-use xtask::measure::systems::SystemProfile;
 
 pub const KEM: &str = "pqclean-ml-kem";
 pub const SIG: &str = "pqclean-ml-dsa";

@@ -9,6 +9,14 @@ use crate::project;
 
 pub use crate::evidence::domain::SystemProfile;
 
+/// Which system, toolchain and engine a command looks at.
+#[derive(Debug, Clone)]
+pub struct OnSystem {
+    pub target: crate::container::engine::Target,
+    pub toolchain: Option<String>,
+    pub system: String,
+}
+
 impl SystemProfile {
     pub fn dir() -> Utf8PathBuf {
         project::root().join("systems")
