@@ -400,4 +400,76 @@ mod tests {
         assert_eq!(path, "My Tree");
         assert_eq!(tree_sha256.as_str(), project::tree_digest(&dir).unwrap());
     }
+
+    /// A patch scoped `Arch: aarch64` changes the tree of AArch64 builds only: an x86-64
+    /// build gets the tree as it is (no patch listed, so the key of its build is unchanged),
+    /// an AArch64 build a patched copy, keyed by the patch and listing it with its
+    /// architecture; the original tree is never touched.
+    #[test]
+    fn an_arch_scoped_patch_applies_on_its_architecture_only() {
+        let t = tempfile::tempdir().unwrap();
+        let base = Utf8Path::from_path(t.path()).unwrap();
+        let tree = base.join("tree");
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        std::fs::write(tree.join("src/a.c"), "#include <x86only.h>\nint a;\n").unwrap();
+        let text = "id = \"scoped\"\nname = \"t\"\n[source]\nkind = \"archive\"\nfile = \"a.zip\"\nbytes = 1\n\
+                    sha256 = \"SHA\"\n[build]\nsources = [\"src/a.c\"]\n[kat]\nprogram = [\"driver:iccs_kem_kat.c\"]\n\
+                    file = \"k.txt\"\n[[instance]]\nlabel = \"L\"\ndir = \"src\"\n"
+            .replace("SHA", &"a".repeat(64));
+        let sub = Submission::from_text(&base.join("m/scoped.toml"), &text).unwrap();
+        std::fs::create_dir_all(sub.patches_dir()).unwrap();
+        let patch = "Reason: x86only.h exists on x86-64 only\nArch: aarch64\n--- /dev/null\n+++ b/compat/x86only.h\n\
+                     @@ -0,0 +1 @@\n+/* stand-in */\n";
+        std::fs::write(sub.patches_dir().join("0001-stand-in.patch"), patch).unwrap();
+        let sh = Shell::new().unwrap();
+        let plain = from_directory(&sub, &tree).unwrap();
+        let x86 = apply_patches(&sh, &sub, from_directory(&sub, &tree).unwrap(), Arch::X86_64).unwrap();
+        assert_eq!(x86.root, plain.root, "x86-64 builds the tree as it is");
+        assert!(x86.patches.is_empty() && !x86.root.join("compat").exists());
+        let arm = apply_patches(&sh, &sub, from_directory(&sub, &tree).unwrap(), Arch::Aarch64).unwrap();
+        assert_ne!(arm.root, plain.root, "AArch64 gets a patched copy");
+        assert!(arm.root.join("compat/x86only.h").is_file() && arm.root.join("src/a.c").is_file());
+        assert_eq!(arm.patches.len(), 1);
+        assert_eq!(
+            (arm.patches[0].file.as_str(), arm.patches[0].reason.as_str(), arm.patches[0].arches.as_slice()),
+            ("0001-stand-in.patch", "x86only.h exists on x86-64 only", [Arch::Aarch64].as_slice())
+        );
+        assert_eq!(arm.provenance.digest(), plain.provenance.digest(), "the same source, patched");
+        assert!(!tree.join("compat").exists(), "the original tree is untouched");
+        // Scoped to x86-64 instead: the other way round.
+        std::fs::write(sub.patches_dir().join("0001-stand-in.patch"), patch.replace("aarch64", "x86_64")).unwrap();
+        let x86 = apply_patches(&sh, &sub, from_directory(&sub, &tree).unwrap(), Arch::X86_64).unwrap();
+        assert!(x86.root.join("compat/x86only.h").is_file() && x86.patches[0].arches == [Arch::X86_64]);
+        let arm = apply_patches(&sh, &sub, from_directory(&sub, &tree).unwrap(), Arch::Aarch64).unwrap();
+        assert!(arm.patches.is_empty() && arm.root == plain.root);
+    }
+
+    /// kem-12's and kem-17's shipped AArch64 stand-ins (headers of our own, created by
+    /// their patches) land in the folder their `[build.arch.aarch64]` puts on the include
+    /// path, on AArch64 only.
+    #[test]
+    fn the_shipped_aarch64_stand_ins_land_where_the_manifests_look() {
+        for (id, header) in [("kem-12", "quadmath.h"), ("kem-17", "immintrin.h")] {
+            let sub = Submission::load(id).unwrap();
+            let t = tempfile::tempdir().unwrap();
+            let tree = Utf8Path::from_path(t.path()).unwrap().join("tree");
+            std::fs::create_dir_all(&tree).unwrap();
+            std::fs::write(tree.join("placeholder.c"), "int x;\n").unwrap();
+            let sh = Shell::new().unwrap();
+            let include = &sub.build.arch[&Arch::Aarch64].include;
+            assert_eq!(include.len(), 1, "{id}");
+            let arm = apply_patches(&sh, &sub, from_directory(&sub, &tree).unwrap(), Arch::Aarch64).unwrap();
+            let text = std::fs::read_to_string(arm.root.join(&include[0]).join(header)).unwrap();
+            assert!(text.contains("ngcc-repro stand-in"), "{id}: {text}");
+            assert!(arm.patches.iter().all(|p| p.arches == [Arch::Aarch64] && !p.reason.is_empty()), "{id}");
+            let x86 = apply_patches(&sh, &sub, from_directory(&sub, &tree).unwrap(), Arch::X86_64).unwrap();
+            assert!(x86.patches.is_empty() && !x86.root.join(&include[0]).exists(), "{id}");
+            assert!(!sub.build.arch.get(&Arch::X86_64).is_some_and(|a| a.include.contains(&include[0])), "{id}");
+        }
+        // kem-12 links libquadmath on x86-64 only.
+        let kem12 = Submission::load("kem-12").unwrap();
+        assert!(!kem12.build.libs.contains(&"quadmath".to_owned()));
+        assert!(kem12.build.arch[&Arch::X86_64].libs.contains(&"quadmath".to_owned()));
+        assert!(!kem12.build.arch[&Arch::Aarch64].libs.contains(&"quadmath".to_owned()));
+    }
 }
