@@ -7,6 +7,10 @@
  *   kem_replay keygen   stdin: <seed>          stdout: <pk> <sk>
  *   kem_replay enc      stdin: <seed> <pk>     stdout: <ct> <ss>
  *   kem_replay dec      stdin: <sk> <ct>       stdout: <ss>
+ *   kem_replay reject   stdin: <sk> <ct>       stdout: <ss>, or REJECTED when dec fails
+ *
+ * `reject` decapsulates ciphertexts the harness tampered with: a failed call there is
+ * an explicit rejection, not a failure of the run.
  *
  * Fields are upper-case hex. Built like kem_bench.c (`-include <API header> -include
  * bench_<api>.h`), so it reaches the API through the same adapter. Exit codes: 2 a KEM
@@ -113,20 +117,28 @@ static void enc(char *line, int record) {
     free(ss);
 }
 
-static void dec(char *line, int record) {
+static void decapsulate(char *line, int record, int rejecting) {
     unsigned long long sk_len, ct_len, ss_len = bench_ss_max();
     unsigned char *sk = field(&line, bench_sk_max(), &sk_len, record);
     unsigned char *ct = field(&line, bench_ct_max(), &ct_len, record);
     unsigned char *ss = buffer(ss_len, record);
     if (bench_dec(sk, sk_len, ct, ct_len, ss, &ss_len) != 0) {
-        die(2, "CRYPTOFAIL: dec failed", record);
+        if (!rejecting) {
+            die(2, "CRYPTOFAIL: dec failed", record);
+        }
+        fputs("REJECTED\n", out);
+    } else {
+        check_len(ss_len, bench_ss_max(), record);
+        put(ss, ss_len, "\n");
     }
-    check_len(ss_len, bench_ss_max(), record);
-    put(ss, ss_len, "\n");
     free(sk);
     free(ct);
     free(ss);
 }
+
+static void dec(char *line, int record) { decapsulate(line, record, 0); }
+
+static void reject(char *line, int record) { decapsulate(line, record, 1); }
 
 int main(int argc, char **argv) {
     static char input[MAX_INPUT + 1];
@@ -141,8 +153,10 @@ int main(int argc, char **argv) {
         op = enc;
     } else if (argc == 2 && strcmp(argv[1], "dec") == 0) {
         op = dec;
+    } else if (argc == 2 && strcmp(argv[1], "reject") == 0) {
+        op = reject;
     } else {
-        fprintf(stderr, "usage: %s <keygen|enc|dec> < records\n", argv[0]);
+        fprintf(stderr, "usage: %s <keygen|enc|dec|reject> < records\n", argv[0]);
         return 64;
     }
     if ((out = fdopen(channel_fd, "w")) == NULL) {

@@ -118,9 +118,11 @@ fn every_status(c: &Case) {
         ("fix-overflow", "OVERFLOW"),
         ("fix-crash", "CRASH"),
         ("fix-hang", "TIMEOUT"),
+        ("fix-malleable", "MISMATCH"),
     ] {
         assert_eq!(entry(&s, label).status.name(), want, "{label}");
     }
+    tampered_ciphertexts(&s, &String::from_utf8_lossy(&run.stdout));
     // The guide set as the reference harness's guide builds used it (its KAT logs).
     let guide = "-std=c99 -Wpedantic -Wall -Wextra -O2 -fPIC -D_GNU_SOURCE -Wno-error=implicit-function-declaration \
         -Wno-error=incompatible-pointer-types -Wno-error=int-conversion -Wno-error=implicit-int";
@@ -145,6 +147,25 @@ fn every_status(c: &Case) {
     // The patch went to a copy: the extracted original still has the #error line.
     let original = extracted.parent().unwrap().parent().unwrap().parent().unwrap().join("fix-patch/KEM_fix-patch.c");
     assert!(std::fs::read_to_string(original).unwrap().contains("#error"));
+}
+
+/// Every instance that built had its tampered ciphertexts decapsulated: the honest KEM's
+/// answers are other secrets, the same on repeat; the one whose secret ignores the
+/// ciphertext's last byte is named, with the byte, whatever its KAT status.
+fn tampered_ciphertexts(s: &Summary, stdout: &str) {
+    let t = |label: &str| entry(s, label).tampered.clone().unwrap_or_else(|| panic!("{label}: no tampered check"));
+    let honest = t("fix-16");
+    assert!(honest.holds() && honest.detail.contains("9 gave another secret"), "{honest:?}");
+    assert_eq!(honest.seeds.len(), 3);
+    let leaky = t("fix-malleable");
+    assert_eq!(leaky.verdict, schema::CheckVerdict::Fails, "{leaky:?}");
+    let want = "record 0, byte 15 flipped: dec returned the encapsulated secret for the tampered ciphertext";
+    assert_eq!(leaky.detail, want);
+    let row = stdout.lines().find(|l| l.trim_start().starts_with("fix-malleable")).unwrap_or_default();
+    assert!(row.ends_with("tampered ciphertexts: fails"), "{stdout}");
+    assert!(stdout.contains(&format!("\n      {want}\n")), "{stdout}");
+    // A crash in the tampered run is that run's verdict, not an engine failure.
+    assert_eq!(t("fix-crash").verdict, schema::CheckVerdict::Fails);
 }
 
 fn bench_and_source_dir(c: &Case) {

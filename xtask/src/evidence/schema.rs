@@ -271,6 +271,10 @@ pub struct InstanceResult {
     /// The check on inputs drawn at run time that corroborates a matching digest; None
     /// when the digest did not match, or the manifest gives no API to check through.
     pub check: Option<Check>,
+    /// The family's tampered-input check (a KEM's tampered ciphertexts), a verdict of its
+    /// own beside the status; None where the family or the manifest has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tampered: Option<Check>,
     /// How the KAT driver passed in/out lengths between records (families that carry
     /// them: `kat.lengths` of the manifest).
     pub lengths: Option<Lengths>,

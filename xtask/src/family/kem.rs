@@ -22,6 +22,22 @@ pub const REPLAY: Corroboration = Corroboration {
     run,
 };
 
+/// The decapsulation of tampered ciphertexts (liboqs's `test_kem` idea): one bit flipped
+/// at the first, middle and last byte of each record's ciphertext, every one decapsulated
+/// twice in one process. Each must give another secret than the encapsulated one, the
+/// same on repeat (implicit rejection), or a failed call (explicit rejection); a crash,
+/// the encapsulated secret, or a secret that changes on repeat fails.
+pub const TAMPER: Corroboration = Corroboration {
+    driver: DRIVER,
+    name: "tampered ciphertexts",
+    failure_is_mismatch: false,
+    on_mismatch: true,
+    holds: "decapsulation of tampered ciphertexts (one bit flipped at the first, middle and last byte, each \
+            decapsulated twice) gave another secret, the same on repeat, or a rejection",
+    absent: "no tampered-ciphertext check (the manifest gives no API to reach dec through)",
+    run: tamper,
+};
+
 /// Records per replay, and bytes per seed (what the timing adapters take).
 const RECORDS: usize = 3;
 const SEED_BYTES: usize = 48;
@@ -86,6 +102,120 @@ fn compare(keys: &[Vec<String>], sent: &[Vec<String>], got: &[Vec<String>]) -> V
     Ok(())
 }
 
+/// Tamper with fresh records' ciphertexts and decapsulate them; a failure of the
+/// program is the verdict, an engine failure or an interruption an error.
+fn tamper(ctx: &Ctx) -> Result<Check> {
+    let seeds = draw_seeds()?;
+    let hex_seeds: Vec<String> = seeds.iter().map(|s| project::hex(s).to_ascii_uppercase()).collect();
+    let (verdict, detail) = match tampered(ctx, &hex_seeds)? {
+        Ok(detail) => (CheckVerdict::Holds, detail),
+        Err(why) => (CheckVerdict::Fails, why),
+    };
+    Ok(Check { check: TAMPER.name.into(), seeds: hex_seeds, verdict, detail })
+}
+
+fn tampered(ctx: &Ctx, seeds: &[String]) -> Result<std::result::Result<String, String>> {
+    let keys = match ctx.op("keygen", seeds.to_vec(), 2)? {
+        Ok(k) => k,
+        Err(why) => return Ok(Err(why)),
+    };
+    let enc_in = seeds.iter().zip(&keys).map(|(s, k)| format!("{s} {}", k[0])).collect();
+    let sent = match ctx.op("enc", enc_in, 2)? {
+        Ok(c) => c,
+        Err(why) => return Ok(Err(why)),
+    };
+    let cases = flips(&keys, &sent);
+    // Each tampered line twice, in one run: the second answer must be the first.
+    let lines: Vec<String> = cases.iter().chain(&cases).map(|c| c.line.clone()).collect();
+    let out = match ctx.run(
+        DRIVER,
+        &["reject"],
+        lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect(),
+        OUTPUT_CAP,
+    )? {
+        Ok(out) => out,
+        Err(why) => return Ok(Err(format!("on a tampered ciphertext: {why}"))),
+    };
+    let got = match parse_answers(&out, lines.len()) {
+        Ok(g) => g,
+        Err(why) => return Ok(Err(format!("`{} reject` printed {why}", DRIVER.program))),
+    };
+    Ok(judge_tampered(&cases, &got))
+}
+
+/// One tampered ciphertext: the record, where its bit was flipped, the line sent, and
+/// the secret encapsulated with the untampered one.
+struct Flip {
+    record: usize,
+    byte: usize,
+    line: String,
+    sent_ss: String,
+}
+
+/// Bit `record % 8` flipped at the first, middle and last byte of each ciphertext.
+fn flips(keys: &[Vec<String>], sent: &[Vec<String>]) -> Vec<Flip> {
+    let mut out = Vec::new();
+    for (record, (k, c)) in keys.iter().zip(sent).enumerate() {
+        let ct = hex_bytes(&c[0]);
+        let last = ct.len().saturating_sub(1);
+        let bytes: std::collections::BTreeSet<usize> = [0, ct.len() / 2, last].into();
+        for byte in bytes {
+            let mut t = ct.clone();
+            t[byte] ^= 1 << (record % 8);
+            let line = format!("{} {}", k[1], project::hex(&t).to_ascii_uppercase());
+            out.push(Flip { record, byte, line, sent_ss: c[1].clone() });
+        }
+    }
+    out
+}
+
+fn hex_bytes(h: &str) -> Vec<u8> {
+    (0..h.len() / 2).map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap_or(0)).collect()
+}
+
+/// `lines` answers, each one hex field or `REJECTED`.
+fn parse_answers(out: &[u8], lines: usize) -> std::result::Result<Vec<Option<String>>, String> {
+    let text = std::str::from_utf8(out).map_err(|_| "text that is not UTF-8".to_owned())?;
+    let got: Vec<&str> = text.lines().collect();
+    if got.len() != lines {
+        return Err(format!("{} lines for {lines} tampered ciphertexts", got.len()));
+    }
+    let hex = |f: &str| !f.is_empty() && f.len().is_multiple_of(2) && f.bytes().all(|b| b.is_ascii_hexdigit());
+    got.iter()
+        .enumerate()
+        .map(|(i, l)| match *l {
+            "REJECTED" => Ok(None),
+            l if hex(l) => Ok(Some(l.to_owned())),
+            _ => Err(format!("line {i} that is neither one hex field nor REJECTED")),
+        })
+        .collect()
+}
+
+/// The verdict on the answers to `cases` sent twice (`got`: the first round, then the
+/// second): the detail of a holding check, or the first case that failed.
+fn judge_tampered(cases: &[Flip], got: &[Option<String>]) -> std::result::Result<String, String> {
+    let (first, second) = got.split_at(cases.len());
+    let (mut implicit, mut explicit) = (0, 0);
+    for ((c, a), b) in cases.iter().zip(first).zip(second) {
+        let at = format!("record {}, byte {} flipped", c.record, c.byte);
+        if a != b {
+            return Err(format!("{at}: the two decapsulations differ (no fixed answer to a tampered ciphertext)"));
+        }
+        match a {
+            None => explicit += 1,
+            Some(ss) if *ss == c.sent_ss => {
+                return Err(format!("{at}: dec returned the encapsulated secret for the tampered ciphertext"))
+            }
+            Some(_) => implicit += 1,
+        }
+    }
+    Ok(format!(
+        "{} tampered ciphertexts, each decapsulated twice: {implicit} gave another secret, the same on repeat; \
+         {explicit} rejected",
+        cases.len()
+    ))
+}
+
 impl Ctx<'_> {
     /// One operation over every record: `fields` hex fields per output line.
     fn op(&self, op: &str, lines: Vec<String>, fields: usize) -> Result<std::result::Result<Vec<Vec<String>>, String>> {
@@ -143,6 +273,30 @@ mod tests {
         assert!(parse(b"AB 01 02\nCD 02\n", 2, 2).is_err());
         assert!(parse(b"ABC 01\nCD 02\n", 2, 2).is_err());
         assert!(parse(b"\xff\n", 1, 1).is_err());
+    }
+
+    #[test]
+    fn tampered_ciphertexts_are_judged_by_the_tool() {
+        let keys = rows(&[&["P1", "5E"], &["P2", "5F"]]);
+        let sent = rows(&[&["A0B1C2", "11"], &["0F", "22"]]);
+        let cases = flips(&keys, &sent);
+        // Three bytes of the first ciphertext (bit 0), one of the second (bit 1).
+        let lines: Vec<&str> = cases.iter().map(|c| c.line.as_str()).collect();
+        assert_eq!(lines, ["5E A1B1C2", "5E A0B0C2", "5E A0B1C3", "5F 0D"]);
+        let answers = |v: &[Option<&str>]| v.iter().map(|a| a.map(str::to_owned)).collect::<Vec<_>>();
+        let other = answers(&[Some("99"), None, Some("98"), Some("97")]);
+        let ok = judge_tampered(&cases, &[other.clone(), other.clone()].concat()).unwrap();
+        assert!(ok.contains("3 gave another secret") && ok.contains("1 rejected"), "{ok}");
+        // The encapsulated secret back for a tampered ciphertext.
+        let leaky = answers(&[Some("99"), Some("99"), Some("11"), Some("97")]);
+        let e = judge_tampered(&cases, &[leaky.clone(), leaky].concat()).unwrap_err();
+        assert!(e.starts_with("record 0, byte 2 flipped: dec returned the encapsulated secret"), "{e}");
+        // Another answer on repeat.
+        let again = answers(&[Some("99"), None, Some("98"), Some("96")]);
+        let e = judge_tampered(&cases, &[other, again].concat()).unwrap_err();
+        assert!(e.starts_with("record 1, byte 0 flipped: the two decapsulations differ"), "{e}");
+        assert_eq!(parse_answers(b"AB\nREJECTED\n", 2).unwrap(), answers(&[Some("AB"), None]));
+        assert!(parse_answers(b"AB\nrejected\n", 2).is_err() && parse_answers(b"AB\n", 2).is_err());
     }
 
     #[test]

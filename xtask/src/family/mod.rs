@@ -199,6 +199,10 @@ pub struct Family {
     pub bench: Driver,
     pub adapter_prefix: &'static str,
     pub corroboration: Option<Corroboration>,
+    /// The check that the API answers tampered inputs safely, recorded beside the KAT
+    /// status whatever it is (a signature's contract already covers its tampered
+    /// signatures; a hash has no input to reject).
+    pub tampered: Option<Corroboration>,
     /// In/out lengths pass from record to record in its KAT driver (`kat.lengths`).
     pub kat_lengths: bool,
     /// The size whose returned length varies per call (a signature), if any.
@@ -279,6 +283,7 @@ pub static KEM: Family = Family {
     bench: Driver { source: "kem_bench.c", program: "kem_bench" },
     adapter_prefix: "bench_",
     corroboration: Some(kem::REPLAY),
+    tampered: Some(kem::TAMPER),
     kat_lengths: false,
     variable_output: None,
     retried: "failed attempts",
@@ -313,6 +318,7 @@ pub static SIG: Family = Family {
     bench: Driver { source: "sig_bench.c", program: "sig_bench" },
     adapter_prefix: "sig_bench_",
     corroboration: Some(sig::CONTRACT),
+    tampered: None,
     kat_lengths: true,
     variable_output: Some("sig"),
     retried: "failed signing attempts retried",
@@ -364,6 +370,7 @@ pub static HASH: Family = Family {
     bench: Driver { source: "hash_bench.c", program: "hash_bench" },
     adapter_prefix: "hash_bench_",
     corroboration: None,
+    tampered: None,
     kat_lengths: false,
     variable_output: None,
     retried: "failed calls retried",
@@ -416,6 +423,7 @@ pub static KEX: Family = Family {
     bench: Driver { source: "kex_bench.c", program: "kex_bench" },
     adapter_prefix: "kex_bench_",
     corroboration: Some(kex::CONTRACT),
+    tampered: None,
     kat_lengths: true,
     variable_output: None,
     retried: "failed calls retried",
@@ -516,6 +524,11 @@ impl Family {
     /// API adapter).
     pub fn corroborates(&self, build: &crate::evidence::schema::BuildRecord) -> Option<&Corroboration> {
         self.corroboration.as_ref().filter(|c| build.program_sha256(c.driver.program).is_some())
+    }
+
+    /// The tampered-input check, when the build has its driver.
+    pub fn tampers(&self, build: &crate::evidence::schema::BuildRecord) -> Option<&Corroboration> {
+        self.tampered.as_ref().filter(|c| build.program_sha256(c.driver.program).is_some())
     }
 
     pub fn size(&self, field: &str) -> Option<&SizeName> {

@@ -405,7 +405,9 @@ fn print_row(id: &str, r: &InstanceResult, (tc, family): (&ToolchainRecord, &Fam
     // turns a PASS into MISMATCH is the status's message already).
     let own_verdict = family.corroboration.is_some_and(|c| !c.failure_is_mismatch);
     let failed_check = r.check.as_ref().filter(|c| own_verdict && !c.holds());
-    let verdict = failed_check.map_or(String::new(), |c| format!("  {}: {}", c.check, c.verdict));
+    let failed_tamper = r.tampered.as_ref().filter(|c| !c.holds());
+    let verdict: String =
+        failed_check.into_iter().chain(failed_tamper).map(|c| format!("  {}: {}", c.check, c.verdict)).collect();
     crate::say!(
         "  {:<18} {:<14} {:<11} {}  [{}]{verdict}{note}",
         r.label,
@@ -434,16 +436,16 @@ fn print_row(id: &str, r: &InstanceResult, (tc, family): (&ToolchainRecord, &Fam
         let time = f.run_seconds.map_or(String::new(), |t| format!("  {t:.1} s"));
         crate::say!("      {:<32} {status:<11} {sha}{time}{kept}", f.file);
     }
-    let lines = r.message.iter().chain(failed_check.map(|c| &c.detail));
+    let lines = r.message.iter().chain(failed_check.map(|c| &c.detail)).chain(failed_tamper.map(|c| &c.detail));
     for line in lines.flat_map(|m| m.lines()) {
         crate::say!("      {line}");
     }
 }
 
 impl InstanceResult {
-    /// A PASS whose corroborating check, if any ran, holds.
+    /// A PASS whose corroborating and tampered-input checks, if any ran, hold.
     pub fn clean(&self) -> bool {
-        self.status == Status::Pass && self.check.as_ref().is_none_or(Check::holds)
+        self.status == Status::Pass && [&self.check, &self.tampered].iter().all(|c| c.as_ref().is_none_or(Check::holds))
     }
 
     /// Not clean, and not the documented known failure: what fails a run.
@@ -516,6 +518,7 @@ impl Ctx<'_> {
             run_seconds: None,
             output_bytes: None,
             check: None,
+            tampered: None,
             lengths: family.kat_lengths.then_some(sub.kat.lengths),
             message: None,
             known_issue: None,
@@ -545,16 +548,21 @@ impl Ctx<'_> {
         if let Some(why) = &build.rebuilt_because {
             crate::say!("  {}: rebuilt: {why}", inst.label);
         }
-        if files.len() > 1 {
-            return self.run_files(inst, &build, &files, r);
-        }
-        let Some(entry) = entry else {
+        let mut r = if files.len() > 1 {
+            self.run_files(inst, &build, &files, r)?
+        } else if let Some(entry) = entry {
+            crate::ui::doing("KAT run");
+            self.run_kat(inst, &build, (entry, ""), r)?
+        } else {
             r.status = Status::Nokat;
             r.message = Some(format!("no line for {} in {}", inst.label, self.manifest.path));
-            return Ok(r.finish());
+            r.finish()
         };
-        crate::ui::doing("KAT run");
-        self.run_kat(inst, &build, (entry, ""), r)
+        if let Some(check) = self.build.sub.family()?.tampers(&build.record) {
+            crate::ui::doing(check.name);
+            r.tampered = Some((check.run)(&CheckCtx { runs: &self.program_runs(&build) })?);
+        }
+        Ok(r)
     }
 
     /// A family's several KAT files, each from its own run of the program with its own

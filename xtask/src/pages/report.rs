@@ -330,7 +330,8 @@ fn kat(w: &mut String, e: &Evidence) -> Result<()> {
             others.join(", ")
         )?;
     }
-    corroborated(w, e.family, k)
+    corroborated(w, e.family, k)?;
+    tampered(w, e.family, k)
 }
 
 /// Families whose program writes several KAT files: one row per file, each with its own
@@ -434,6 +435,34 @@ fn corroborated(w: &mut String, family: &Family, k: &Summary) -> Result<()> {
     }
     if !digest_only.is_empty() {
         writeln!(w, "\nKAT digest only, {}: {}.", check.absent, names(&digest_only))?;
+    }
+    Ok(())
+}
+
+/// The tampered-input check's verdicts: which instances held, and each failure with
+/// what failed. Nothing when no instance ran it.
+fn tampered(w: &mut String, family: &Family, k: &Summary) -> Result<()> {
+    let Some(check) = &family.tampered else { return Ok(()) };
+    let ran: Vec<&InstanceResult> = k.instances.iter().filter(|i| i.tampered.is_some()).collect();
+    if ran.is_empty() {
+        return Ok(());
+    }
+    let holds = |i: &&InstanceResult| i.tampered.as_ref().is_some_and(|c| c.holds());
+    let (held, failed): (Vec<&InstanceResult>, Vec<&InstanceResult>) = ran.into_iter().partition(holds);
+    writeln!(
+        w,
+        "
+Tampered inputs, on records drawn at run time (a verdict of its own, beside the KAT status):"
+    )?;
+    if !held.is_empty() {
+        let names: Vec<String> = held.iter().map(|i| md(&i.label)).collect();
+        let mut text = check.holds.to_owned();
+        text[..1].make_ascii_uppercase();
+        writeln!(w, "{text}: {}.", names.join(", "))?;
+    }
+    for i in failed {
+        let c = i.tampered.as_ref().expect("partitioned on it");
+        writeln!(w, "\n- {}: **{} {}**: {}", md(&i.label), md(&c.check), c.verdict, md(&c.detail))?;
     }
     Ok(())
 }

@@ -164,6 +164,7 @@ pub fn plain_instances() -> Vec<Inst> {
         ("fix-overflow", 16, "#define FIX_OVERFLOW 1\n"),
         ("fix-crash", 16, "#define FIX_CRASH 1\n"),
         ("fix-hang", 16, "#define FIX_HANG 1\n"),
+        ("fix-malleable", 16, "#define FIX_MALLEABLE 1\n"),
     ]
     .into_iter()
     .map(|(l, n, e)| (l, n, e.to_owned()))
