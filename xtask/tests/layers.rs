@@ -76,6 +76,7 @@ const BELOW: &[(&str, &[&str])] = &[
     ("container::engine", &["evidence::domain", "ui"]),
     ("container::hostcpu", &["container::engine"]),
     ("container::emulation", &["evidence::domain"]),
+    ("measure::elf", &["evidence::schema", "project"]),
     ("pages", &["measure::stats"]),
     ("pages::chart", &["pages", "measure::stats"]),
     ("pages::constant_time", &["pages", "evidence::schema", "family", "ct::memcheck", "measure::stats"]),
