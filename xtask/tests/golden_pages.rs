@@ -55,6 +55,25 @@ fn the_kem_page_equals_the_committed_page() {
     check(KEM);
 }
 
+/// The KEM's page shows its libraries as `verify` read them (the golden summary holds
+/// the readings of real ML-KEM builds): code size in §5, exported and flagged names.
+#[test]
+fn the_kem_page_shows_code_size_and_flagged_exports() {
+    let page = render(KEM);
+    let sizes = table(part(&page, "5. "), "| instance | text (bytes) |");
+    assert_eq!(sizes[0], ["ML-KEM-512", "74065", "54584", "1320", "8", "ELF64 LSB x86-64"]);
+    assert_eq!(sizes.len(), 3);
+    let exports = part(&page, "Exported symbols");
+    assert_eq!(table(exports, "| instance | exported | flagged |")[0], ["ML-KEM-512", "142", "95"]);
+    let flagged = table(exports, "| instances | rule |");
+    let keccak = flagged.iter().find(|r| r[1] == "keccak").expect("a keccak row");
+    assert_eq!(keccak[0], "ML-KEM-512, ML-KEM-768, ML-KEM-1024");
+    assert!(keccak[3].split(", ").any(|n| n == "shake128") && !keccak[3].contains("PQCLEAN"), "{keccak:?}");
+    assert!(flagged.iter().all(|r| r[1] != "randombytes"), "ML-KEM's library takes randombytes from the program");
+    // A page of a set without readings says so instead.
+    assert!(part(&render(SIG), "Exported symbols").contains("Not read: the KAT summary holds no reading"));
+}
+
 #[test]
 fn the_signature_page_equals_the_committed_page() {
     check(SIG);
@@ -84,7 +103,7 @@ fn headings(id: &str) -> Vec<&'static str> {
     if id != HASH {
         h.extend(["6. Transmission and storage overhead", "Symmetric primitives", "Constant time"]);
     }
-    h.push("7. Raw evidence index");
+    h.extend(["Exported symbols", "7. Raw evidence index"]);
     h
 }
 
@@ -161,6 +180,16 @@ fn seed_structure(id: &str, page: &str) {
     performance_forms(id, part(page, "4. "));
     for row in table(part(page, "5. "), "| instance | operation | static") {
         assert!(digits(row[2]) && row[3].ends_with(" KiB") && row[4].ends_with(" KiB"), "{id}: {row:?}");
+    }
+    // Code size beside the RSS figures: whole byte counts, or why the library was not read.
+    let resources = part(page, "5. ");
+    assert!(resources.contains("as binutils' `size` counts them"), "{id}: {resources}");
+    if let Some(at) = resources.find("| instance | text (bytes) |") {
+        for row in table(&resources[at..], "| instance | text (bytes) |") {
+            assert!(row[1..5].iter().all(|c| digits(c)), "{id}: {row:?}");
+        }
+    } else {
+        assert!(resources.contains("Not read: "), "{id}: {resources}");
     }
     let index = part(page, "7. ");
     assert!(index.contains("Paths are relative to `x86_1/` in the evidence set"), "{id}: {index}");
@@ -255,6 +284,12 @@ fn sections_five_and_six_say_not_measured_on_verify_only_evidence() {
     for heading in ["5. ", "6. "] {
         let text = part(&page, heading);
         let body: Vec<&str> = text.lines().skip(1).filter(|l| !l.is_empty()).collect();
-        assert_eq!(body, ["Not measured: no timing run in this evidence set."], "{text}");
+        assert_eq!(body[0], "Not measured: no timing run in this evidence set.", "{text}");
+        if heading == "6. " {
+            assert_eq!(body.len(), 1, "{text}");
+        }
     }
+    // Code size comes from verify's reading of the library: it needs no timing run.
+    let sizes = table(part(&page, "5. "), "| instance | text (bytes) |");
+    assert_eq!(sizes.iter().map(|r| r[0]).collect::<Vec<_>>(), ["ML-KEM-512", "ML-KEM-768", "ML-KEM-1024"]);
 }

@@ -123,6 +123,21 @@ fn every_status(c: &Case) {
         assert_eq!(entry(&s, label).status.name(), want, "{label}");
     }
     tampered_ciphertexts(&s, &String::from_utf8_lossy(&run.stdout));
+    // The host read each built library (never ran it): fix-32's also exports
+    // `randombytes` (tests/fixture/exports.c), flagged; fix-16's exports the ICCS API
+    // and DRNG names without a namespace, flagged as such, and no `randombytes`.
+    let lib32 = entry(&s, "fix-32").library.as_ref().expect("fix-32 read");
+    assert_eq!(lib32.error, None, "{lib32:?}");
+    let flagged = |lib: &schema::LibraryElf, rule: &str| {
+        lib.clashes.iter().find(|c| c.rule == rule).map(|c| c.symbols.clone()).unwrap_or_default()
+    };
+    assert_eq!(flagged(lib32, "randombytes"), ["randombytes"]);
+    let size = lib32.size.expect("sizes");
+    assert!(size.code > 0 && size.text > size.code && lib32.format == "ELF64 LSB x86-64", "{lib32:?}");
+    let lib16 = entry(&s, "fix-16").library.as_ref().expect("fix-16 read");
+    assert!(flagged(lib16, "randombytes").is_empty(), "{lib16:?}");
+    assert!(flagged(lib16, "api").contains(&"kem_keygen".to_owned()), "{lib16:?}");
+    assert!(flagged(lib16, "iccs-drng").contains(&"get_random_number".to_owned()), "{lib16:?}");
     // The guide set as the reference harness's guide builds used it (its KAT logs).
     let guide = "-std=c99 -Wpedantic -Wall -Wextra -O2 -fPIC -D_GNU_SOURCE -Wno-error=implicit-function-declaration \
         -Wno-error=incompatible-pointer-types -Wno-error=int-conversion -Wno-error=implicit-int";
@@ -232,6 +247,11 @@ fn bench_and_source_dir(c: &Case) {
     let page = std::fs::read_to_string(common::layout(out).report("fixture-kem")).unwrap();
     assert!(page.contains("`kat.sha256` outside the checkout (sha256 "), "{page}");
     assert!(!page.contains(c.tmp.path().to_str().unwrap()), "{page}");
+    // The page shows fix-32's exported `randombytes` with why it clashes, and code size.
+    let exports = &page[page.find("## Exported symbols").expect("the section")..];
+    let row = exports.lines().find(|l| l.contains("| randombytes |")).unwrap_or_else(|| panic!("{exports}"));
+    assert!(row.starts_with("| fix-32 | randombytes | the NIST API's randomness source"), "{row}");
+    assert!(page.lines().any(|l| l.starts_with("| fix-32 | ") && l.ends_with(" | ELF64 LSB x86-64 |")), "{page}");
 }
 
 fn no_patch(c: &Case) {

@@ -292,8 +292,65 @@ pub struct InstanceResult {
     /// bench holds the timed figures against (`bench::kat_cross_check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kat_cpu_ns: Option<u64>,
+    /// The library as built, read by the host from its ELF file (`measure::elf`): code
+    /// size and exported names. None in summaries written before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<LibraryElf>,
     pub finished: String,
     pub harness_commit: String,
+}
+
+/// An instance's library (`libinstance.so`) read by the host from its bytes, never run
+/// (`measure::elf`): the bytes whose digest the build record holds, or why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibraryElf {
+    /// The file's name in the build (no host folder).
+    pub file: String,
+    /// Why it could not be read (a link, a digest not the recorded one, a malformed
+    /// ELF); every other field is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Class, byte order and machine (`ELF64 LSB x86-64`).
+    #[serde(default)]
+    pub format: String,
+    /// Section sizes as binutils' `size` counts them (Berkeley form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<CodeSize>,
+    /// How many names the library exports (all of them, even past the list's bound).
+    #[serde(default)]
+    pub exported_count: u64,
+    /// The exported names, sorted, at most `measure::elf::MAX_NAMES`, each at most
+    /// `measure::elf::MAX_NAME_BYTES` bytes.
+    #[serde(default)]
+    pub exported: Vec<String>,
+    /// Exported names another library or the harness in the same process would define
+    /// too, by rule; a finding on the page, not a KAT status.
+    #[serde(default)]
+    pub clashes: Vec<Clash>,
+}
+
+/// The allocated sections of an ELF file, summed as binutils' `size` (Berkeley) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeSize {
+    /// Executable or read-only: machine code, constants, and a shared object's
+    /// dynamic-linking tables and unwind data.
+    pub text: u64,
+    /// Writable, with contents.
+    pub data: u64,
+    /// Writable, without contents (zero-initialised).
+    pub bss: u64,
+    /// The executable sections alone (part of `text`).
+    pub code: u64,
+}
+
+/// Exported names flagged by one rule of `measure::elf::RULES`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clash {
+    /// The rule's id (`randombytes`, `keccak`, `libc`).
+    pub rule: String,
+    /// Why a name of this rule clashes, in the page's words.
+    pub why: String,
+    pub symbols: Vec<String>,
 }
 
 /// One KAT file's recorded verdict, whichever way its family records it.

@@ -524,6 +524,7 @@ impl Ctx<'_> {
             known_issue: None,
             files: Vec::new(),
             kat_cpu_ns: None,
+            library: None,
             finished: String::new(),
             harness_commit: self.harness_commit.clone(),
         };
@@ -545,6 +546,7 @@ impl Ctx<'_> {
         r.build_reused = build.reused;
         r.library_sha256 = build.record.output_sha256(recipe::LIBRARY).map(str::to_owned);
         r.program_sha256 = build.record.program_sha256(&plan.run[0]).map(str::to_owned);
+        r.library = Some(crate::measure::elf::read(&build.out.join(recipe::LIBRARY), r.library_sha256.as_deref()));
         if let Some(why) = &build.rebuilt_because {
             crate::say!("  {}: rebuilt: {why}", inst.label);
         }

@@ -4,6 +4,7 @@
 pub mod chart;
 pub mod compare;
 pub mod constant_time;
+pub mod library;
 pub mod report;
 pub mod site;
 

@@ -136,6 +136,7 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
         symmetric(&mut p, &e)?;
     }
     crate::pages::constant_time::section(&mut p, e.family, &e.ct)?;
+    crate::pages::library::exported(&mut p, e.kat.as_ref())?;
     index(&mut p, layout, sub)?;
     Ok(p)
 }
@@ -815,6 +816,11 @@ fn unchecked_libraries(e: &Evidence) -> Vec<String> {
 
 fn resources(w: &mut String, e: &Evidence) -> Result<()> {
     writeln!(w, "\n## 5. Resource consumption\n")?;
+    rss(w, e)?;
+    crate::pages::library::code_size(w, e.kat.as_ref())
+}
+
+fn rss(w: &mut String, e: &Evidence) -> Result<()> {
     if e.records.is_empty() {
         writeln!(w, "{NOT_MEASURED}")?;
         return Ok(());

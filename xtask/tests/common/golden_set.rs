@@ -229,6 +229,9 @@ pub fn summary(system: &str, id: &str) -> Summary {
     s.kat_manifest = format!("kat/{id}/kat.sha256");
     s.kat_manifest_sha256 = sha(&kat_manifest(id));
     let template = s.instances[0].clone();
+    // The libraries as `verify` read them (real ML-KEM builds): only the KEM's labels.
+    let libraries: Vec<(String, Option<schema::LibraryElf>)> =
+        s.instances.iter().map(|i| (i.label.clone(), i.library.clone())).collect();
     let family = sub.family().unwrap().id;
     s.instances = labels(id)
         .iter()
@@ -245,6 +248,7 @@ pub fn summary(system: &str, id: &str) -> Summary {
                 program_sha256: Some(sha(&format!("kat program {system} {id} {label}"))),
                 commands: vec![],
                 output_bytes: Some(kat_text(id, label).len() as u64),
+                library: libraries.iter().find(|(l, _)| l == label).and_then(|(_, lib)| lib.clone()),
                 ..template.clone()
             };
             if family == FamilyId::Sig {
