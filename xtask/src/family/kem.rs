@@ -70,14 +70,21 @@ fn run(ctx: &Ctx) -> Result<Check> {
 
 type Verdict = std::result::Result<(), String>;
 
-fn replay(ctx: &Ctx, seeds: &[String]) -> Result<Verdict> {
+/// Key pairs (`<pk> <sk>`) and encapsulations (`<ct> <ss>`) for `seeds`, in two processes.
+type Encapsulated = (Vec<Vec<String>>, Vec<Vec<String>>);
+
+fn encapsulated(ctx: &Ctx, seeds: &[String]) -> Result<std::result::Result<Encapsulated, String>> {
     let keys = match ctx.op("keygen", seeds.to_vec(), 2)? {
         Ok(k) => k,
         Err(why) => return Ok(Err(why)),
     };
     let enc_in = seeds.iter().zip(&keys).map(|(s, k)| format!("{s} {}", k[0])).collect();
-    let sent = match ctx.op("enc", enc_in, 2)? {
-        Ok(c) => c,
+    Ok(ctx.op("enc", enc_in, 2)?.map(|sent| (keys, sent)))
+}
+
+fn replay(ctx: &Ctx, seeds: &[String]) -> Result<Verdict> {
+    let (keys, sent) = match encapsulated(ctx, seeds)? {
+        Ok(e) => e,
         Err(why) => return Ok(Err(why)),
     };
     let dec_in = keys.iter().zip(&sent).map(|(k, c)| format!("{} {}", k[1], c[0])).collect();
@@ -115,13 +122,8 @@ fn tamper(ctx: &Ctx) -> Result<Check> {
 }
 
 fn tampered(ctx: &Ctx, seeds: &[String]) -> Result<std::result::Result<String, String>> {
-    let keys = match ctx.op("keygen", seeds.to_vec(), 2)? {
-        Ok(k) => k,
-        Err(why) => return Ok(Err(why)),
-    };
-    let enc_in = seeds.iter().zip(&keys).map(|(s, k)| format!("{s} {}", k[0])).collect();
-    let sent = match ctx.op("enc", enc_in, 2)? {
-        Ok(c) => c,
+    let (keys, sent) = match encapsulated(ctx, seeds)? {
+        Ok(e) => e,
         Err(why) => return Ok(Err(why)),
     };
     let cases = flips(&keys, &sent);
