@@ -177,7 +177,7 @@ fn tampered_ciphertexts(s: &Summary, stdout: &str) {
     let want = "record 0, byte 15 flipped: dec returned the encapsulated secret for the tampered ciphertext";
     assert_eq!(leaky.detail, want);
     let row = stdout.lines().find(|l| l.trim_start().starts_with("fix-malleable")).unwrap_or_default();
-    assert!(row.ends_with("tampered ciphertexts: fails"), "{stdout}");
+    assert!(row.contains(" tampered ciphertexts: fails"), "{stdout}");
     assert!(stdout.contains(&format!("\n      {want}\n")), "{stdout}");
     // A crash in the tampered run is that run's verdict, not an engine failure.
     assert_eq!(t("fix-crash").verdict, schema::CheckVerdict::Fails);
