@@ -40,11 +40,20 @@ fn digests_line(s: &Submission) -> String {
     }
 }
 
-/// `BiT-128, BiT-128-avx2 (KAT of BiT-128)`: each label, and whose KAT a variant takes.
+/// `BiT-128, BiT-128-avx2 (optimized, KAT of BiT-128)`: each label, what a variant is,
+/// and whose KAT it takes.
 fn labels_line(s: &Submission) -> String {
-    let label = |i: &Instance| match &i.kat_from {
-        Some(from) => format!("{} (KAT of {from})", i.label),
-        None => i.label.clone(),
+    let label = |i: &Instance| {
+        let notes: Vec<String> = i
+            .variant
+            .map(|_| "optimized".to_owned())
+            .into_iter()
+            .chain(i.kat_from.as_ref().map(|from| format!("KAT of {from}")))
+            .collect();
+        match notes.is_empty() {
+            true => i.label.clone(),
+            false => format!("{} ({})", i.label, notes.join(", ")),
+        }
     };
     s.instances.iter().map(label).collect::<Vec<_>>().join(", ")
 }

@@ -2,6 +2,8 @@
 //! text checked against the line of the instance it names. On the fixture KEM: `kf-fast`
 //! is the same code as `kf-ref` and passes against kf-ref's digest; `kf-wrong` computes
 //! other values and is a MISMATCH against it. Expected digests come from the Rust model.
+//! kf-fast is also an optimized variant (`variant = "optimized"`, its own `-O3`): timed
+//! beside kf-ref, its figures stand in a table of their own on the page.
 
 use std::path::Path;
 
@@ -21,7 +23,8 @@ fn manifest_dir(dir: &Path, zip: &Path, kat_from: &[(&str, &str)]) -> String {
     let mut m = manifest(zip, &instances());
     for (label, from) in kat_from {
         let at = format!("label = \"{label}\"\n");
-        m = m.replace(&at, &format!("{at}kat_from = \"{from}\"\n"));
+        let variant = if *label == "kf-fast" { "variant = \"optimized\"\nextra_flags = [\"-O3\"]\n" } else { "" };
+        m = m.replace(&at, &format!("{at}kat_from = \"{from}\"\n{variant}"));
     }
     std::fs::create_dir_all(dir.join("fixture-kem")).unwrap();
     std::fs::write(dir.join("fixture-kem.toml"), m).unwrap();
@@ -72,6 +75,27 @@ fn a_variant_passes_against_the_named_instances_digest_and_a_wrong_one_does_not(
     assert_eq!(run.status.code(), Some(0));
     let said = common::stdout(&run);
     assert!(said.contains("kf-fast") && said.contains("(kept, --resume)"), "{said}");
+    assert!(fast.flags.iter().any(|f| f == "-O3"), "the variant's own flags: {:?}", fast.flags);
+    variant_figures_stand_apart(&args[1..], &out);
+}
+
+/// kf-ref and its optimized variant timed in one run: the page's reference table has
+/// kf-ref only; kf-fast's figures are in the table of optimized implementations.
+fn variant_figures_stand_apart(verify_args: &[&str], out: &Path) {
+    let rest = [&verify_args[..verify_args.len() - 2], &["--instance", "kf-ref", "--instance", "kf-fast"]].concat();
+    let bench =
+        [&["bench"], &rest[..], &["--out", out.to_str().unwrap(), "--quick", "--allow-unfixed-host", "--op", "keygen"]];
+    let run = xtask(&bench.concat(), None);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let page = xtask(&["report", verify_args[0], "--out", out.to_str().unwrap()], None);
+    assert!(page.status.success(), "{}", String::from_utf8_lossy(&page.stderr));
+    let text = std::fs::read_to_string(common::layout(out).report("fixture-kem")).unwrap();
+    let perf = &text[text.find("## 4. Performance").expect("section 4")..];
+    let (reference, optimized) = perf.split_once("### Optimized implementations").expect("the variants' table");
+    let row = |t: &str, label: &str| t.lines().any(|l| l.starts_with(&format!("| {label} | keygen")));
+    assert!(row(reference, "kf-ref") && !row(reference, "kf-fast"), "{perf}");
+    let optimized = &optimized[..optimized.find("\n## ").unwrap_or(optimized.len())];
+    assert!(row(optimized, "kf-fast") && !row(optimized, "kf-ref"), "{perf}");
 }
 
 /// `list` says which instance's KAT a variant takes (sign-02's optimized instances).
@@ -82,6 +106,6 @@ fn list_shows_whose_kat_a_variant_takes() {
     let text = common::stdout(&run);
     let line = text.lines().find(|l| l.contains("instances: BiT-128")).unwrap_or_default();
     for label in ["128", "256", "512"] {
-        assert!(line.contains(&format!("BiT-{label}-avx2 (KAT of BiT-{label})")), "{line}");
+        assert!(line.contains(&format!("BiT-{label}-avx2 (optimized, KAT of BiT-{label})")), "{line}");
     }
 }

@@ -404,6 +404,18 @@ pub struct Instance {
     /// the instance whose KAT file and `kat.sha256` line its KAT text is checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kat_from: Option<String>,
+    /// Not the reference implementation (an `Optimized_Implementation` build): timed
+    /// beside it, shown as a row group of its own, never among the reference figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<Variant>,
+}
+
+/// What a non-reference instance is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// An optimized implementation (AVX2, NEON, ...) of the same scheme.
+    Optimized,
 }
 
 fn yes() -> bool {

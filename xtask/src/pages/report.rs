@@ -47,7 +47,11 @@ pub(crate) struct Evidence {
     pub family: &'static Family,
     pub kat: Option<Summary>,
     pub env: Option<Environment>,
+    /// The reference instances' records: every table and chart of the page.
     pub records: Vec<Record>,
+    /// The records of the manifest's variant instances (optimized builds), shown only in
+    /// a table of their own.
+    pub variants: Vec<Record>,
     /// The family's baseline records timed in the same run as `records`.
     pub baselines: Vec<Record>,
     audit: Vec<Disagreement>,
@@ -59,7 +63,8 @@ pub(crate) struct Evidence {
 
 impl Evidence {
     pub(crate) fn read(layout: &Layout, sub: &Submission) -> Result<Evidence> {
-        let records = records(layout, sub)?;
+        let is_variant = |r: &Record| sub.instances.iter().any(|i| i.label == r.label && i.variant.is_some());
+        let (variants, records): (Vec<Record>, Vec<Record>) = records(layout, sub)?.into_iter().partition(is_variant);
         let mut profiles = Vec::new();
         for inst in &sub.instances {
             for op in sub.family()?.all_ops() {
@@ -81,6 +86,7 @@ impl Evidence {
             kat: schema::read(&layout.kat_summary(&sub.id))?,
             env: schema::read(&layout.environment(&sub.id))?,
             records,
+            variants,
             audit,
             survey: schema::read(&layout.survey(&sub.id))?,
             profiles,
@@ -488,13 +494,21 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     } else {
         format!("mean ticks ({} @ {:.3} GHz)", first.counter.name, first.counter.measured_hz / 1e9)
     };
+    figures(w, (e.family, &e.records), &head)?;
     if e.family.ops.iter().any(|o| o.bytes.is_some()) {
-        per_message(w, e, &head)?;
-    } else {
-        per_operation(w, e, &head)?;
+        baselines(w, e)?;
     }
     spreads(w, e)?;
     lengths(w, e)?;
+    if !e.variants.is_empty() {
+        writeln!(
+            w,
+            "\n### Optimized implementations\n\nThe manifest's variant instances, not the reference implementation \
+             the figures above (and the seed pages) are of; timed the same way, in the same run. Their KAT results \
+             are in section 3.\n"
+        )?;
+        figures(w, (e.family, &e.variants), &head)?;
+    }
     writeln!(w, "\n{}", self_reported_line(&e.records))?;
     let unchecked = unchecked_libraries(e);
     if !unchecked.is_empty() {
@@ -508,6 +522,16 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
     Ok(())
 }
 
+/// The main table of `records`: per message size for a family that hashes messages,
+/// per operation otherwise.
+fn figures(w: &mut String, (family, records): (&Family, &[Record]), head: &str) -> Result<()> {
+    if family.ops.iter().any(|o| o.bytes.is_some()) {
+        per_message(w, (family, records), head)
+    } else {
+        per_operation(w, (family, records), head)
+    }
+}
+
 /// The message size an operation of the family hashes (`hash_4096`: 4096).
 pub(crate) fn message_bytes(family: &Family, r: &Record) -> Option<u64> {
     family.message_bytes(&r.op)
@@ -515,7 +539,7 @@ pub(crate) fn message_bytes(family: &Family, r: &Record) -> Option<u64> {
 
 /// Hash functions: one row per message size, with per-byte figures, and the calls on
 /// content drawn at run time where they differ from the reference content.
-fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
+fn per_message(w: &mut String, (family, records): (&Family, &[Record]), head: &str) -> Result<()> {
     let per_byte = head.replace("mean ", "").replace(" (", "/byte (");
     let per_byte = if per_byte == "cycles" { "cycles/byte".to_owned() } else { per_byte };
     writeln!(
@@ -523,9 +547,9 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
         "| instance | message | {head} | {per_byte} | mean time | MB/s | n | noise |\n|---|---|---|---|---|---|---|---|"
     )?;
     let (mut depends, mut too_few) = (Vec::new(), Vec::new());
-    for r in &e.records {
+    for r in records {
         let a = &r.aggregate;
-        let Some(bytes) = message_bytes(e.family, r) else {
+        let Some(bytes) = message_bytes(family, r) else {
             writeln!(
                 w,
                 "| {} | {} | {} | | {} | | {} ({} × {}) | {} |",
@@ -559,13 +583,13 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
             content_row(&mut depends, &mut too_few, &format!("{} {bytes} B", r.label), c);
         }
     }
-    noise_rule(w, e)?;
+    noise_rule(w, records)?;
     writeln!(
         w,
         "\nMessages as the reference method gives them (`msg[i] = (i·131 + N) mod 256`); every call XORs the \
          previous digest into the message's first bytes, so no call repeats an input."
     )?;
-    if let Some(c) = e.records.iter().find_map(|r| r.content.as_ref()) {
+    if let Some(c) = records.iter().find_map(|r| r.content.as_ref()) {
         writeln!(
             w,
             "\nContent control ({}): dudect's tests on the calls' times (Welch's t, as in the constant-time test); \
@@ -581,7 +605,7 @@ fn per_message(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
     if !too_few.is_empty() {
         writeln!(w, "\nToo few content-control measurements for a verdict: {}.", md(&too_few.join("; ")))?;
     }
-    baselines(w, e)
+    Ok(())
 }
 
 /// One record's content control, where it says more than "none found".
@@ -649,10 +673,10 @@ fn baselines(w: &mut String, e: &Evidence) -> Result<()> {
     Ok(())
 }
 
-fn per_operation(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
+fn per_operation(w: &mut String, (family, records): (&Family, &[Record]), head: &str) -> Result<()> {
     writeln!(w, "| instance | operation | {head} | mean time | ops/s | median trial | n (trials × iters) | noise |")?;
     writeln!(w, "|---|---|---|---|---|---|---|---|")?;
-    for r in &e.records {
+    for r in records {
         let a = &r.aggregate;
         writeln!(
             w,
@@ -666,16 +690,16 @@ fn per_operation(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
             a.n,
             a.trials,
             a.iterations,
-            retried(e.family, r),
+            retried(family, r),
             noise_cell(r)
         )?;
     }
-    noise_rule(w, e)
+    noise_rule(w, records)
 }
 
 /// The rule behind the noise column, under the table, when a row is marked.
-fn noise_rule(w: &mut String, e: &Evidence) -> Result<()> {
-    if e.records.iter().any(|r| !stats::indicative(r).is_empty()) {
+fn noise_rule(w: &mut String, records: &[Record]) -> Result<()> {
+    if records.iter().any(|r| !stats::indicative(r).is_empty()) {
         writeln!(w, "\n{}", stats::indicative_rule())?;
     }
     Ok(())
@@ -1110,6 +1134,7 @@ mod tests {
             kat: Some(kat),
             env: None,
             records: vec![record],
+            variants: vec![],
             baselines: vec![],
             audit: vec![],
             survey: None,
@@ -1137,6 +1162,7 @@ mod tests {
             kat: None,
             env: None,
             records: vec![record],
+            variants: vec![],
             baselines: vec![],
             audit: vec![],
             survey: None,
