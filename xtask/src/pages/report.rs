@@ -859,7 +859,16 @@ fn rss(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     if stack {
-        writeln!(w, "\n{}", stack_method())?;
+        let mut painted: Vec<u64> = e.records.iter().filter_map(|r| r.memory.stack.as_ref()?.painted_bytes).collect();
+        painted.sort_unstable();
+        painted.dedup();
+        let painted: Vec<String> = painted.iter().map(|b| format!("{} KiB", b >> 10)).collect();
+        writeln!(
+            w,
+            "\n{} Painted here: {}.",
+            stack_method(),
+            listed(&painted.iter().map(String::as_str).collect::<Vec<_>>())
+        )?;
     }
     Ok(())
 }
@@ -881,7 +890,8 @@ fn stack_cell(s: Option<&crate::evidence::schema::StackMark>) -> String {
 fn stack_method() -> String {
     format!(
         "Stack is pqm4's method, in an untimed run of its own per operation (one call, no warm-up): the timing \
-         driver paints up to {} MiB of stack below its frame with a pattern, makes the call, and scans from the \
+         driver paints up to {} MiB of stack below its frame (the stack limit less 1 MiB when lower) with a \
+         pattern, makes the call, and scans from the \
          deepest end for the first word changed; the figure is the distance from its stack pointer at the call \
          to that word, the driver's call wrapper (tens of bytes) included; ≥ says the whole painted region was \
          written, so the call used at least that. It is self-reported by the driver inside the candidate's \
@@ -1131,6 +1141,24 @@ mod tests {
         content_row(&mut depends, &mut too_few, "h 65536 B", &control(ContentVerdict::TooFewMeasurements, None));
         assert_eq!(depends, ["h 4096 B (t = -80.0; 50 × the reference content's time per call)"]);
         assert_eq!(too_few, ["h 65536 B (600 and 400 measurements)"]);
+    }
+
+    #[test]
+    fn stack_cells_never_show_less_than_was_seen() {
+        let mark = |used: Option<u64>, exceeded, failed: Option<&str>| crate::evidence::schema::StackMark {
+            command: vec!["kem_bench".into(), "dec".into(), "1".into(), "0".into(), "stack".into()],
+            used_bytes: used,
+            painted_bytes: used.map(|_| 7 << 20),
+            exceeded,
+            failed: failed.map(str::to_owned),
+        };
+        assert_eq!(stack_cell(None), "—");
+        assert_eq!(stack_cell(Some(&mark(Some(9784), false, None))), "9784");
+        assert_eq!(stack_cell(Some(&mark(Some(7340080), true, None))), "≥ 7340080 (the whole painted region)");
+        // The driver's words are the candidate's: escaped, one line, never a figure.
+        let failed = stack_cell(Some(&mark(None, false, Some("`kem_bench` | killed by signal 11\n| 5 |"))));
+        assert!(failed.starts_with("not measured: ") && !failed.contains(" | ") && !failed.contains('\n'), "{failed}");
+        assert!(stack_method().contains("self-reported by the driver inside the candidate's process"));
     }
 
     #[test]
