@@ -263,7 +263,71 @@ typedef struct {
     uint64_t excluded_ns, excluded_ticks;
     long baseline_rss_kib;
     struct rusage ru;
+    /* A stack run (the word `stack` after the others): see stack_paint. */
+    int stack, stack_exceeded;
+    uintptr_t stack_sp;
+    uint64_t stack_painted, stack_used;
 } bench_measurement;
+
+/* ---- The stack high-water mark (a stack run: `<op> 1 0 [cpu] stack`), pqm4's method ----
+ * Right before the timed window, stack_paint fills `stack_painted` bytes of stack below
+ * the driver's frame with a pattern (its own frame, by alloca, volatile writes), and
+ * returns: the operation's frames then lie over the painted bytes. Right after the
+ * window, stack_scan looks from the deepest end for the first word that no longer holds
+ * the pattern. `stack_used` is the distance from the driver's stack pointer at the call
+ * to the start of that word: every frame of the call (the driver's call wrapper, some
+ * tens of bytes, included; a leaf's red zone too). No painted word written: the gap
+ * between the pointer and the painted region (an upper bound). The deepest painted word
+ * written: `exceeded`, and the call used at least `stack_used` bytes. */
+#define STACK_PATTERN 0x4e4743432d535441ULL
+#define STACK_PAINT_MAX ((uint64_t)8 << 20)
+#define STACK_RESERVE ((uint64_t)1 << 20)
+
+static uintptr_t stack_low;
+
+static inline __attribute__((always_inline)) uintptr_t stack_pointer(void) {
+    uintptr_t sp;
+#if defined(__x86_64__)
+    __asm__ __volatile__("mov %%rsp, %0" : "=r"(sp));
+#else
+    __asm__ __volatile__("mov %0, sp" : "=r"(sp));
+#endif
+    return sp;
+}
+
+/* 8 MiB, or the stack limit less 1 MiB (what lies above the driver's frame) when the
+ * limit is lower; read by a raw system call. */
+static inline uint64_t stack_budget(void) {
+    uint64_t lim[2] = {0, 0}, b;
+    if (raw_syscall6(SYS_prlimit64, 0, RLIMIT_STACK, 0, (long)lim, 0, 0) != 0) {
+        lim[0] = STACK_PAINT_MAX;
+    }
+    b = lim[0] > 2 * STACK_RESERVE ? lim[0] - STACK_RESERVE : lim[0] / 2;
+    b = b < STACK_PAINT_MAX ? b : STACK_PAINT_MAX;
+    return b & ~(uint64_t)4095;
+}
+
+static inline __attribute__((noinline)) void stack_paint(uint64_t bytes) {
+    volatile uint64_t *region = (volatile uint64_t *)__builtin_alloca((size_t)bytes);
+    uint64_t i = bytes / 8;
+    /* From the top down, so that the stack grows one page after another. */
+    while (i > 0) {
+        region[--i] = STACK_PATTERN;
+    }
+    stack_low = (uintptr_t)region;
+}
+
+/* The start of the deepest word that no longer holds the pattern; 0 for none. */
+static inline __attribute__((noinline)) uintptr_t stack_scan(uintptr_t low, uint64_t bytes) {
+    const volatile uint64_t *p = (const volatile uint64_t *)low;
+    uint64_t i;
+    for (i = 0; i < bytes / 8; i++) {
+        if (p[i] != STACK_PATTERN) {
+            return low + 8 * i;
+        }
+    }
+    return 0;
+}
 
 /* The command line of a timing driver: `<op> <iterations> <warmups> [cpu]`, where <op>
  * is one of `ops` (`op_list` is how the usage line spells them). Pins the process to
@@ -290,6 +354,11 @@ static inline int bench_args(int argc, char **argv, const char *const *ops, int 
     m->cpu = -1;
     m->excluded_ns = 0;
     m->excluded_ticks = 0;
+    m->stack = 0;
+    if (argc > 4 && strcmp(argv[argc - 1], "stack") == 0) {
+        m->stack = 1;
+        argc--;
+    }
     if (argc < 4) {
         fprintf(stderr, "usage: %s <%s> <iterations> <warmups> [cpu]\n", argv[0], op_list);
         return 64;
@@ -335,6 +404,11 @@ static inline void bench_reference_seed(void) {
 /* Right before the timed loop: the profile counts start (NGCC_PROFILE), then the clock
  * and the counter. Always inlined, so the timed region is the driver's own code. */
 static inline __attribute__((always_inline)) void timing_start(bench_measurement *m) {
+    if (m->stack) {
+        m->stack_painted = stack_budget();
+        m->stack_sp = stack_pointer();
+        stack_paint(m->stack_painted);
+    }
 #ifdef NGCC_PROFILE
     ngcc_profile_begin(counter_read);
 #endif
@@ -347,6 +421,12 @@ static inline __attribute__((always_inline)) void timing_stop(bench_measurement 
     m->c1 = counter_read();
     m->t1 = now_ns();
     sys_getrusage(&m->ru);
+    if (m->stack) {
+        uintptr_t deepest = stack_scan(stack_low, m->stack_painted);
+        uintptr_t end = deepest ? deepest : stack_low + m->stack_painted;
+        m->stack_exceeded = deepest != 0 && deepest == stack_low;
+        m->stack_used = m->stack_sp > end ? m->stack_sp - end : 0;
+    }
 }
 
 /* The report from `{"api":` through `"ru_maxrss_kib"`; the family adds its sizes and
@@ -379,6 +459,12 @@ static inline void put_measurement(const bench_measurement *m) {
     put_i64(status_kib("VmHWM:"));
     put_str(",\"ru_maxrss_kib\":");
     put_i64(m->ru.ru_maxrss);
+    if (m->stack) {
+        put_str(",\"stack\":{\"painted\":");
+        put_u64(m->stack_painted);
+        put_field("used", m->stack_used);
+        put_str(m->stack_exceeded ? ",\"exceeded\":true}" : ",\"exceeded\":false}");
+    }
 }
 
 #endif

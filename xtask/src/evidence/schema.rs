@@ -683,6 +683,28 @@ pub struct Memory {
     pub baseline_rss_kib: i64,
     /// Highest `VmHWM` of any aggregated trial (driver and libc included).
     pub peak_rss_kib: i64,
+    /// The stack high-water mark of one call, from a run of its own (absent in records
+    /// made before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<StackMark>,
+}
+
+/// The stack one call of the operation used, as the timing driver measured it in an
+/// untimed run of its own (`<op> 1 0 [cpu] stack`: pqm4's method, drivers/bench_core.h).
+/// Self-reported from inside the candidate's process: bounds-checked, shown, never used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackMark {
+    /// The run's command line, as run.
+    pub command: Vec<String>,
+    /// Bytes from the driver's stack pointer at the call to the deepest word written.
+    pub used_bytes: Option<u64>,
+    /// Bytes painted below the driver's frame.
+    pub painted_bytes: Option<u64>,
+    /// The deepest painted word was written: the call used at least `used_bytes`.
+    pub exceeded: bool,
+    /// Why there is no figure: the run failed, or its report was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

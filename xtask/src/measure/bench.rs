@@ -21,7 +21,7 @@ use crate::container::systems::SystemProfile;
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
     self, Calibration, Commands, ContentControl, ContentVerdict, Counter, Credibility, Disagreement, Environment,
-    HostCheck, KatRunCheck, LenStats, Memory, PlanRecord, Probe, Record, SizeAudit, SizeRecord, SlotTrial,
+    HostCheck, KatRunCheck, LenStats, Memory, PlanRecord, Probe, Record, SizeAudit, SizeRecord, SlotTrial, StackMark,
     ToolchainRecord,
 };
 use crate::evidence::Layout;
@@ -77,9 +77,44 @@ pub struct DriverReport {
     /// Wrapped-call counts of the profiling variant (`-DNGCC_PROFILE`), in symbol order.
     #[serde(default)]
     pub profile: Vec<WrappedCount>,
+    /// A stack run's high-water mark (the word `stack`), unchecked: see [`stack_use`].
+    #[serde(default)]
+    pub stack: Option<DriverStack>,
     /// The container's CPU time, read by the host; never from the driver's output.
     #[serde(skip)]
     pub host_cpu: Option<HostCpu>,
+}
+
+/// What a stack run's driver says (drivers/bench_core.h, `stack_paint`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverStack {
+    pub painted: u64,
+    pub used: u64,
+    pub exceeded: bool,
+}
+
+/// The most a driver may paint (it paints at most 8 MiB; a larger figure is refused).
+pub const STACK_PAINT_MAX: u64 = 8 << 20;
+/// The most that may lie between the driver's stack pointer and the painted region (the
+/// painting function's own frame: tens of bytes).
+pub const STACK_GAP_MAX: u64 = 64 << 10;
+
+/// A stack run's report, bounded: the driver shares its process with the candidate, so a
+/// figure that cannot be true is refused; one that can is only ever shown.
+pub fn stack_use(report: Option<DriverStack>) -> std::result::Result<DriverStack, String> {
+    let s = report.ok_or("no stack figure in the report of a stack run")?;
+    if s.painted < 4096 || s.painted > STACK_PAINT_MAX || !s.painted.is_multiple_of(4096) {
+        return Err(format!("a painted stack region of {} bytes", s.painted));
+    }
+    if s.used == 0 || s.used > s.painted + STACK_GAP_MAX {
+        return Err(format!("{} bytes of stack used of {} painted", s.used, s.painted));
+    }
+    if s.exceeded && s.used < s.painted {
+        return Err(format!("the whole painted region ({} bytes) written in {} bytes", s.painted, s.used));
+    }
+    // As much as the region or more: at least that much, whatever the driver says.
+    Ok(DriverStack { exceeded: s.exceeded || s.used >= s.painted, ..s })
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -175,8 +210,30 @@ impl Ctx<'_> {
     }
 
     fn run(&self, runner: &mut Option<Runner>, op: &OpId, iterations: u64, warmups: u64) -> Result<DriverReport> {
-        let argv = self.argv(op, iterations, warmups);
-        let (line, out, cpu) = self.execute(runner, &argv)?;
+        self.run_argv(runner, &self.argv(op, iterations, warmups), iterations)
+    }
+
+    /// The stack run of one operation: one call, no warm-up, untimed (its figures are
+    /// not the record's), the word `stack`. A failure of the run is recorded, not raised.
+    fn stack(&self, runner: &mut Option<Runner>, op: &OpId) -> Result<StackMark> {
+        let mut argv = self.argv(op, 1, 0);
+        argv.push("stack".into());
+        let command = self.build.command(self.sb.backend, &argv);
+        let mut mark = StackMark { command, used_bytes: None, painted_bytes: None, exceeded: false, failed: None };
+        match self.run_argv(runner, &argv, 1).and_then(|r| Ok(stack_use(r.stack).map_err(ProgramFailed)?)) {
+            Ok(s) => (mark.used_bytes, mark.painted_bytes, mark.exceeded) = (Some(s.used), Some(s.painted), s.exceeded),
+            Err(e) if e.is::<ProgramFailed>() => {
+                let why = project::printable(&format!("{e:#}"));
+                crate::warning!("stack run of {}: {why}", op.name());
+                mark.failed = Some(why.chars().take(2000).collect());
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(mark)
+    }
+
+    fn run_argv(&self, runner: &mut Option<Runner>, argv: &[String], iterations: u64) -> Result<DriverReport> {
+        let (line, out, cpu) = self.execute(runner, argv)?;
         let report: DriverReport = serde_json::from_slice(&out).map_err(|e| {
             let text = project::printable(&String::from_utf8_lossy(&out[..out.len().min(400)]));
             ProgramFailed(format!("unexpected output of `{line}` ({e}): {text}"))
@@ -601,7 +658,10 @@ impl Bench {
             None => None,
         };
         let host_check = HostCheck::of(&checked, allowance).with_probe(probe, &kept);
+        crate::ui::doing("the stack run");
+        let stack = Some(ctx.stack(runner, op)?);
         Ok(Timed {
+            stack,
             spec,
             plan,
             estimate,
@@ -637,7 +697,7 @@ impl Bench {
         let trials = timed.slot_trials();
         let plain: Vec<Trial> = trials.iter().map(|t| t.trial.clone()).collect();
         let aggregate = stats::aggregate(&plain);
-        let memory = Memory::of(&trials, built.static_image);
+        let memory = Memory { stack: timed.stack.clone(), ..Memory::of(&trials, built.static_image) };
         let first = &timed.slots[0][0].1;
         let emulated = tc.emulated;
         let reports = || timed.slots.iter().flatten().map(|(_, r)| r);
@@ -1142,6 +1202,7 @@ impl Memory {
             static_image_bytes,
             baseline_rss_kib: baselines.get(baselines.len() / 2).copied().unwrap_or(-1),
             peak_rss_kib: kept().map(|t| t.peak_rss_kib).max().unwrap_or(-1),
+            stack: None,
         }
     }
 }
@@ -1157,6 +1218,8 @@ pub(crate) struct Timed {
     pub disturbed_total: usize,
     /// Every run of this operation (calibration included) against the host's reading.
     pub host_check: HostCheck,
+    /// The stack run's mark (none in tests that make a `Timed` by hand).
+    pub stack: Option<StackMark>,
 }
 
 impl Timed {
@@ -1348,7 +1411,61 @@ mod tests {
             control: Vec::new(),
             failed_attempts: 0,
             profile: Vec::new(),
+            stack: None,
             host_cpu: None,
+        }
+    }
+
+    /// A stack run's report line as the driver writes it, with `stack` as the tail.
+    fn stack_line(stack: &str) -> String {
+        format!(
+            "{{\"api\":\"ICCS\",\"op\":\"dec\",\"iterations\":1,\"warmups\":0,\"cpu\":-1,\"ns\":5000,\
+             \"ticks\":9000,\"excluded_ns\":0,\"accounted_ns\":90000,\"counter\":\"tsc\",\
+             \"counter_nominal_hz\":0,\"perf_errno\":2,\"baseline_rss_kib\":1800,\"peak_rss_kib\":1900,\
+             \"ru_maxrss_kib\":1900{stack},\"api_sizes\":{{\"pk\":16}},\"returned_sizes\":{{\"pk\":16}}}}"
+        )
+    }
+
+    fn parsed_stack(stack: &str) -> std::result::Result<DriverStack, String> {
+        let r: DriverReport = serde_json::from_str(&stack_line(stack)).map_err(|e| format!("parse: {e}"))?;
+        r.check(1)?;
+        stack_use(r.stack)
+    }
+
+    #[test]
+    fn stack_reports_are_bounded() {
+        let ok = parsed_stack(r#","stack":{"painted":7340032,"used":5232,"exceeded":false}"#).unwrap();
+        assert_eq!(ok, DriverStack { painted: 7 << 20, used: 5232, exceeded: false });
+        // The whole region written: at least the region, said as such.
+        let all = parsed_stack(r#","stack":{"painted":8388608,"used":8388656,"exceeded":true}"#).unwrap();
+        assert!(all.exceeded && all.used >= all.painted);
+        let said_not = parsed_stack(r#","stack":{"painted":8388608,"used":8388656,"exceeded":false}"#).unwrap();
+        assert_eq!(said_not, all);
+        // A timing run's report has no stack figure; a stack run's must.
+        assert!(parsed_stack("").unwrap_err().contains("no stack figure"));
+        for (stack, why) in [
+            (r#","stack":{"painted":0,"used":8,"exceeded":false}"#, "painted stack region of 0"),
+            (r#","stack":{"painted":16777216,"used":8,"exceeded":false}"#, "region of 16777216"),
+            (r#","stack":{"painted":7340033,"used":8,"exceeded":false}"#, "region of 7340033"),
+            (r#","stack":{"painted":1048576,"used":0,"exceeded":false}"#, "0 bytes of stack"),
+            (r#","stack":{"painted":1048576,"used":1114113,"exceeded":false}"#, "1114113 bytes"),
+            (r#","stack":{"painted":1048576,"used":18446744073709551615,"exceeded":false}"#, "bytes of stack"),
+            (r#","stack":{"painted":1048576,"used":4096,"exceeded":true}"#, "the whole painted region"),
+            (r#","stack":{"painted":1048576,"used":-8,"exceeded":false}"#, "parse"),
+            (r#","stack":{"painted":1048576,"used":18446744073709551616,"exceeded":false}"#, "parse"),
+            (r#","stack":{"painted":1048576,"used":"8","exceeded":false}"#, "parse"),
+            (r#","stack":{"painted":1048576,"used":8,"exceeded":1}"#, "parse"),
+            (r#","stack":{"painted":1048576,"used":8}"#, "parse"),
+            (r#","stack":{"painted":1048576,"used":8,"exceeded":false,"unit":"words"}"#, "parse"),
+            (r#","stack":{"painted":1048576,"used":8,"used":9,"exceeded":false}"#, "parse"),
+            (r#","stack":{"painted":1048576,"used":8,"exceeded":false},"stack":null"#, "parse"),
+            // serde takes a struct as a sequence too: the same bounds hold.
+            (r#","stack":[1048576,0,false]"#, "0 bytes of stack"),
+            (r#","stack":null"#, "no stack figure"),
+            (r#","stack":{"painted":1048576,"used":8.5,"exceeded":false}"#, "parse"),
+        ] {
+            let got = parsed_stack(stack);
+            assert!(got.as_ref().is_err_and(|e| e.contains(why)), "{stack}: {got:?}");
         }
     }
 

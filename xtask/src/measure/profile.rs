@@ -728,6 +728,7 @@ mod tests {
             slots: vec![vec![(trial, report)]],
             disturbed_total: 0,
             host_check: crate::evidence::schema::HostCheck::of(&[], 0),
+            stack: None,
         }
     }
 

@@ -862,23 +862,68 @@ fn rss(w: &mut String, e: &Evidence) -> Result<()> {
             arch(e)
         )?;
     }
+    // The stack column only where some record measured it (records before it did not).
+    let stack = e.records.iter().any(|r| r.memory.stack.is_some());
+    let (head, rule) = if stack { (" stack, one call (bytes) |", "---|") } else { ("", "") };
     writeln!(
         w,
-        "| instance | operation | static: ELF image (bytes) | baseline RSS | peak RSS |\n|---|---|---|---|---|"
+        "| instance | operation | static: ELF image (bytes) | baseline RSS | peak RSS |{head}\n|---|---|---|---|---|{rule}"
     )?;
     for r in &e.records {
         let m = &r.memory;
         let (label, op) = (md(&r.label), r.op.name());
         let rss = |k: i64| if r.emulated && k >= 0 { format!("{} (qemu-user)", forms::kib(k)) } else { forms::kib(k) };
+        let cell = if stack { format!(" {} |", stack_cell(m.stack.as_ref())) } else { String::new() };
         writeln!(
             w,
-            "| {label} | {op} | {} | {} | {} |",
+            "| {label} | {op} | {} | {} | {} |{cell}",
             m.static_image_bytes,
             rss(m.baseline_rss_kib),
             rss(m.peak_rss_kib)
         )?;
     }
+    if stack {
+        let mut painted: Vec<u64> = e.records.iter().filter_map(|r| r.memory.stack.as_ref()?.painted_bytes).collect();
+        painted.sort_unstable();
+        painted.dedup();
+        let painted: Vec<String> = painted.iter().map(|b| format!("{} KiB", b >> 10)).collect();
+        writeln!(
+            w,
+            "\n{} Painted here: {}.",
+            stack_method(),
+            listed(&painted.iter().map(String::as_str).collect::<Vec<_>>())
+        )?;
+    }
     Ok(())
+}
+
+/// One stack figure: the bytes, `>=` when the whole painted region was written, what
+/// failed, or a dash where the record has none.
+fn stack_cell(s: Option<&crate::evidence::schema::StackMark>) -> String {
+    match s {
+        None => "—".into(),
+        Some(s) => match (s.used_bytes, &s.failed) {
+            (Some(b), _) if s.exceeded => format!("≥ {b} (the whole painted region)"),
+            (Some(b), _) => b.to_string(),
+            (None, Some(why)) => format!("not measured: {}", md(why.lines().next().unwrap_or_default())),
+            (None, None) => "not measured".into(),
+        },
+    }
+}
+
+fn stack_method() -> String {
+    format!(
+        "Stack is pqm4's method, in an untimed run of its own per operation (one call, no warm-up): the timing \
+         driver paints up to {} MiB of stack below its frame (the stack limit less 1 MiB when lower) with a \
+         pattern, makes the call, and scans from the \
+         deepest end for the first word changed; the figure is the distance from its stack pointer at the call \
+         to that word, the driver's call wrapper (tens of bytes) included; ≥ says the whole painted region was \
+         written, so the call used at least that. It is self-reported by the driver inside the candidate's \
+         process, which could write any figure: the host refuses one outside the painted region (plus {} KiB) \
+         and only shows the rest.",
+        crate::measure::bench::STACK_PAINT_MAX >> 20,
+        crate::measure::bench::STACK_GAP_MAX >> 10
+    )
 }
 
 fn sizes(w: &mut String, e: &Evidence) -> Result<()> {
@@ -1120,6 +1165,24 @@ mod tests {
         content_row(&mut depends, &mut too_few, "h 65536 B", &control(ContentVerdict::TooFewMeasurements, None));
         assert_eq!(depends, ["h 4096 B (t = -80.0; 50 × the reference content's time per call)"]);
         assert_eq!(too_few, ["h 65536 B (600 and 400 measurements)"]);
+    }
+
+    #[test]
+    fn stack_cells_never_show_less_than_was_seen() {
+        let mark = |used: Option<u64>, exceeded, failed: Option<&str>| crate::evidence::schema::StackMark {
+            command: vec!["kem_bench".into(), "dec".into(), "1".into(), "0".into(), "stack".into()],
+            used_bytes: used,
+            painted_bytes: used.map(|_| 7 << 20),
+            exceeded,
+            failed: failed.map(str::to_owned),
+        };
+        assert_eq!(stack_cell(None), "—");
+        assert_eq!(stack_cell(Some(&mark(Some(9784), false, None))), "9784");
+        assert_eq!(stack_cell(Some(&mark(Some(7340080), true, None))), "≥ 7340080 (the whole painted region)");
+        // The driver's words are the candidate's: escaped, one line, never a figure.
+        let failed = stack_cell(Some(&mark(None, false, Some("`kem_bench` | killed by signal 11\n| 5 |"))));
+        assert!(failed.starts_with("not measured: ") && !failed.contains(" | ") && !failed.contains('\n'), "{failed}");
+        assert!(stack_method().contains("self-reported by the driver inside the candidate's process"));
     }
 
     #[test]

@@ -441,6 +441,7 @@ pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
         static_image_bytes: 60_000 + sizes.get("sk") * 10,
         baseline_rss_kib: 1804,
         peak_rss_kib: 1916 + sizes.get("sk") as i64 / 256,
+        stack: None,
     };
     // One bench run per system: the hash function and its baselines share it.
     r.run_id = Some(format!("golden run {system}"));
