@@ -92,11 +92,12 @@ fn an_emulated_architecture_is_refused_before_any_engine() {
     let other = if cfg!(target_arch = "x86_64") { "aarch64" } else { "x86-64" };
     let tmp = tempfile::tempdir().unwrap();
     let o = tmp.path().join("out");
-    let run = xtask(
-        &["sanitize", "pqclean-ml-kem", "--arch", other, "--engine", "podman", "--out", o.to_str().unwrap()],
-        None,
-    );
-    assert_eq!(run.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&run.stderr).contains("qemu-user"));
+    // No engine on PATH: a refusal after an engine call would be exit 3, not 2.
+    let args = ["sanitize", "pqclean-ml-kem", "--arch", other, "--engine", "docker", "--out", o.to_str().unwrap()];
+    let run =
+        std::process::Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).env("PATH", tmp.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("qemu-user"), "{stderr}");
     assert!(!o.exists(), "nothing written");
 }
