@@ -167,6 +167,11 @@ impl Ctx<'_> {
             let build = match bctx.ensure_sanitized(inst)? {
                 Built::Ok(b) => b,
                 Built::Failed { log, .. } => {
+                    // An earlier record speaks for another build: it goes.
+                    let old = self.layout.sanitize(&sub.id, &inst.label);
+                    if project::is_regular(&old) {
+                        project::remove_file(&old)?;
+                    }
                     let last = project::last_lines(&log, 6);
                     let line = format!("{} {}: the sanitizer build failed:\n{last}", sub.id, inst.label);
                     seen.failures.push(line);
