@@ -42,6 +42,7 @@ pub struct Campaign {
     pub memory: String,
     pub no_profile: bool,
     pub no_ct: bool,
+    pub no_sanitize: bool,
     pub archives: Vec<Given>,
     pub source_dirs: Vec<Given>,
     pub archive_dir: Option<camino::Utf8PathBuf>,
@@ -57,6 +58,7 @@ enum Step {
     Bench(String, Part),
     Profile(String),
     Ct(String),
+    Sanitize(String),
 }
 
 /// A step of the plan, and why it is skipped (None: it runs).
@@ -110,6 +112,7 @@ impl std::fmt::Display for Step {
             Step::Bench(id, part) => write!(f, "bench {}{}", submission_id(id), part.note()),
             Step::Profile(id) => write!(f, "profile {}", submission_id(id)),
             Step::Ct(id) => write!(f, "ct {}", submission_id(id)),
+            Step::Sanitize(id) => write!(f, "sanitize {}", submission_id(id)),
         }
     }
 }
@@ -304,6 +307,7 @@ impl Campaign {
             }
             plan.push(self.profile_step(sub, split));
             plan.push(self.ct_step(sub, split));
+            plan.push(self.sanitize_step(sub, split));
             if split {
                 deferred.push(Planned::run(Step::Verify(sub.id.clone(), Part::Slow)));
                 deferred.push(self.bench_step(sub, Part::Slow));
@@ -347,6 +351,20 @@ impl Campaign {
             Some(why) => why.strip_prefix(&format!("{}: ", sub.id)).map_or(why.clone(), str::to_owned),
             None if split => "--defer splits its instances, and ct runs whole".to_owned(),
             None => return Planned::run(step),
+        };
+        Planned::skip(step, why)
+    }
+
+    fn sanitize_step(&self, sub: &Submission, split: bool) -> Planned {
+        let step = Step::Sanitize(sub.id.clone());
+        let arch = crate::container::systems::SystemProfile::load(&self.system).map(|p| p.arch(self.target.arch));
+        let refusal = arch.ok().and_then(|a| crate::sanitize::refusal(a, self.target.engine));
+        let why = match () {
+            _ if self.no_sanitize => "--no-sanitize".to_owned(),
+            _ if refusal.is_some() => refusal.unwrap_or_default(),
+            _ if !crate::sanitize::applies(sub) => "sanitize needs the cc recipe".to_owned(),
+            _ if split => "--defer splits its instances, and sanitize runs whole".to_owned(),
+            _ => return Planned::run(step),
         };
         Planned::skip(step, why)
     }
@@ -401,7 +419,7 @@ impl Campaign {
             let label = format!("[{}/{}] {step}", n + 1, steps.len());
             let sub = subs.iter().find(|s| step.id().map(submission_id) == Some(s.id.as_str()));
             let units = step.units(sub);
-            if let Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) = step {
+            if let Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) | Step::Sanitize(id) = step {
                 if unverified.contains(id) {
                     crate::say!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
                     report.push(step, "skipped", 0.0, Some("verify did not pass".into()));
@@ -498,6 +516,11 @@ impl Campaign {
             Step::Bench(..) => self.bench_done(layout, sub),
             Step::Profile(_) => self.profile_done(layout, sub),
             Step::Ct(_) => self.ct_done(layout, sub),
+            Step::Sanitize(_) => {
+                let any = layout.sanitize(&sub.id, "-");
+                let dir = any.parent().map(|d| layout.relative(d)).unwrap_or_default();
+                crate::sanitize::done(layout, sub) && indexed(&layout.out, Utf8Path::new(&dir))
+            }
         }
     }
 
@@ -539,6 +562,19 @@ impl Campaign {
                 let seen = crate::ct::ct_all(sh, (&inputs, &opts), ctx, &work)?;
                 if !seen.failures.is_empty() {
                     let msg = format!("constant-time runs that failed:\n  {}", seen.failures.join("\n  "));
+                    return Err(ui::Findings(msg).into());
+                }
+                Ok(())
+            }
+            Step::Sanitize(id) => {
+                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let san = crate::sanitize::Sanitize { inputs: self.inputs(Some(id)), timeout: None };
+                let work = san.inputs.obtain(sh, &ctx.profile, crate::sanitize::check)?;
+                // Findings are the step's results (on the pages); a failed run or build
+                // fails it.
+                let seen = san.sanitize_all(sh, ctx, &work)?;
+                if !seen.failures.is_empty() {
+                    let msg = format!("sanitizer runs that failed:\n  {}", seen.failures.join("\n  "));
                     return Err(ui::Findings(msg).into());
                 }
                 Ok(())
@@ -607,7 +643,9 @@ impl Step {
     fn id(&self) -> Option<&str> {
         match self {
             Step::Image => None,
-            Step::Verify(id, _) | Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) => Some(id),
+            Step::Verify(id, _) | Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) | Step::Sanitize(id) => {
+                Some(id)
+            }
         }
     }
 
@@ -621,7 +659,7 @@ impl Step {
         let ops = sub.and_then(|s| s.family().ok()).map_or(1, |f| f.default_ops().len());
         match self {
             Step::Image => 1.0,
-            Step::Verify(..) | Step::Profile(_) => instances as f64,
+            Step::Verify(..) | Step::Profile(_) | Step::Sanitize(_) => instances as f64,
             Step::Bench(..) => (instances * ops) as f64,
             Step::Ct(_) => (instances * sub.map_or(1, |s| crate::ct::default_ops(s).len())) as f64,
         }
@@ -645,6 +683,7 @@ impl Step {
             Step::Bench(..) => "bench",
             Step::Profile(_) => "profile",
             Step::Ct(_) => "ct",
+            Step::Sanitize(_) => "sanitize",
         }
     }
 }

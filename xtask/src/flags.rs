@@ -106,6 +106,28 @@ pub enum Cmd {
     ///
     /// Exit 1 when any operation has findings, a timing difference, or failed.
     Ct(Ct),
+    /// Build each instance with AddressSanitizer and UndefinedBehaviorSanitizer and run
+    /// its KAT and its family's checks under them.
+    ///
+    /// Every compiler command of the instance's plan gets `-fsanitize=address,undefined
+    /// -fno-omit-frame-pointer -g`, in the toolchain's own image (gcc brings the runtimes).
+    /// The KAT program runs with its digest checked against kat.sha256, then the family's
+    /// checks on inputs drawn at run time (a KEM's replay and tampered ciphertexts, a
+    /// signature's verify contract). The runtimes halt at their first report and exit
+    /// with the tool's own code (86); only such a run is read, and its report becomes a
+    /// finding with its file:line in the candidate's tree, the runtime's bug type and the
+    /// candidate's function the harness called. A run that exits 86 with no readable
+    /// report is a failure, never clean; text the candidate prints cannot make a run
+    /// clean. Sanitizer hooks the candidate's code defines or calls, and `no_sanitize` in
+    /// the sources the build read, make a run without findings `undetermined`. One
+    /// record per instance in <out>/<system>/sanitize/<id>/<label>.json.
+    ///
+    /// Not under qemu-user: an --arch this machine does not run natively is refused
+    /// (exit 2), as is --engine host. Leak detection is off (it needs ptrace).
+    ///
+    /// Exit 1 when any instance has findings, differs under the sanitizers, has hooks, or
+    /// failed.
+    Sanitize(Sanitize),
     /// Image, verify, bench and profile for a set of submissions on one system, resumable.
     Campaign(Campaign),
     /// Render a submission's evidence as a page with the structure of the seed pages.
@@ -390,6 +412,21 @@ pub struct Ct {
 }
 
 #[derive(Debug, Args)]
+pub struct Sanitize {
+    #[command(flatten)]
+    pub inputs: Inputs,
+    /// Wall-time limit of one run, in seconds (default: the instance's KAT limit × 4).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+}
+
+impl From<Sanitize> for crate::sanitize::Sanitize {
+    fn from(c: Sanitize) -> Self {
+        crate::sanitize::Sanitize { inputs: c.inputs.into(), timeout: c.timeout }
+    }
+}
+
+#[derive(Debug, Args)]
 pub struct Campaign {
     /// Submission ids; default: the system profile's campaign set (local: pqclean-ml-kem).
     pub ids: Vec<String>,
@@ -437,6 +474,10 @@ pub struct Campaign {
     /// family has secret inputs and whose manifest has a [bench] adapter; `cargo xtask ct`).
     #[arg(long)]
     pub no_ct: bool,
+    /// No sanitizer builds (by default they follow verify for every submission on the cc
+    /// recipe, natively only; `cargo xtask sanitize`).
+    #[arg(long)]
+    pub no_sanitize: bool,
     /// A submission's archive, `[ID=]PATH|URL`, as verify's --archive (repeatable).
     #[arg(long = "archive", value_name = "[ID=]PATH|URL", value_parser = given)]
     pub archives: Vec<Given>,
@@ -645,6 +686,7 @@ impl Cmd {
             Cmd::Bench(b) => Some(&b.inputs.out),
             Cmd::Profile(p) => Some(&p.bench.inputs.out),
             Cmd::Ct(c) => Some(&c.inputs.out),
+            Cmd::Sanitize(c) => Some(&c.inputs.out),
             Cmd::Campaign(c) => Some(&c.out),
             Cmd::Merge(m) => Some(&m.out),
             _ => None,
@@ -666,6 +708,7 @@ impl Xtask {
             Cmd::Bench(b) => b.inputs.resolve(cwd),
             Cmd::Profile(p) => p.bench.inputs.resolve(cwd),
             Cmd::Ct(c) => c.inputs.resolve(cwd),
+            Cmd::Sanitize(c) => c.inputs.resolve(cwd),
             Cmd::Campaign(c) => {
                 absolute_ids(&mut c.ids, cwd);
                 absolute(&mut c.out, cwd);
@@ -890,6 +933,7 @@ impl From<Campaign> for crate::campaign::Campaign {
             memory: c.memory,
             no_profile: c.no_profile,
             no_ct: c.no_ct,
+            no_sanitize: c.no_sanitize,
             archives: c.archives,
             source_dirs: c.source_dirs,
             archive_dir: c.archive_dir,

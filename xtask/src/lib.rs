@@ -18,6 +18,7 @@ pub mod merge;
 pub mod onboard;
 pub mod pages;
 pub mod project;
+pub mod sanitize;
 pub mod sha;
 pub mod text;
 pub mod ui;
@@ -67,6 +68,7 @@ fn dispatch(cmd: Cmd, sh: &Shell) -> Result<()> {
             let opts = cmd.options();
             ct::run(sh, &cmd.inputs.into(), &opts)
         }
+        Cmd::Sanitize(cmd) => sanitize::Sanitize::from(cmd).run(sh),
         Cmd::Env(cmd) => measure::env::Env::from(cmd).run(sh),
         Cmd::Doctor(cmd) => doctor::Doctor::from(cmd).run(sh),
         Cmd::Evidence(EvidenceCmd::Check(cmd)) => evidence::command::EvidenceCheck::from(cmd).run(sh),

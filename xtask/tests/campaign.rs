@@ -18,11 +18,12 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     assert!(first.status.success());
     let text = stdout(&first);
     let steps = [
-        "[1/5] image",
-        "[2/5] verify pqclean-ml-kem",
-        "[3/5] bench pqclean-ml-kem",
-        "[4/5] profile pqclean-ml-kem",
-        "[5/5] ct pqclean-ml-kem",
+        "[1/6] image",
+        "[2/6] verify pqclean-ml-kem",
+        "[3/6] bench pqclean-ml-kem",
+        "[4/6] profile pqclean-ml-kem",
+        "[5/6] ct pqclean-ml-kem",
+        "[6/6] sanitize pqclean-ml-kem",
     ];
     for step in steps {
         assert!(text.contains(&format!("{step}: done in")), "{step}\n{text}");
@@ -53,7 +54,7 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     let resumed = xtask(&[&args[..], &["--resume", "--json"]].concat(), None);
     assert!(resumed.status.success());
     let text = String::from_utf8_lossy(&resumed.stderr);
-    for step in [steps[1], steps[3], steps[4]] {
+    for step in [steps[1], steps[3], steps[4], steps[5]] {
         assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{text}");
     }
     assert_eq!(text.matches("kept (--resume)").count(), 8, "{text}");
@@ -68,7 +69,8 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
             ("verify pqclean-ml-kem", "kept"),
             ("bench pqclean-ml-kem", "done"),
             ("profile pqclean-ml-kem", "kept"),
-            ("ct pqclean-ml-kem", "kept")
+            ("ct pqclean-ml-kem", "kept"),
+            ("sanitize pqclean-ml-kem", "kept")
         ]
     );
     assert!(!report.tool_failure);
@@ -80,7 +82,7 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     let mut bytes = std::fs::read(&log).unwrap();
     bytes[0] ^= 1;
     std::fs::write(&log, bytes).unwrap();
-    let again = xtask(&[&args[..], &["--resume", "--no-bench", "--no-ct"]].concat(), None);
+    let again = xtask(&[&args[..], &["--resume", "--no-bench", "--no-ct", "--no-sanitize"]].concat(), None);
     assert!(again.status.success());
     let text = stdout(&again);
     assert!(text.contains("[2/2] verify pqclean-ml-kem: done in"), "{text}");
@@ -100,7 +102,8 @@ fn a_key_exchange_campaign_times_each_instances_passes_and_resumes() {
     let out = tmp.path().join("out");
     let (m, o, z) = (m.to_str().unwrap(), out.to_str().unwrap(), zip.to_str().unwrap());
     let base = ["campaign", m, "--engine", "podman", "--out", o, "--archive", z, "--quick", "--allow-unfixed-host"];
-    let args = [&base[..], &["--jobs", "2"]].concat();
+    // Sanitizer builds have their own test (sanitize_fixture.rs).
+    let args = [&base[..], &["--jobs", "2", "--no-sanitize"]].concat();
     let first = xtask(&args, None);
     assert!(first.status.success());
     let text = stdout(&first);

@@ -14,7 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("compile", &["compile"]),
     ("measure", &["measure"]),
     ("kat", &["kat"]),
-    ("ct", &["ct"]),
+    ("ct", &["ct", "sanitize"]),
     ("pages", &["pages"]),
     ("commands", &["campaign", "onboard", "doctor", "list", "merge", "evidence::command"]),
     ("flags", &["flags"]),

@@ -217,6 +217,11 @@ impl BuildCtx<'_> {
         self.ensure_plan(inst, recipe::ct_plan(self.sub, inst, self.src, &self.places())?)
     }
 
+    /// The sanitizer variant of `inst` (`recipe::sanitize_plan`), built like any other.
+    pub fn ensure_sanitized(&self, inst: &Instance) -> Result<Built> {
+        self.ensure_plan(inst, recipe::sanitize_plan(self.sub, inst, self.src, &self.places())?)
+    }
+
     fn ensure_plan(&self, inst: &Instance, plan: Plan) -> Result<Built> {
         let key = self.build_key(&plan)?;
         let work = work_dir(self.sub);

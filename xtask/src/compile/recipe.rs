@@ -360,6 +360,32 @@ pub fn ct_refusal(sub: &Submission) -> Result<Option<String>> {
     })
 }
 
+/// What the sanitizer variant adds to every compiler command (`sanitize`).
+pub const SANITIZE_FLAGS: [&str; 3] = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"];
+
+/// The sanitizer variant of `inst` (`sanitize`): the reference plan, the one program
+/// too, with [`SANITIZE_FLAGS`] after the compiler's name in every step, so the library
+/// and every driver are instrumented and linked with the runtimes.
+pub fn sanitize_plan(sub: &Submission, inst: &Instance, src: &Source, places: &Places) -> Result<Plan> {
+    if let Some(why) = sanitize_refusal(sub) {
+        bail!(why);
+    }
+    let mut plan = plan(sub, inst, src, places)?;
+    for step in &mut plan.steps {
+        if step.argv.first().map(String::as_str) != Some("gcc") {
+            bail!("{}: step {} does not start with gcc", sub.id, step.what);
+        }
+        step.argv.splice(1..1, SANITIZE_FLAGS.map(String::from));
+    }
+    plan.flag_set = format!("{}+sanitize", plan.flag_set);
+    Ok(plan)
+}
+
+/// Why `sub` has no sanitizer variant: the cmake recipe's compiler lines are cmake's.
+pub fn sanitize_refusal(sub: &Submission) -> Option<String> {
+    sub.build.cmake.is_some().then(|| format!("{}: sanitize needs the cc recipe (exact compiler lines)", sub.id))
+}
+
 /// The DRNG wrapper linked into the constant-time variant of a library.
 pub const CT_RANDOM: &str = "ct_random.c";
 

@@ -106,6 +106,10 @@ impl Layout {
         self.profile_dir(id).join("survey.json")
     }
 
+    pub fn sanitize(&self, id: &str, label: &str) -> Utf8PathBuf {
+        self.system_dir.join("sanitize").join(id).join(format!("{label}.json"))
+    }
+
     pub fn ct_dir(&self, id: &str) -> Utf8PathBuf {
         self.system_dir.join("ct").join(id)
     }
@@ -349,6 +353,9 @@ fn typed(root: &Utf8Path, rel: &Utf8Path) -> Option<std::result::Result<(), Stri
         [_, "profile", _, "survey.json"] => Some(schema::round_trip::<Survey>(&path)),
         [_, "profile", _, file] if file.ends_with(".json") => Some(schema::round_trip::<ProfileRecord>(&path)),
         [_, "ct", _, file] if file.ends_with(".json") => Some(schema::round_trip::<CtRecord>(&path)),
+        [_, "sanitize", _, file] if file.ends_with(".json") => {
+            Some(schema::round_trip::<schema::SanitizeRecord>(&path))
+        }
         [_, "records", _, file] if file.contains("__") && file.ends_with(".json") => {
             Some(schema::round_trip::<Record>(&path))
         }

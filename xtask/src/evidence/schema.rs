@@ -156,6 +156,7 @@ evidence! {
     ProfileRecord: "profile record", 3, "cargo xtask profile";
     Survey: "symmetric-primitive survey", 4, "cargo xtask profile";
     CtRecord: "constant-time record", 2, "cargo xtask ct";
+    SanitizeRecord: "sanitizer record", 1, "cargo xtask sanitize";
 }
 
 /// The schema version this harness writes for `T`.
@@ -1474,4 +1475,113 @@ pub struct CtFrame {
     pub function: String,
     pub file: String,
     pub line: u32,
+}
+
+// ---- sanitizer builds (sanitize)
+
+/// One instance built with AddressSanitizer and UndefinedBehaviorSanitizer, its KAT and
+/// its family's checks run under them (`sanitize`). No finding is no proof: only the
+/// paths run are seen.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SanitizeRecord {
+    pub schema: u32,
+    pub id: String,
+    pub label: String,
+    pub system: String,
+    pub status: SanStatus,
+    /// What limits the status, or why it is not `clean` or `findings`.
+    pub detail: Option<String>,
+    /// What the build added to every compiler command.
+    pub flags: Vec<String>,
+    /// The runtimes' options as the tool set them (`ASAN_OPTIONS=...`, `UBSAN_OPTIONS=...`).
+    pub options: Vec<String>,
+    /// The exit code the tool gave the runtimes: only a run that ends with it is read for
+    /// a report.
+    pub exit_code: i32,
+    pub runs: Vec<SanRun>,
+    /// The family's checks as they came out under the sanitizers.
+    pub checks: Vec<Check>,
+    /// Distinct findings, in the order the runs met them.
+    pub findings: Vec<SanFinding>,
+    /// What in the candidate's code can change what the sanitizers report (runtime
+    /// hooks it defines or calls, `no_sanitize` in its sources): a run with none of
+    /// these findings is then `undetermined`.
+    pub hooks: Vec<String>,
+    pub toolchain: ToolchainRecord,
+    pub build_key: String,
+    pub library_sha256: String,
+    pub harness_commit: String,
+    pub started: String,
+    pub finished: String,
+}
+
+/// One program run of the sanitizer build.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SanRun {
+    /// `kat`, `kat <part>`, or the check's name (`replay`).
+    pub run: String,
+    pub command: Vec<String>,
+    pub outcome: Outcome,
+    pub wall_s: f64,
+    pub verdict: SanRunVerdict,
+    pub detail: Option<String>,
+    /// A KAT run's digests: the published one and the one of the text it printed.
+    pub expected_sha256: Option<String>,
+    pub actual_sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SanRunVerdict {
+    /// Exit 0, and for a KAT run the published digest.
+    Clean,
+    /// Ended with the sanitizers' exit code and a report that names a place.
+    Report,
+    /// Ended with the sanitizers' exit code but no report could be read: never clean.
+    Unreadable,
+    /// Exit 0 with another KAT digest than the published one.
+    Mismatch,
+    /// Ended otherwise (another exit status, a signal, the tool's clock, a cap).
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SanStatus {
+    /// Every run exited 0, every KAT digest matched, every check held, no hook found.
+    Clean,
+    /// A sanitizer stopped a run with a report.
+    Findings,
+    /// No report, but a KAT digest or a check differs under the sanitizers.
+    Mismatch,
+    /// No report, and nothing differs, but the candidate's code holds hooks.
+    Undetermined,
+    /// A run ended otherwise, or with the sanitizers' exit code and no readable report.
+    Failed,
+}
+
+impl SanStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SanStatus::Clean => "clean",
+            SanStatus::Findings => "findings",
+            SanStatus::Mismatch => "mismatch",
+            SanStatus::Undetermined => "undetermined",
+            SanStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One distinct sanitizer report: which runtime, its bug type, where (the innermost frame
+/// in the candidate's tree), the candidate's function the harness called, and the runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SanFinding {
+    pub sanitizer: String,
+    pub kind: String,
+    pub what: String,
+    pub at: CtFrame,
+    pub entry: Option<String>,
+    pub runs: Vec<String>,
+    /// Innermost first, bounded.
+    pub stack: Vec<CtFrame>,
 }

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod constant_time;
 pub mod library;
 pub mod report;
+pub mod sanitizers;
 pub mod site;
 
 /// How every page writes its numbers: one rule per kind of figure, the seed pages'

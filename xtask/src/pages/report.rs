@@ -126,7 +126,8 @@ impl Report {
 
 pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
     let e = Evidence::read(layout, sub)?;
-    if e.kat.is_none() && e.records.is_empty() && e.survey.is_none() && e.ct.is_empty() {
+    let sanitized = crate::sanitize::records(layout, sub)?;
+    if e.kat.is_none() && e.records.is_empty() && e.survey.is_none() && e.ct.is_empty() && sanitized.is_empty() {
         bail!("no evidence for {} under {}: run verify and bench first", sub.id, layout.system_dir);
     }
     let mut p = String::new();
@@ -142,6 +143,7 @@ pub fn render(layout: &Layout, sub: &Submission) -> Result<String> {
         symmetric(&mut p, &e)?;
     }
     crate::pages::constant_time::section(&mut p, e.family, &e.ct)?;
+    crate::pages::sanitizers::section(&mut p, &sanitized)?;
     crate::pages::library::exported(&mut p, e.kat.as_ref())?;
     index(&mut p, layout, sub)?;
     Ok(p)
