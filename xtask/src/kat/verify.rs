@@ -550,21 +550,22 @@ impl Ctx<'_> {
         if let Some(why) = &build.rebuilt_because {
             crate::say!("  {}: rebuilt: {why}", inst.label);
         }
-        let mut r = if files.len() > 1 {
-            self.run_files(inst, &build, &files, r)?
-        } else if let Some(entry) = entry {
-            crate::ui::doing("KAT run");
-            self.run_kat(inst, &build, (entry, ""), r)?
-        } else {
-            r.status = Status::Nokat;
-            r.message = Some(format!("no line for {} in {}", inst.label, self.manifest.path));
-            r.finish()
-        };
+        // Before the KAT run: a KAT log lands only with its instance's whole result, so an
+        // interruption in this check must find none written.
         if let Some(check) = self.build.sub.family()?.tampers(&build.record) {
             crate::ui::doing(check.name);
             r.tampered = Some((check.run)(&CheckCtx { runs: &self.program_runs(&build) })?);
         }
-        Ok(r)
+        if files.len() > 1 {
+            return self.run_files(inst, &build, &files, r);
+        }
+        let Some(entry) = entry else {
+            r.status = Status::Nokat;
+            r.message = Some(format!("no line for {} in {}", inst.label, self.manifest.path));
+            return Ok(r.finish());
+        };
+        crate::ui::doing("KAT run");
+        self.run_kat(inst, &build, (entry, ""), r)
     }
 
     /// A family's several KAT files, each from its own run of the program with its own
