@@ -59,17 +59,13 @@ impl CtOptions {
 
 /// `cargo xtask ct`.
 pub fn run(sh: &Shell, inputs: &Inputs, opts: &CtOptions) -> Result<()> {
-    {
-        let seen = run_ct(sh, inputs, opts)?;
-        let all: Vec<String> = seen.failures.iter().chain(&seen.open).chain(&seen.findings).cloned().collect();
-        crate::ui::report("ct", (&inputs.system, &inputs.out), &all)?;
-        if !all.is_empty() {
-            return Err(
-                crate::ui::Findings(format!("constant-time findings or failures:\n  {}", all.join("\n  "))).into()
-            );
-        }
-        Ok(())
+    let seen = run_ct(sh, inputs, opts)?;
+    let all: Vec<String> = seen.failures.iter().chain(&seen.open).chain(&seen.findings).cloned().collect();
+    crate::ui::report("ct", (&inputs.system, &inputs.out), &all)?;
+    if !all.is_empty() {
+        return Err(crate::ui::Findings(format!("constant-time findings or failures:\n  {}", all.join("\n  "))).into());
     }
+    Ok(())
 }
 
 /// What a run saw, one line per operation.
