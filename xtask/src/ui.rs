@@ -147,10 +147,32 @@ pub fn warn(args: fmt::Arguments) {
 fn line(args: fmt::Arguments, to_stderr: bool) {
     let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     live.clear();
+    let prefix = PREFIX.with(|p| p.borrow().clone());
     if to_stderr {
-        let _ = writeln!(std::io::stderr(), "{args}");
+        let _ = writeln!(std::io::stderr(), "{prefix}{args}");
     } else {
-        let _ = writeln!(std::io::stdout(), "{args}");
+        let _ = writeln!(std::io::stdout(), "{prefix}{args}");
+    }
+}
+
+thread_local! {
+    /// What every line this thread says starts with (`[kem-01] `): steps of several
+    /// submissions that run side by side stay readable.
+    static PREFIX: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Lines said on this thread start with `[tag] ` until the guard is dropped.
+pub fn prefix(tag: &str) -> PrefixGuard {
+    let before = PREFIX.with(|p| p.replace(format!("[{tag}] ")));
+    PrefixGuard(before)
+}
+
+/// Puts the thread's earlier prefix back when dropped.
+pub struct PrefixGuard(String);
+
+impl Drop for PrefixGuard {
+    fn drop(&mut self) {
+        PREFIX.with(|p| *p.borrow_mut() = std::mem::take(&mut self.0));
     }
 }
 
