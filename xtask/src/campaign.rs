@@ -1,6 +1,7 @@
 //! `cargo xtask campaign`: the toolchain image, then verify and bench for each
-//! submission on one system. Resumable: with --resume, a step whose evidence exists
-//! and matches the evidence index is skipped. Timing only follows a passing verify.
+//! submission on one system, the steps of all of them one graph run by `--jobs`
+//! workers (`sched`). Resumable: with --resume, a step whose evidence exists and
+//! matches the evidence index is skipped. Timing only follows a passing verify.
 //! `--dry-run` prints the plan (and what is skipped, and why) from the manifests alone.
 
 use std::time::Instant;
