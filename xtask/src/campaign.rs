@@ -1,6 +1,7 @@
 //! `cargo xtask campaign`: the toolchain image, then verify and bench for each
-//! submission on one system. Resumable: with --resume, a step whose evidence exists
-//! and matches the evidence index is skipped. Timing only follows a passing verify.
+//! submission on one system, the steps of all of them one graph run by `--jobs`
+//! workers (`sched`). Resumable: with --resume, a step whose evidence exists and
+//! matches the evidence index is skipped. Timing only follows a passing verify.
 //! `--dry-run` prints the plan (and what is skipped, and why) from the manifests alone.
 
 use std::time::Instant;
@@ -410,51 +411,33 @@ impl Campaign {
         let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
         let steps = self.steps(&subs, &profile.ids(&self.ids));
         let campaign_start = Instant::now();
-        let mut state = State { profile: profile.clone(), ctx: None, gate: None };
-        let mut clock = Estimator::default();
+        let jobs = self.jobs.map_or_else(crate::compile::options::default_jobs, |j| j as usize);
+        let run = Run {
+            campaign: &self,
+            dir: sh.current_dir(),
+            steps: &steps,
+            subs: &subs,
+            layout: &layout,
+            state: State { profile: profile.clone(), ctx: std::sync::OnceLock::new(), gate: Default::default() },
+            side_by_side: jobs > 1,
+            ended: std::sync::Mutex::new(Ended::new(steps.len())),
+        };
+        let nodes = graph(&steps, &subs, self.defer);
+        if jobs > 1 {
+            crate::say!("campaign: {} steps, up to {jobs} at a time (--jobs); timing steps one at a time", steps.len());
+        }
+        crate::sched::run(&nodes, jobs, &run).map_err(|e| anyhow::anyhow!("campaign plan: {e}"))?;
+        let ended = run.ended.into_inner().map_err(|_| anyhow::anyhow!("a campaign worker panicked"))?;
+        if let Some(e) = ended.interrupted {
+            return Err(e);
+        }
         let mut report =
             CampaignReport { system: self.system.clone(), out: self.out.to_string(), missing, ..Default::default() };
-        let mut unverified = std::collections::BTreeSet::new();
-        for (n, step) in steps.iter().enumerate() {
-            let label = format!("[{}/{}] {step}", n + 1, steps.len());
-            let sub = subs.iter().find(|s| step.id().map(submission_id) == Some(s.id.as_str()));
-            let units = step.units(sub);
-            if let Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) | Step::Sanitize(id) = step {
-                if unverified.contains(id) {
-                    crate::say!("{label}: skipped, verify {id} did not pass (no timing without passing KATs)");
-                    report.push(step, "skipped", 0.0, Some("verify did not pass".into()));
-                    continue;
-                }
-            }
-            if self.resume && sub.is_some_and(|s| self.done(step, &layout, s)) {
-                crate::say!("{label}: evidence present and indexed, skipped (--resume)");
-                report.push(step, "kept", 0.0, None);
-                continue;
-            }
-            let estimate = clock.of(step, units);
-            crate::say!("{label} ...{}", estimate.map_or(String::new(), |e| format!(" (about {})", ui::clock(e))));
-            let live = ui::progress(label.clone(), estimate);
-            let result = self.run_step(sh, step, &mut state).map_err(|e| crate::doctor::explain(e, sh));
-            let secs = live.elapsed().as_secs_f64();
-            drop(live);
-            clock.learn(step, units, secs);
-            let left = clock.left(&steps[n + 1..], &subs);
-            match result {
-                Ok(()) => {
-                    crate::say!("{label}: done in {secs:.1} s; {left}");
-                    report.push(step, "done", secs, None);
-                }
-                Err(e) if e.is::<Interrupted>() => return Err(e),
-                Err(e) => {
-                    crate::say!("{label}: FAILED after {secs:.1} s: {e:#}");
-                    report.push(step, "failed", secs, Some(format!("{e:#}")));
-                    report.tool_failure |= crate::ui::exit_code(&e) == crate::ui::exit::FAILURE;
-                    if let Step::Verify(id, _) = step {
-                        unverified.insert(id.clone());
-                    }
-                }
-            }
+        for (step, end) in steps.iter().zip(ended.outcomes) {
+            let (outcome, secs, detail) = end.unwrap_or(("skipped", 0.0, Some("not run".into())));
+            report.push(step, outcome, secs, detail);
         }
+        report.tool_failure = ended.tool_failure;
         // The index once, at the end (each verify also keeps it current per instance).
         evidence::reindex(&self.out)?;
         report.seconds = campaign_start.elapsed().as_secs_f64();
@@ -525,18 +508,17 @@ impl Campaign {
     }
 
     /// One step, in the campaign's one run context (the image step makes it).
-    fn run_step(&self, sh: &Shell, step: &Step, state: &mut State) -> Result<()> {
+    fn run_step(&self, sh: &Shell, step: &Step, state: &State) -> Result<()> {
         match step {
             Step::Image => {
                 let ctx = self.inputs(None).context(sh, state.profile.clone())?;
                 if let Some(lock) = &ctx.env.lock {
                     crate::say!("  {} ({})", lock.tag, lock.gcc_version);
                 }
-                state.ctx = Some(ctx);
-                Ok(())
+                state.ctx.set(ctx).map_err(|_| anyhow::anyhow!("the image step ran twice"))
             }
             Step::Verify(id, part) => {
-                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
                 let verify = Verify {
                     inputs: self.part_inputs(id, *part)?,
                     kat_manifest: None,
@@ -553,7 +535,7 @@ impl Campaign {
                 Ok(())
             }
             Step::Ct(id) => {
-                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
                 let opts = if self.quick { crate::ct::CtOptions::quick() } else { crate::ct::CtOptions::default() };
                 let inputs = self.inputs(Some(id));
                 let work = inputs.obtain(sh, &ctx.profile, |sub| crate::ct::check(sub, &opts))?;
@@ -567,7 +549,7 @@ impl Campaign {
                 Ok(())
             }
             Step::Sanitize(id) => {
-                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
                 let san = crate::sanitize::Sanitize { inputs: self.inputs(Some(id)), timeout: None };
                 let work = san.inputs.obtain(sh, &ctx.profile, crate::sanitize::check)?;
                 // Findings are the step's results (on the pages); a failed run or build
@@ -580,12 +562,12 @@ impl Campaign {
                 Ok(())
             }
             Step::Bench(id, _) | Step::Profile(id) => {
-                let ctx = state.ctx.as_ref().context("no toolchain image: the image step failed")?;
+                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
                 let mut bench = self.bench(id, ctx)?;
                 if let Step::Bench(_, part) = step {
                     bench.inputs.instances = self.part_inputs(id, *part)?.instances;
                 }
-                let gate = gate_once(&mut state.gate, &bench, ctx)?;
+                let gate = gate_once(&state.gate, &bench, ctx)?;
                 let failures = if matches!(step, Step::Bench(..)) {
                     let work = bench.inputs.obtain(sh, &ctx.profile, |sub| bench.check(sub))?;
                     bench.bench_all(sh, ctx, &work, &gate)?
@@ -624,19 +606,173 @@ impl CampaignReport {
     }
 }
 
-/// What the steps of one campaign share.
+/// What the steps of one campaign share: the run context the image step makes, and
+/// the host gate.
 struct State {
     profile: SystemProfile,
-    ctx: Option<RunCtx>,
-    gate: Option<Gate>,
+    ctx: std::sync::OnceLock<RunCtx>,
+    gate: std::sync::Mutex<Option<Gate>>,
 }
 
-/// The host gate, evaluated once per campaign.
-fn gate_once(slot: &mut Option<Gate>, bench: &Bench, ctx: &RunCtx) -> Result<Gate> {
-    match slot {
+/// The host gate, evaluated once per campaign (by the first timing step).
+fn gate_once(slot: &std::sync::Mutex<Option<Gate>>, bench: &Bench, ctx: &RunCtx) -> Result<Gate> {
+    let mut slot = slot.lock().map_err(|_| anyhow::anyhow!("a campaign worker panicked"))?;
+    match &*slot {
         Some(g) => Ok(g.clone()),
         None => Ok(slot.insert(bench.gate(&ctx.profile)?).clone()),
     }
+}
+
+/// How the steps ended so far, by index: (outcome, seconds, detail) as reported; the
+/// interruption, if one came; the estimates learnt.
+struct Ended {
+    outcomes: Vec<Option<(&'static str, f64, Option<String>)>>,
+    tool_failure: bool,
+    interrupted: Option<anyhow::Error>,
+    clock: Estimator,
+}
+
+impl Ended {
+    fn new(n: usize) -> Ended {
+        Ended { outcomes: vec![None; n], tool_failure: false, interrupted: None, clock: Estimator::default() }
+    }
+}
+
+/// One campaign run as the scheduler's work: each step on a worker with a shell of its
+/// own, its outcome committed as it ends.
+struct Run<'a> {
+    campaign: &'a Campaign,
+    /// The folder every worker's shell works in (the checkout).
+    dir: std::path::PathBuf,
+    steps: &'a [Step],
+    subs: &'a [Submission],
+    layout: &'a Layout,
+    state: State,
+    /// Several steps at once: each line says whose it is.
+    side_by_side: bool,
+    ended: std::sync::Mutex<Ended>,
+}
+
+impl Run<'_> {
+    fn label(&self, n: usize) -> String {
+        format!("[{}/{}] {}", n + 1, self.steps.len(), self.steps[n])
+    }
+
+    fn sub(&self, step: &Step) -> Option<&Submission> {
+        self.subs.iter().find(|s| step.id().map(submission_id) == Some(s.id.as_str()))
+    }
+
+    fn end(
+        &self,
+        n: usize,
+        outcome: &'static str,
+        secs: f64,
+        detail: Option<String>,
+    ) -> std::sync::MutexGuard<'_, Ended> {
+        let mut ended = self.ended.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        ended.outcomes[n] = Some((outcome, secs, detail));
+        ended
+    }
+
+    /// The steps that have not ended, for the estimate of what is left.
+    fn remaining(&self, ended: &Ended) -> Vec<Step> {
+        self.steps.iter().zip(&ended.outcomes).filter(|(_, o)| o.is_none()).map(|(s, _)| s.clone()).collect()
+    }
+
+    fn step(&self, n: usize) -> Result<crate::sched::Verdict> {
+        use crate::sched::Verdict;
+        let (c, step, label) = (self.campaign, &self.steps[n], self.label(n));
+        let sub = self.sub(step);
+        // Another step may be writing the index: read it when it is whole.
+        if c.resume && sub.is_some_and(|s| evidence::settled(|| c.done(step, self.layout, s))) {
+            crate::say!("{label}: evidence present and indexed, skipped (--resume)");
+            drop(self.end(n, "kept", 0.0, None));
+            return Ok(Verdict::Pass);
+        }
+        let units = step.units(sub);
+        let estimate = self.ended.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clock.of(step, units);
+        crate::say!("{label} ...{}", estimate.map_or(String::new(), |e| format!(" (about {})", ui::clock(e))));
+        let sh = Shell::new()?;
+        sh.change_dir(&self.dir);
+        let live = ui::progress(label.clone(), estimate);
+        let result = c.run_step(&sh, step, &self.state).map_err(|e| crate::doctor::explain(e, &sh));
+        let secs = live.elapsed().as_secs_f64();
+        drop(live);
+        match result {
+            Ok(()) => {
+                let mut ended = self.end(n, "done", secs, None);
+                ended.clock.learn(step, units, secs);
+                let left = ended.clock.left(&self.remaining(&ended), self.subs);
+                drop(ended);
+                crate::say!("{label}: done in {secs:.1} s; {left}");
+                Ok(Verdict::Pass)
+            }
+            Err(e) if e.is::<Interrupted>() => {
+                let mut ended = self.ended.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                ended.interrupted.get_or_insert(e);
+                Ok(Verdict::Stop)
+            }
+            Err(e) => {
+                crate::say!("{label}: FAILED after {secs:.1} s: {e:#}");
+                let mut ended = self.end(n, "failed", secs, Some(format!("{e:#}")));
+                ended.tool_failure |= crate::ui::exit_code(&e) == crate::ui::exit::FAILURE;
+                Ok(Verdict::Fail)
+            }
+        }
+    }
+}
+
+impl crate::sched::Work for Run<'_> {
+    fn run(&self, n: usize) -> crate::sched::Verdict {
+        let _tag = self.side_by_side.then(|| ui::prefix(self.steps[n].id().map_or("campaign", submission_id)));
+        self.step(n).unwrap_or_else(|e| {
+            crate::say!("{}: FAILED: {e:#}", self.label(n));
+            self.end(n, "failed", 0.0, Some(format!("{e:#}"))).tool_failure = true;
+            crate::sched::Verdict::Fail
+        })
+    }
+
+    fn skipped(&self, n: usize, because: usize) {
+        let _tag = self.side_by_side.then(|| ui::prefix(self.steps[n].id().map_or("campaign", submission_id)));
+        let (label, why) = match &self.steps[because] {
+            Step::Verify(id, _) => {
+                (format!("verify {id} did not pass (no timing without passing KATs)"), "verify did not pass".to_owned())
+            }
+            other => (format!("{other} did not finish"), format!("{other} did not finish")),
+        };
+        crate::say!("{}: skipped, {label}", self.label(n));
+        drop(self.end(n, "skipped", 0.0, Some(why)));
+    }
+}
+
+/// The campaign's steps as a graph: everything needs the image; a submission's other
+/// steps need each of its verify steps before them; its slow instances' verify waits for
+/// the others' (one summary file); with `--defer` the slow parts wait for every other
+/// step. Bench, profile and ct hold the timing resource. Weights favour slow work.
+fn graph(steps: &[Step], subs: &[Submission], defer: bool) -> Vec<crate::sched::Node> {
+    let sub = |s: &Step| subs.iter().find(|x| s.id().map(submission_id) == Some(x.id.as_str()));
+    let deferred = |s: &Step| matches!(s, Step::Verify(_, Part::Slow) | Step::Bench(_, Part::Slow));
+    let mut nodes = Vec::new();
+    for (n, step) in steps.iter().enumerate() {
+        let mut node = crate::sched::Node {
+            timing: matches!(step, Step::Bench(..) | Step::Profile(_) | Step::Ct(_)),
+            weight: step.weight(sub(step)),
+            ..Default::default()
+        };
+        let earlier = steps[..n].iter().enumerate();
+        node.needs.extend(earlier.clone().filter(|(_, s)| **s == Step::Image).map(|(i, _)| i));
+        let verifies = earlier.clone().filter(|(_, s)| matches!(s, Step::Verify(..)) && s.id() == step.id());
+        if matches!(step, Step::Verify(..)) {
+            node.after.extend(verifies.map(|(i, _)| i));
+        } else {
+            node.needs.extend(verifies.map(|(i, _)| i));
+        }
+        if defer && deferred(step) {
+            node.after.extend(steps.iter().enumerate().filter(|(_, s)| !deferred(s)).map(|(i, _)| i));
+        }
+        nodes.push(node);
+    }
+    nodes
 }
 
 impl Step {
@@ -663,6 +799,23 @@ impl Step {
             Step::Bench(..) => (instances * ops) as f64,
             Step::Ct(_) => (instances * sub.map_or(1, |s| crate::ct::default_ops(s).len())) as f64,
         }
+    }
+}
+
+impl Step {
+    /// The step's expected work for the scheduler: its units, an instance marked `slow`
+    /// counting ten, each KAT file of a family with several (a hash's four) once more.
+    fn weight(&self, sub: Option<&Submission>) -> f64 {
+        let Some(sub) = sub else { return 1.0 };
+        let part = match self {
+            Step::Verify(_, p) | Step::Bench(_, p) => *p,
+            _ => Part::All,
+        };
+        let files = sub.family().map_or(1, |f| f.kat_parts.len()) as f64;
+        let taken = sub.instances.iter().filter(|i| part.takes(i));
+        let load: f64 = taken.clone().map(|i| if i.slow { 10.0 } else { 1.0 }).sum();
+        let per_instance = self.units(Some(sub)) / taken.count().max(1) as f64;
+        load * per_instance * files
     }
 }
 
@@ -856,6 +1009,48 @@ mod tests {
         write("AFS_KEX_C512", "pass4");
         evidence::write_index(out).unwrap();
         assert!(c.bench_done(&layout, &sub), "passes 5 to 8 are not");
+    }
+
+    /// Two submissions: each step needs the image and its own verify, never the other
+    /// submission's; timing steps hold the timing resource; `--defer` puts the slow
+    /// parts after every other step, and a slow instance weighs more.
+    #[test]
+    fn the_campaign_graph_links_each_step_to_its_own_submission() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut c, _) = campaign_in(Utf8Path::from_path(t.path()).unwrap());
+        c.no_sanitize = true;
+        let (kem, sig) = (Submission::load("pqclean-ml-kem").unwrap(), Submission::load("pqclean-ml-dsa").unwrap());
+        let names = ["pqclean-ml-kem".to_owned(), "pqclean-ml-dsa".to_owned()];
+        let steps = c.steps(&[kem.clone(), sig.clone()], &names);
+        let at = |s: &str| steps.iter().position(|x| x.to_string() == s).unwrap_or_else(|| panic!("{s}: {steps:?}"));
+        let nodes = graph(&steps, &[kem.clone(), sig.clone()], false);
+        assert!(nodes[at("image")].needs.is_empty());
+        let bench = &nodes[at("bench pqclean-ml-dsa")];
+        assert_eq!(bench.needs, [at("image"), at("verify pqclean-ml-dsa")]);
+        assert!(bench.timing && nodes[at("ct pqclean-ml-kem")].timing && !nodes[at("verify pqclean-ml-kem")].timing);
+        assert_eq!(
+            nodes[at("verify pqclean-ml-dsa")].needs,
+            [at("image")],
+            "verifies of two submissions go side by side"
+        );
+
+        // --defer with a slow instance: its verify follows the others' verify (one
+        // summary) and every step not deferred; its bench needs both verifies.
+        let mut slow = sig.clone();
+        slow.instances[2].slow = true;
+        c.defer = true;
+        let steps = c.steps(&[kem.clone(), slow.clone()], &names);
+        let nodes = graph(&steps, &[kem, slow.clone()], true);
+        let at = |s: &str| steps.iter().position(|x| x.to_string() == s).unwrap_or_else(|| panic!("{s}: {steps:?}"));
+        let (fast, late) = (
+            at("verify pqclean-ml-dsa (all but the slow instances)"),
+            at("verify pqclean-ml-dsa (slow instances, deferred)"),
+        );
+        assert!(nodes[late].after.contains(&fast) && nodes[late].after.contains(&at("bench pqclean-ml-kem")));
+        assert!(!nodes[late].needs.contains(&fast), "a failed fast part does not stop the slow one's KATs");
+        assert_eq!(nodes[at("bench pqclean-ml-dsa (slow instances, deferred)")].needs, [at("image"), fast, late]);
+        let one = Step::Verify("pqclean-ml-dsa".into(), Part::All);
+        assert!(one.weight(Some(&slow)) > one.weight(Some(&sig)), "a slow instance weighs more");
     }
 
     #[test]

@@ -492,8 +492,9 @@ pub struct Campaign {
     /// Verify and time the instances their manifests mark `slow` after every other one.
     #[arg(long)]
     pub defer: bool,
-    /// Instances verified at a time in each verify step (default: the cores not kept for
-    /// timing); timing stays one process at a time on its pinned core.
+    /// Steps run at a time, over all submissions, and instances verified at a time in
+    /// each verify step (default: the cores not kept for timing); timing steps (bench,
+    /// profile, ct) stay one at a time on the pinned core.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..256))]
     pub jobs: Option<u32>,
     /// Print the steps each selected submission would run, those skipped and why, and

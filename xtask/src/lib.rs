@@ -19,6 +19,7 @@ pub mod onboard;
 pub mod pages;
 pub mod project;
 pub mod sanitize;
+pub mod sched;
 pub mod sha;
 pub mod text;
 pub mod ui;

@@ -322,9 +322,27 @@ pub fn now_utc() -> String {
 pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> Result<()> {
     let parent = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {parent}"))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(parent).with_context(|| format!("cannot write in {parent}"))?;
+    let mut tmp = temp_in(parent)?;
     std::io::Write::write_all(&mut tmp, bytes).with_context(|| format!("cannot write {path}"))?;
     persist(tmp, path)
+}
+
+/// A temporary file in `dir`, for a file about to be written whole (renamed into place
+/// or removed when dropped). Noted: an index written meanwhile by a step running beside
+/// this one passes over it without a word (`evidence::update_index`).
+pub fn temp_in(dir: &Utf8Path) -> Result<tempfile::NamedTempFile> {
+    let tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write in {dir}"))?;
+    TEMPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(std::path::absolute(tmp.path())?);
+    Ok(tmp)
+}
+
+/// Temporary files this process made (`temp_in`), by absolute path.
+static TEMPS: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Whether `path` is a temporary file this process made (being written, or gone).
+pub fn own_temp(path: &Utf8Path) -> bool {
+    TEMPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&written_key(path))
 }
 
 /// Move a finished temporary file to `path`, readable like any evidence file; the
@@ -455,5 +473,18 @@ mod tests {
         assert!(p.starts_with("ok\tline\n\\u{1b}[2A\\r"), "{p:?}");
         let long = "x".repeat(5000);
         assert_eq!(printable(&long).len(), 2000 + " [...]".len());
+    }
+
+    /// A temporary file of a write in progress is known as this process's own, and a
+    /// file at another path is not.
+    #[test]
+    fn own_temporary_files_are_known_as_such() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(t.path()).unwrap();
+        let tmp = temp_in(dir).unwrap();
+        let path = Utf8Path::from_path(tmp.path()).unwrap();
+        assert!(own_temp(path));
+        write_atomic(&dir.join("x.json"), b"{}").unwrap();
+        assert!(!own_temp(&dir.join("x.json")), "a finished file is not a temporary one");
     }
 }

@@ -147,10 +147,37 @@ pub fn warn(args: fmt::Arguments) {
 fn line(args: fmt::Arguments, to_stderr: bool) {
     let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     live.clear();
+    let prefix = PREFIX.with(|p| p.borrow().as_ref().map(|t| format!("[{t}] ")).unwrap_or_default());
     if to_stderr {
-        let _ = writeln!(std::io::stderr(), "{args}");
+        let _ = writeln!(std::io::stderr(), "{prefix}{args}");
     } else {
-        let _ = writeln!(std::io::stdout(), "{args}");
+        let _ = writeln!(std::io::stdout(), "{prefix}{args}");
+    }
+}
+
+thread_local! {
+    /// What every line this thread says starts with (`[kem-01] `): steps of several
+    /// submissions that run side by side stay readable.
+    static PREFIX: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Lines said on this thread start with `[tag] ` until the guard is dropped.
+pub fn prefix(tag: &str) -> PrefixGuard {
+    let before = PREFIX.with(|p| p.replace(Some(tag.to_owned())));
+    PrefixGuard(before)
+}
+
+/// The tag of this thread's lines, for the threads it starts.
+pub fn tag() -> Option<String> {
+    PREFIX.with(|p| p.borrow().clone())
+}
+
+/// Puts the thread's earlier prefix back when dropped.
+pub struct PrefixGuard(Option<String>);
+
+impl Drop for PrefixGuard {
+    fn drop(&mut self) {
+        PREFIX.with(|p| *p.borrow_mut() = std::mem::take(&mut self.0));
     }
 }
 
@@ -405,5 +432,19 @@ mod tests {
         assert_eq!(clock(Duration::from_secs(4)), "4 s");
         assert_eq!(clock(Duration::from_secs(125)), "2 min 05 s");
         assert_eq!(clock(Duration::from_secs(3780)), "1 h 03 min");
+    }
+
+    /// A prefix holds on its thread until its guard goes, and the earlier one comes back.
+    #[test]
+    fn a_line_prefix_is_the_threads_own_and_nests() {
+        assert_eq!(tag(), None);
+        let outer = prefix("kem-01");
+        std::thread::spawn(|| assert_eq!(tag(), None, "another thread has none")).join().unwrap();
+        let inner = prefix("sig-02");
+        assert_eq!(tag().as_deref(), Some("sig-02"));
+        drop(inner);
+        assert_eq!(tag().as_deref(), Some("kem-01"));
+        drop(outer);
+        assert_eq!(tag(), None);
     }
 }

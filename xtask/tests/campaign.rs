@@ -124,3 +124,81 @@ fn a_key_exchange_campaign_times_each_instances_passes_and_resumes() {
         assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{step}\n{text}");
     }
 }
+
+/// Benchmark, not a check of speed (`cargo test -p xtask --test campaign -- --ignored
+/// --nocapture jobs`): the field fixture and the two embedded submissions, verify steps
+/// only (no timing step), with `--jobs 1` and `--jobs 2` over a warm build cache; prints
+/// both wall times. Both runs end with the same statuses and evidence that checks; then
+/// Ctrl-C at two points of a `--jobs 2` run leaves evidence that checks, and `--resume`
+/// finishes with the same statuses.
+#[test]
+#[ignore = "benchmark: several minutes of container runs"]
+fn jobs_2_against_jobs_1_on_the_field_fixture_and_two_embedded_submissions() {
+    use std::os::unix::process::CommandExt;
+    use std::time::Instant;
+    let case = common::field::Case::new();
+    let dir = case.out.parent().unwrap().to_owned();
+    let (field, api) = (format!("field-kem={}", case.zip.display()), format!("iccs-api={}", case.api.display()));
+    let run = |out: &std::path::Path, extra: &[&str]| {
+        let o = out.to_str().unwrap();
+        let mut args = vec!["campaign", case.manifest.to_str().unwrap(), "pqclean-ml-kem", "pqclean-ml-dsa"];
+        args.extend(["--engine", "podman", "--out", o, "--archive", &field, "--archive", &api]);
+        args.extend(["--no-bench", "--no-ct", "--no-sanitize", "--json"]);
+        args.extend(extra);
+        std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(&args)
+            .env("NGCC_REPRO_ICCS_API", &case.pin)
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let statuses = |out: &std::path::Path| -> Vec<(String, String, String)> {
+        let mut all = Vec::new();
+        for id in ["field-kem", "pqclean-ml-kem", "pqclean-ml-dsa"] {
+            for i in common::summary(out, id).instances {
+                all.push((id.to_owned(), i.label.clone(), format!("{:?} {:?}", i.status, i.actual_sha256)));
+            }
+        }
+        all
+    };
+    let checks = |out: &std::path::Path| xtask(&["evidence", "check", out.to_str().unwrap()], None).status.success();
+    let timed = |name: &str, extra: &[&str]| {
+        let out = dir.join(name);
+        let t = Instant::now();
+        let done = run(&out, extra).wait_with_output().unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!("{name}: exit {:?} in {secs:.1} s\n{}", done.status.code(), String::from_utf8_lossy(&done.stderr));
+        let report: CampaignReport = serde_json::from_slice(&done.stdout).expect("campaign --json");
+        let steps: Vec<(String, String)> = report.steps.into_iter().map(|s| (s.step, s.outcome)).collect();
+        (out, done.status.code(), secs, steps)
+    };
+    // Every build made once, so both runs reuse them alike.
+    let _ = timed("warm", &["--jobs", "2"]);
+    let (one, code1, secs1, steps1) = timed("jobs1", &["--jobs", "1"]);
+    let (two, code2, secs2, steps2) = timed("jobs2", &["--jobs", "2"]);
+    eprintln!("BENCH campaign wall time: --jobs 1 {secs1:.1} s, --jobs 2 {secs2:.1} s, ratio {:.2}", secs2 / secs1);
+    assert_eq!((code1, &steps1), (code2, &steps2));
+    assert_eq!(statuses(&one), statuses(&two));
+    assert!(checks(&one) && checks(&two));
+
+    // Ctrl-C at two points of a --jobs 2 run over the same set; --resume finishes it.
+    let out = dir.join("interrupted");
+    for fraction in [0.3, 0.7] {
+        let child = run(&out, &["--jobs", "2"]);
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs2 * fraction));
+        // SAFETY: signals the process group the test made for the child.
+        unsafe { libc::killpg(child.id() as i32, libc::SIGINT) };
+        let stopped = child.wait_with_output().unwrap();
+        eprintln!("Ctrl-C at {fraction}: {:?}\n{}", stopped.status, String::from_utf8_lossy(&stopped.stderr));
+        assert!(matches!(stopped.status.code(), Some(130 | 0 | 1)), "{:?}", stopped.status);
+        if out.join("EVIDENCE.sha256").exists() {
+            assert!(checks(&out), "Ctrl-C at {fraction} left evidence that does not match its index");
+        }
+    }
+    let resumed = run(&out, &["--jobs", "2", "--resume"]).wait_with_output().unwrap();
+    assert_eq!(resumed.status.code(), code2, "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(statuses(&out), statuses(&two));
+    assert!(checks(&out));
+}

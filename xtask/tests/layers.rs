@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Bottom to top; a module belongs to the layer of the longest prefix that names it.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("base", &["project", "sha", "text"]),
+    ("base", &["project", "sched", "sha", "text"]),
     ("evidence", &["evidence::domain", "evidence::schema", "ui", "lock", "evidence"]),
     ("container", &["container"]),
     ("family", &["family"]),

@@ -224,6 +224,7 @@ pub fn reindex(root: &Utf8Path) -> Result<()> {
 /// bless whatever was edited since the last run (`update_index`). Returns the index's
 /// own SHA-256.
 pub fn write_index(root: &Utf8Path) -> Result<String> {
+    let _one_at_a_time = indexing();
     let mut entries = BTreeMap::new();
     for rel in files(root)? {
         entries.insert(rel.to_string(), project::sha256_regular(&root.join(&rel))?);
@@ -238,6 +239,7 @@ pub fn write_index(root: &Utf8Path) -> Result<String> {
 /// written nor indexed before stays out of the index (unindexed). Returns the index's
 /// own SHA-256.
 pub fn update_index(root: &Utf8Path) -> Result<String> {
+    let _one_at_a_time = indexing();
     let present = files(root)?;
     let earlier = earlier_index(root);
     let names: BTreeSet<String> = present.iter().map(|p| p.to_string()).chain(earlier.keys().cloned()).collect();
@@ -259,10 +261,27 @@ pub fn update_index(root: &Utf8Path) -> Result<String> {
                 }
                 entries.insert(rel, sha.clone());
             }
+            // A step beside this one is writing it (renamed into place, then indexed).
+            (None, None) if project::own_temp(&path) => {}
             (None, None) => warn_once(&rel, "not in the evidence index and not written by this run: left unindexed"),
         }
     }
     put_index(root, &entries)
+}
+
+/// Held while an index is written: steps of a run that go side by side write it one
+/// at a time, the last from everything written so far (index and digest never torn).
+static INDEXING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn indexing() -> std::sync::MutexGuard<'static, ()> {
+    INDEXING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `f` while no index of this process is being written: a check of files against the
+/// index (`check`) made beside running steps sees an index and its digest that agree.
+pub fn settled<T>(f: impl FnOnce() -> T) -> T {
+    let _one_at_a_time = indexing();
+    f()
 }
 
 /// The entries of the index a run found, when the index is intact; none (with a

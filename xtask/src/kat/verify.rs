@@ -339,6 +339,8 @@ impl Verify {
             let workers: Vec<_> = (0..jobs)
                 .map(|_| {
                     s.spawn(|| -> Result<()> {
+                        // Lines say whose they are as the thread that started them does.
+                        let _tag = crate::ui::tag().map(|t| crate::ui::prefix(&t));
                         let sh = Shell::new()?;
                         let ctx = parts.ctx(&sh);
                         while !stop.load(Ordering::Relaxed) {
@@ -615,7 +617,7 @@ impl Ctx<'_> {
         argv.extend((!part.is_empty()).then(|| part.to_owned()));
         let log_path = layout.kat_part_log(&sub.id, &inst.label, part);
         let mut tee = Tee {
-            file: std::io::BufWriter::new(tempfile::NamedTempFile::new_in(layout.kat_dir(&sub.id))?),
+            file: std::io::BufWriter::new(project::temp_in(&layout.kat_dir(&sub.id))?),
             canonical: Canonical::new(entry.mode, entry.records, Sha256::default()),
         };
         let (sh, sb) = (self.build.sh, self.build.sb);
