@@ -155,7 +155,7 @@ static inline long resident_kib(void) {
 /* The report is composed here, right after the measurement, and written with one
  * system call: no stdio buffer that the library (a destructor, an interposed printf or
  * write) could rewrite, and _exit so that no destructor or atexit handler runs after. */
-static char report[8192];
+static char report[16384];
 static size_t report_len;
 
 static inline void put_str(const char *s) {
@@ -265,6 +265,8 @@ typedef struct {
     struct rusage ru;
     /* A stack run (the word `stack` after the others): see stack_paint. */
     int stack, stack_exceeded;
+    /* A calls run (the word `calls`): see call_begin. */
+    int calls;
     uintptr_t stack_sp;
     uint64_t stack_painted, stack_used;
 } bench_measurement;
@@ -329,6 +331,53 @@ static inline __attribute__((noinline)) uintptr_t stack_scan(uintptr_t low, uint
     return 0;
 }
 
+/* ---- Per-call samples (a calls run: `<op> <n> <warmups> [cpu] calls`, n <= CALLS_MAX) ----
+ * Each timed call is bracketed by counter reads (call_begin/call_end in the driver's
+ * loop; in other runs they read nothing). Before the window, as many reads around an
+ * empty call through a volatile pointer: the counter's own overhead, which the host
+ * subtracts. The host derives the quantiles; the samples are sent as they are. */
+#define CALLS_MAX 1001
+static uint64_t call_ticks[CALLS_MAX], call_overhead[CALLS_MAX];
+static void bench_empty(void) {}
+static void (*volatile bench_empty_fn)(void) = bench_empty;
+
+static inline __attribute__((always_inline)) uint64_t call_begin(const bench_measurement *m) {
+    return m->calls ? counter_read() : 0;
+}
+
+static inline __attribute__((always_inline)) void call_end(const bench_measurement *m, uint64_t c0,
+                                                           unsigned long long i) {
+    if (m->calls && i < CALLS_MAX) {
+        call_ticks[i] = counter_read() - c0;
+    }
+}
+
+static inline void calls_overhead(const bench_measurement *m) {
+    unsigned long long i;
+    for (i = 0; i < m->iterations && i < CALLS_MAX; i++) {
+        uint64_t c0 = counter_read();
+        bench_empty_fn();
+        call_overhead[i] = counter_read() - c0;
+    }
+}
+
+static inline void put_samples(const char *name, const uint64_t *v, unsigned long long n) {
+    unsigned long long i;
+    put_str(",\"");
+    put_str(name);
+    put_str("\":[");
+    for (i = 0; i < n; i++) {
+        if (report_len > sizeof report - 64) {
+            report_flush();
+        }
+        if (i) {
+            put_str(",");
+        }
+        put_u64(v[i]);
+    }
+    put_str("]");
+}
+
 /* The command line of a timing driver: `<op> <iterations> <warmups> [cpu]`, where <op>
  * is one of `ops` (`op_list` is how the usage line spells them). Pins the process to
  * [cpu] when given, and records the adapter's api, op, iterations, warmups and cpu in
@@ -355,12 +404,16 @@ static inline int bench_args(int argc, char **argv, const char *const *ops, int 
     m->excluded_ns = 0;
     m->excluded_ticks = 0;
     m->stack = 0;
+    m->calls = 0;
     if (argc > 4 && strcmp(argv[argc - 1], "stack") == 0) {
         m->stack = 1;
         argc--;
+    } else if (argc > 4 && strcmp(argv[argc - 1], "calls") == 0) {
+        m->calls = 1;
+        argc--;
     }
     if (argc < 4) {
-        fprintf(stderr, "usage: %s <%s> <iterations> <warmups> [cpu]\n", argv[0], op_list);
+        fprintf(stderr, "usage: %s <%s> <iterations> <warmups> [cpu] [stack|calls]\n", argv[0], op_list);
         return 64;
     }
     for (i = 0; i < n_ops; i++) {
@@ -373,6 +426,10 @@ static inline int bench_args(int argc, char **argv, const char *const *ops, int 
         return 64;
     }
     *iterations = (unsigned long long)arg_dec(argv[2]);
+    if (m->calls && *iterations > CALLS_MAX) {
+        fprintf(stderr, "a calls run takes at most %d calls\n", CALLS_MAX);
+        return 64;
+    }
     *warmups = (unsigned long long)arg_dec(argv[3]);
     m->api = BENCH_API;
     m->op = ops[*op];
@@ -408,6 +465,9 @@ static inline __attribute__((always_inline)) void timing_start(bench_measurement
         m->stack_painted = stack_budget();
         m->stack_sp = stack_pointer();
         stack_paint(m->stack_painted);
+    }
+    if (m->calls) {
+        calls_overhead(m);
     }
 #ifdef NGCC_PROFILE
     ngcc_profile_begin(counter_read);
@@ -464,6 +524,13 @@ static inline void put_measurement(const bench_measurement *m) {
         put_u64(m->stack_painted);
         put_field("used", m->stack_used);
         put_str(m->stack_exceeded ? ",\"exceeded\":true}" : ",\"exceeded\":false}");
+    }
+    if (m->calls) {
+        put_str(",\"calls\":{\"n\":");
+        put_u64(m->iterations);
+        put_samples("overhead", call_overhead, m->iterations);
+        put_samples("ticks", call_ticks, m->iterations);
+        put_str("}");
     }
 }
 

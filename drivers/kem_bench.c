@@ -83,7 +83,9 @@ int main(int argc, char **argv) {
     }
     timing_start(&m);
     for (i = 0; i < iterations; i++) {
+        uint64_t c = call_begin(&m);
         run_op(op);
+        call_end(&m, c, i);
     }
     timing_stop(&m);
 

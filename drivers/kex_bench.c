@@ -121,7 +121,9 @@ static void calls(int op, unsigned long long count, bench_measurement *m, int ti
             }
         }
         for (i = 0; i < n; i++) {
+            uint64_t c = call_begin(m);
             run_op(op, &slots[slotted ? i : 0]);
+            call_end(m, c, timed ? done + i : CALLS_MAX);
         }
         done += n;
     }

@@ -156,7 +156,9 @@ int main(int argc, char **argv) {
     }
     timing_start(&m);
     for (i = 0; i < iterations; i++) {
+        uint64_t c = call_begin(&m);
         run_op(op, i);
+        call_end(&m, c, i);
     }
     timing_stop(&m);
 

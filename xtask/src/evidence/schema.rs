@@ -499,6 +499,10 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<ContentControl>,
     pub memory: Memory,
+    /// Single calls timed one by one in a run of their own (absent in records made
+    /// before they were measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_call: Option<PerCall>,
     pub environment: Environment,
     pub toolchain: ToolchainRecord,
     pub sandbox: Limits,
@@ -688,6 +692,47 @@ pub struct Memory {
     /// made before it was measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<StackMark>,
+}
+
+/// Single calls of the operation, each bracketed by counter reads, in an untimed run of
+/// its own after the trials (`<op> <n> <warmups> [cpu] calls`, drivers/bench_core.h): the
+/// kind of figure eBACS reports. The samples are kept as the driver sent them; the
+/// figures are derived from them by `measure::stats::per_call`, and a record whose
+/// figures are not what its samples give is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerCall {
+    /// The run's command line, as run.
+    pub command: Vec<String>,
+    /// Counter ticks around an empty call, read before the calls: the counter's overhead.
+    pub overhead: Vec<u64>,
+    /// Counter ticks around each call, in order, overhead included.
+    pub ticks: Vec<u64>,
+    /// Quantiles of the calls less the median overhead; none when the run failed or its
+    /// report was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figures: Option<PerCallFigures>,
+    /// Why the figures are in doubt: their median is far below the trials' CPU time per
+    /// operation by the host's reading (`measure::bench::per_call_doubt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<String>,
+    /// Why there are no figures: the run failed or its report was refused
+    /// (`measure::bench::per_call_check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// Nearest-rank quantiles of per-call counter ticks, the median overhead subtracted
+/// (a call below it counts 0).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PerCallFigures {
+    pub calls: u64,
+    pub overhead_ticks: u64,
+    pub q1: u64,
+    pub median: u64,
+    pub q3: u64,
+    pub p99: u64,
+    pub min: u64,
+    pub max: u64,
 }
 
 /// The stack one call of the operation used, as the timing driver measured it in an

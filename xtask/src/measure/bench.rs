@@ -21,8 +21,8 @@ use crate::container::systems::SystemProfile;
 pub use crate::evidence::schema::CounterKind;
 use crate::evidence::schema::{
     self, Calibration, Commands, ContentControl, ContentVerdict, Counter, Credibility, Disagreement, Environment,
-    HostCheck, KatRunCheck, LenStats, Memory, PlanRecord, Probe, Record, SizeAudit, SizeRecord, SlotTrial, StackMark,
-    ToolchainRecord,
+    HostCheck, KatRunCheck, LenStats, Memory, PerCall, PlanRecord, Probe, Record, SizeAudit, SizeRecord, SlotTrial,
+    StackMark, ToolchainRecord,
 };
 use crate::evidence::Layout;
 use crate::family::{Family, OpId};
@@ -80,6 +80,9 @@ pub struct DriverReport {
     /// A stack run's high-water mark (the word `stack`), unchecked: see [`stack_use`].
     #[serde(default)]
     pub stack: Option<DriverStack>,
+    /// A calls run's samples (the word `calls`), unchecked: see [`per_call_check`].
+    #[serde(default)]
+    pub calls: Option<DriverCalls>,
     /// The container's CPU time, read by the host; never from the driver's output.
     #[serde(skip)]
     pub host_cpu: Option<HostCpu>,
@@ -115,6 +118,84 @@ pub fn stack_use(report: Option<DriverStack>) -> std::result::Result<DriverStack
     }
     // As much as the region or more: at least that much, whatever the driver says.
     Ok(DriverStack { exceeded: s.exceeded || s.used >= s.painted, ..s })
+}
+
+/// What a calls run's driver says (drivers/bench_core.h, `call_begin`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverCalls {
+    pub n: u64,
+    pub overhead: Vec<u64>,
+    pub ticks: Vec<u64>,
+}
+
+/// What a calls run's median is held against: the trials' CPU time per operation by
+/// the host's reading (`host_ns_per_op`, the median over the kept trials the host read),
+/// and the counter's ticks per nanosecond over those trials.
+#[derive(Debug, Clone, Copy)]
+pub struct CallsReference {
+    pub host_ns_per_op: f64,
+    pub ticks_per_ns: f64,
+}
+
+impl CallsReference {
+    /// From the kept trials as (host CPU, timed ns, ticks, accounted ns, iterations); none
+    /// when the host read no trial (then the figures are the driver's word, as the
+    /// record's credibility says).
+    pub fn of(trials: impl Iterator<Item = (Option<u64>, u64, u64, u64, u64)>) -> Option<CallsReference> {
+        let (mut per_op, mut ticks, mut ns) = (Vec::new(), 0u64, 0u64);
+        for (host, t_ns, t_ticks, accounted, iterations) in trials {
+            (ticks, ns) = (ticks.saturating_add(t_ticks), ns.saturating_add(t_ns));
+            per_op.extend(host.map(|cpu| host_ns_per_op(cpu, t_ns, accounted, iterations)));
+        }
+        (!per_op.is_empty() && ns > 0)
+            .then(|| CallsReference { host_ns_per_op: stats::median(per_op), ticks_per_ns: ticks as f64 / ns as f64 })
+    }
+}
+
+/// A run's CPU time per operation by the host's reading: the container's CPU over the
+/// run, in the share of its accounted time that its timed loop took. A loaded machine
+/// stretches wall time, never CPU time.
+pub fn host_ns_per_op(host_cpu_ns: u64, ns: u64, accounted_ns: u64, iterations: u64) -> f64 {
+    host_cpu_ns as f64 * (ns as f64 / accounted_ns.max(1) as f64) / iterations.max(1) as f64
+}
+
+/// A calls run's figures, or why they are refused. The samples come from inside the
+/// candidate's process: there must be as many as asked, they must fit in the run's own
+/// window (each call lies inside it), and the empty call must cost less than the
+/// median call.
+pub fn per_call_check(calls: &DriverCalls, window_ticks: u64) -> std::result::Result<schema::PerCallFigures, String> {
+    let n = calls.n as usize;
+    if calls.ticks.len() != n || calls.overhead.len() != n {
+        return Err(format!("{} calls and {} empty calls for a run of {n}", calls.ticks.len(), calls.overhead.len()));
+    }
+    let sum = calls.ticks.iter().fold(0u64, |a, &t| a.saturating_add(t));
+    if sum > window_ticks {
+        return Err(format!("its calls add up to {sum} ticks in a window of {window_ticks}"));
+    }
+    let f = stats::per_call(&calls.ticks, &calls.overhead).ok_or("no calls")?;
+    if f.median == 0 {
+        return Err(format!("an empty call of {} ticks, no less than the median call", f.overhead_ticks));
+    }
+    Ok(f)
+}
+
+/// Why a calls run's median is in doubt: more than `PROBE_AGREEMENT` below the trials'
+/// CPU time per operation by the host's reading, as samples forged low would be. The two
+/// are different runs, so on a loaded machine (another thread on the core's sibling, a
+/// different load an instant later) an honest run can be as far off: a doubt is shown
+/// beside the figures, not a verdict on the record. A median above is no doubt.
+pub fn per_call_doubt(f: &schema::PerCallFigures, reference: Option<CallsReference>) -> Option<String> {
+    let r = reference?;
+    let median_ns = f.median as f64 / r.ticks_per_ns;
+    (median_ns * PROBE_AGREEMENT < r.host_ns_per_op).then(|| {
+        format!(
+            "the median call, {median_ns:.0} ns, is {:.1}x below the {:.0} ns of CPU per operation the host read in the \
+             trials: a different load between the runs, or samples forged low",
+            r.host_ns_per_op / median_ns.max(1e-9),
+            r.host_ns_per_op
+        )
+    })
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -186,6 +267,27 @@ impl std::fmt::Display for ProgramFailed {
 
 impl std::error::Error for ProgramFailed {}
 
+/// The calls run's size: how many calls, their warm-ups, and what the trials say one
+/// takes (ticks per operation, the median over the kept trials).
+#[derive(Debug, Clone, Copy)]
+struct CallsPlan {
+    n: u64,
+    warmups: u64,
+    reference: Option<CallsReference>,
+}
+
+struct CallsRun {
+    rec: PerCall,
+    host: Option<HostRun>,
+}
+
+/// A run's failure as the record keeps it: said once, printable, bounded.
+fn refusal(op: &OpId, why: &str) -> String {
+    let why = project::printable(why);
+    crate::warning!("calls run of {}: {why}", op.name());
+    why.chars().take(2000).collect()
+}
+
 /// The timing driver prints one small JSON object.
 const DRIVER_OUTPUT: u64 = 1 << 20;
 
@@ -230,6 +332,40 @@ impl Ctx<'_> {
             Err(e) => return Err(e),
         }
         Ok(mark)
+    }
+
+    /// The calls run of one operation: `n` calls, each timed alone, after the trials and
+    /// outside their figures. Its host reading joins the others (`HostRun`); a failed run
+    /// or a refused report is recorded, not raised.
+    fn per_call(&self, runner: &mut Option<Runner>, op: &OpId, calls: CallsPlan) -> Result<CallsRun> {
+        let mut argv = self.argv(op, calls.n, calls.warmups);
+        argv.push("calls".into());
+        let command = self.build.command(self.sb.backend, &argv);
+        let mut rec =
+            PerCall { command, overhead: Vec::new(), ticks: Vec::new(), figures: None, doubt: None, failed: None };
+        let report = match self.run_argv(runner, &argv, calls.n) {
+            Ok(r) => r,
+            Err(e) if e.is::<ProgramFailed>() => {
+                rec.failed = Some(refusal(op, &format!("{e:#}")));
+                return Ok(CallsRun { rec, host: None });
+            }
+            Err(e) => return Err(e),
+        };
+        let host = Some(HostRun::of(&report));
+        let Some(samples) = report.calls else {
+            rec.failed = Some(refusal(op, "no samples in the report of a calls run"));
+            return Ok(CallsRun { rec, host });
+        };
+        let checked = per_call_check(&samples, report.ticks);
+        (rec.overhead, rec.ticks) = (samples.overhead, samples.ticks);
+        match checked {
+            Ok(f) => {
+                rec.doubt = per_call_doubt(&f, calls.reference);
+                rec.figures = Some(f);
+            }
+            Err(why) => rec.failed = Some(refusal(op, &why)),
+        }
+        Ok(CallsRun { rec, host })
     }
 
     fn run_argv(&self, runner: &mut Option<Runner>, argv: &[String], iterations: u64) -> Result<DriverReport> {
@@ -648,6 +784,14 @@ impl Bench {
         }
         checked.extend(slots.iter().flatten().map(|(_, r)| HostRun::of(r)));
         let kept: Vec<&DriverReport> = slots.iter().map(|s| &s.last().unwrap().1).collect();
+        crate::ui::doing("single calls");
+        let reference = CallsReference::of(
+            kept.iter()
+                .map(|r| (r.host_cpu.as_ref().and_then(HostCpu::ns), r.ns, r.ticks, r.accounted_ns, r.iterations)),
+        );
+        let calls = CallsPlan { n: stats::calls_for(&spec, estimate), warmups: plan.warmups, reference };
+        let calls = ctx.per_call(runner, op, calls)?;
+        checked.extend(calls.host.clone());
         let probe = match probe_iterations(&kept, allowance) {
             Some(n) => {
                 crate::ui::doing("a longer run for the host's check");
@@ -662,6 +806,7 @@ impl Bench {
         let stack = Some(ctx.stack(runner, op)?);
         Ok(Timed {
             stack,
+            per_call: Some(calls.rec),
             spec,
             plan,
             estimate,
@@ -742,6 +887,7 @@ impl Bench {
             run_id: Some(facts.run_id.clone()),
             content,
             memory,
+            per_call: timed.per_call.clone(),
             environment: facts.environment.clone(),
             toolchain: tc.clone(),
             sandbox: ctx.sb.limits.clone(),
@@ -1011,22 +1157,29 @@ impl HostCheck {
     /// never its CPU time, and the share leaves out its setup and untimed preparation.
     fn with_probe(mut self, probe: Option<Probe>, kept: &[&DriverReport]) -> HostCheck {
         let Some(p) = probe else { return self };
-        let share = p.ns as f64 / p.accounted_ns.max(1) as f64;
-        let longer = p.host_cpu_ns.map_or(p.ns as f64, |cpu| cpu as f64 * share) / p.iterations.max(1) as f64;
+        let longer = p.host_cpu_ns.map_or(p.ns as f64 / p.iterations.max(1) as f64, |cpu| {
+            host_ns_per_op(cpu, p.ns, p.accounted_ns, p.iterations)
+        });
         let trials = median_per_op(kept);
         if trials * PROBE_AGREEMENT < longer {
             let why = format!(
                 "the trials report {trials:.1} ns per operation, a run of {} iterations {longer:.1} ns",
                 p.iterations
             );
-            self.detail = Some(self.detail.map_or(why.clone(), |d| format!("{d}; {why}")));
-            self.credibility = Credibility::NotCredible;
+            self = self.refuted(&why);
         }
         self.rule += &format!(
             "; trials shorter than {PROBE_FACTOR} x that allowance: one run that long, whose time per operation \
              the trials' may not be below by more than {PROBE_AGREEMENT}x"
         );
         self.probe = Some(p);
+        self
+    }
+
+    /// Not credible, for this reason beside any other.
+    fn refuted(mut self, why: &str) -> HostCheck {
+        self.detail = Some(self.detail.map_or(why.to_owned(), |d| format!("{d}; {why}")));
+        self.credibility = Credibility::NotCredible;
         self
     }
 
@@ -1161,7 +1314,26 @@ pub(crate) fn check_figures(r: &Record) -> Result<()> {
     if r.trials.iter().any(|t| t.host_cpu_ns.is_none()) && c == Credibility::Checked {
         bail!("it says Checked, but the host read no CPU time for some trial");
     }
-    Ok(())
+    check_per_call(r)
+}
+
+/// A calls run's figures are what its samples give, and agree with the trials'.
+fn check_per_call(r: &Record) -> Result<()> {
+    let Some(p) = r.per_call.as_ref().filter(|p| p.figures.is_some()) else { return Ok(()) };
+    let kept = r.trials.iter().filter(|t| !t.trial.replaced);
+    let reference = CallsReference::of(
+        kept.map(|t| (t.host_cpu_ns, t.trial.ns, t.trial.ticks, t.accounted_ns, t.trial.iterations)),
+    );
+    let n = p.ticks.len() as u64;
+    let samples = DriverCalls { n, overhead: p.overhead.clone(), ticks: p.ticks.clone() };
+    // The window is not recorded: the samples' own sum stands for it.
+    let sum = p.ticks.iter().fold(0u64, |a, &t| a.saturating_add(t));
+    match per_call_check(&samples, sum) {
+        Ok(f) if Some(f) != p.figures => bail!("its per-call figures are not what its samples give"),
+        Ok(f) if per_call_doubt(&f, reference) != p.doubt => bail!("its per-call doubt is not what its samples give"),
+        Ok(_) => Ok(()),
+        Err(why) => bail!("its per-call figures stand, but {why}"),
+    }
 }
 
 /// Two figures alike as the record holds them (JSON values: floats as written).
@@ -1222,6 +1394,8 @@ pub(crate) struct Timed {
     pub host_check: HostCheck,
     /// The stack run's mark (none in tests that make a `Timed` by hand).
     pub stack: Option<StackMark>,
+    /// The calls run (none in tests that make a `Timed` by hand).
+    pub per_call: Option<PerCall>,
 }
 
 impl Timed {
@@ -1329,6 +1503,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn per_call_samples_outside_their_window_are_refused_and_forged_low_doubted() {
+        let calls = |ticks: Vec<u64>, overhead: Vec<u64>| DriverCalls { n: ticks.len() as u64, overhead, ticks };
+        let honest = calls(vec![1010, 1020, 1030, 5000, 1015], vec![20, 20, 25, 20, 30]);
+        let f = per_call_check(&honest, 9_500).unwrap();
+        assert_eq!((f.median, f.overhead_ticks), (1000, 20));
+        // 2 ticks per ns; the host read 700 ns of CPU per operation in the trials.
+        let host = |ns| Some(CallsReference { host_ns_per_op: ns, ticks_per_ns: 2.0 });
+        assert_eq!(per_call_doubt(&f, host(700.0)), None);
+        // A median above the trials' is no doubt.
+        assert_eq!(per_call_doubt(&f, host(150.0)), None);
+        // Calls adding up to more than their window.
+        let why = per_call_check(&honest, 8_000).unwrap_err();
+        assert!(why.contains("add up to 9075 ticks in a window of 8000"), "{why}");
+        // Samples forged to a tenth: more than PROBE_AGREEMENT below the host's reading.
+        let low = per_call_check(&calls(vec![101, 102, 103, 500, 101], vec![2; 5]), 9_000).unwrap();
+        let why = per_call_doubt(&low, host(700.0)).unwrap();
+        assert!(why.contains("the median call, 50 ns, is 14.0x below the 700 ns"), "{why}");
+        // Without a host reading there is nothing to hold them against.
+        assert_eq!(per_call_doubt(&low, None), None);
+        // An overhead forged up to the calls' own cost.
+        let up = calls(vec![1010, 1020, 1030, 5000, 1015], vec![2000; 5]);
+        assert!(per_call_check(&up, 9_500).unwrap_err().contains("no less than the median call"));
+        // Fewer samples than the run's calls.
+        let short = DriverCalls { n: 6, ..honest.clone() };
+        assert!(per_call_check(&short, 9_500).unwrap_err().contains("5 calls and 5 empty calls"));
+    }
+
+    #[test]
     fn the_host_gate_decides_alike_under_emulation_and_records_an_override() {
         use crate::evidence::domain::Arch;
         use clap::Parser;
@@ -1414,6 +1616,7 @@ mod tests {
             failed_attempts: 0,
             profile: Vec::new(),
             stack: None,
+            calls: None,
             host_cpu: None,
         }
     }
@@ -1598,5 +1801,30 @@ mod tests {
         assert!(
             why(&|f| f.trials.truncate(1)).contains("aggregate") || why(&|f| f.trials.truncate(1)).contains("slots")
         );
+        // Single calls: figures and doubt are what the samples give, against the trials.
+        let kept = r.trials.iter().filter(|t| !t.trial.replaced);
+        let reference = CallsReference::of(
+            kept.map(|t| (t.host_cpu_ns, t.trial.ns, t.trial.ticks, t.accounted_ns, t.trial.iterations)),
+        );
+        let with_calls = |per_op: u64| {
+            let ticks: Vec<u64> = (0..31).map(|i| per_op + i * 7).collect();
+            let figures = stats::per_call(&ticks, &[26; 31]);
+            let doubt = figures.and_then(|f| per_call_doubt(&f, reference));
+            let p = PerCall { command: vec![], overhead: vec![26; 31], ticks, figures, doubt, failed: None };
+            Record { per_call: Some(p), ..r.clone() }
+        };
+        let per_op = r.aggregate.mean_ticks as u64;
+        let (honest, low) = (with_calls(per_op), with_calls(per_op / 10));
+        assert!(honest.per_call.as_ref().unwrap().doubt.is_none() && low.per_call.as_ref().unwrap().doubt.is_some());
+        for ok in [&honest, &low] {
+            assert!(check_figures(ok).is_ok(), "{:#}", check_figures(ok).unwrap_err());
+        }
+        let forged = |mut f: Record, edit: &dyn Fn(&mut PerCall)| {
+            edit(f.per_call.as_mut().unwrap());
+            format!("{:#}", check_figures(&f).unwrap_err())
+        };
+        assert!(forged(honest.clone(), &|p| p.figures.as_mut().unwrap().median /= 2).contains("not what its samples"));
+        assert!(forged(low, &|p| p.doubt = None).contains("doubt is not what"));
+        assert!(forged(honest, &|p| p.overhead = vec![1 << 40; 31]).contains("no less than the median call"));
     }
 }

@@ -729,6 +729,7 @@ mod tests {
             disturbed_total: 0,
             host_check: crate::evidence::schema::HostCheck::of(&[], 0),
             stack: None,
+            per_call: None,
         }
     }
 

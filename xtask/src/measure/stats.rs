@@ -46,6 +46,49 @@ impl Trial {
     }
 }
 
+/// Calls in a per-call run: about one trial's target of them, at least `CALLS_MIN` (for
+/// the quartiles of a slow operation), at most `CALLS_MAX` (drivers/bench_core.h), odd so
+/// that the median is one of them.
+pub const CALLS_MIN: u64 = 31;
+pub const CALLS_MAX: u64 = 1001;
+
+pub fn calls_for(spec: &PlanSpec, ns_per_op: f64) -> u64 {
+    let n = (spec.trial_target_s * 1e9 / ns_per_op.max(1.0)).floor() as u64;
+    let n = n.clamp(CALLS_MIN, CALLS_MAX);
+    n - u64::from(n % 2 == 0)
+}
+
+/// The nearest-rank quantile `p` (0 < p <= 1) of sorted values: the smallest value with
+/// at least a share p of the values at or below it.
+fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Per-call figures from a calls run's samples: each call less the median of the empty
+/// calls' (the counter's own overhead), then quartiles and the 99th percentile by
+/// nearest rank. None of no calls.
+pub fn per_call(ticks: &[u64], overhead: &[u64]) -> Option<crate::evidence::schema::PerCallFigures> {
+    if ticks.is_empty() {
+        return None;
+    }
+    let mut o = overhead.to_vec();
+    o.sort_unstable();
+    let overhead_ticks = if o.is_empty() { 0 } else { nearest_rank(&o, 0.5) };
+    let mut v: Vec<u64> = ticks.iter().map(|t| t.saturating_sub(overhead_ticks)).collect();
+    v.sort_unstable();
+    Some(crate::evidence::schema::PerCallFigures {
+        calls: v.len() as u64,
+        overhead_ticks,
+        q1: nearest_rank(&v, 0.25),
+        median: nearest_rank(&v, 0.5),
+        q3: nearest_rank(&v, 0.75),
+        p99: nearest_rank(&v, 0.99),
+        min: v[0],
+        max: v[v.len() - 1],
+    })
+}
+
 /// The median (NaN of nothing), the one rule every median of the tool follows.
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -497,6 +540,29 @@ mod tests {
 
     fn t(iterations: u64, ns: u64, ticks: u64) -> Trial {
         Trial { iterations, ns, ticks, disturbed: false, replaced: false }
+    }
+
+    #[test]
+    fn per_call_quantiles_are_nearest_rank_less_the_median_overhead() {
+        // 1..=100 ticks, overhead 10, 20, 30: each call less 20 (below it: 0).
+        let ticks: Vec<u64> = (1..=100).rev().collect();
+        let f = per_call(&ticks, &[30, 10, 20]).unwrap();
+        assert_eq!(f.overhead_ticks, 20);
+        assert_eq!((f.min, f.q1, f.median, f.q3, f.p99, f.max), (0, 5, 30, 55, 79, 80));
+        assert_eq!(f.calls, 100);
+        // One call: every quantile is it; no overhead read: nothing subtracted.
+        let one = per_call(&[7], &[]).unwrap();
+        assert_eq!((one.q1, one.median, one.p99, one.overhead_ticks), (7, 7, 7, 0));
+        assert!(per_call(&[], &[1]).is_none());
+    }
+
+    #[test]
+    fn calls_follow_the_trial_target_within_bounds_and_are_odd() {
+        let spec = PlanSpec::reference(1.0);
+        assert_eq!(calls_for(&spec, 20_000.0), CALLS_MAX);
+        assert_eq!(calls_for(&spec, 33e6), CALLS_MIN);
+        assert_eq!(calls_for(&spec, 1e9 / 500.0), 499);
+        assert_eq!(calls_for(&spec, 1e9 / 64.0), 63);
     }
 
     #[test]

@@ -501,6 +501,7 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         baselines(w, e)?;
     }
     spreads(w, e)?;
+    per_call(w, e, &head)?;
     lengths(w, e)?;
     if !e.variants.is_empty() {
         writeln!(
@@ -762,6 +763,67 @@ fn spreads(w: &mut String, e: &Evidence) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Single calls, where some record timed them (records before it did not).
+fn per_call(w: &mut String, e: &Evidence, head: &str) -> Result<()> {
+    if e.records.iter().all(|r| r.per_call.is_none()) {
+        return Ok(());
+    }
+    let unit = head.trim_start_matches("mean ");
+    writeln!(w, "\n{}\n", per_call_method(unit))?;
+    writeln!(
+        w,
+        "| instance | operation | median {unit} | [Q1, Q3] | 99th percentile | min – max | median time | overhead | \
+         calls |\n|---|---|---|---|---|---|---|---|---|"
+    )?;
+    for r in &e.records {
+        writeln!(w, "| {} | {} | {} |", md(&r.label), op_cell(r), per_call_cells(r))?;
+    }
+    for r in &e.records {
+        if let Some(why) = r.per_call.as_ref().and_then(|p| p.doubt.as_deref()) {
+            writeln!(w, "\nIn doubt, {} {}: {}.", md(&r.label), r.op.name(), md(why))?;
+        }
+    }
+    Ok(())
+}
+
+/// The cells of one record's calls run: its figures, or why there are none.
+fn per_call_cells(r: &Record) -> String {
+    let c = forms::cycles;
+    match r.per_call.as_ref().map(|p| (p.figures, &p.failed)) {
+        Some((Some(f), _)) => format!(
+            "{}{} | [{}, {}] | {} | {} – {} | {} | {} | {}",
+            c(f.median as f64),
+            if r.per_call.as_ref().is_some_and(|p| p.doubt.is_some()) { " (in doubt)" } else { "" },
+            c(f.q1 as f64),
+            c(f.q3 as f64),
+            c(f.p99 as f64),
+            c(f.min as f64),
+            c(f.max as f64),
+            forms::time(f.median as f64 / r.aggregate.counter_hz * 1e9),
+            c(f.overhead_ticks as f64),
+            f.calls
+        ),
+        Some((None, Some(why))) => {
+            format!("not measured: {} | | | | | | |", md(why.lines().next().unwrap_or_default()))
+        }
+        _ => "not measured | | | | | | |".into(),
+    }
+}
+
+fn per_call_method(unit: &str) -> String {
+    format!(
+        "Single calls, one at a time, as eBACS reports them: in a run of its own after the trials, each call of \
+         the operation is bracketed by two counter reads; the counter's own cost (the median of as many reads \
+         around an empty call, the overhead column) is subtracted from each, and the median, quartiles and 99th \
+         percentile are taken by nearest rank, in {unit}. The tables above are the other kind of figure, which \
+         the seed pages report: each trial's counter over its whole loop divided by its iterations, the mean over \
+         the trials; a mean takes in the slow calls that a median leaves out. Self-reported by the driver inside the candidate's process, like every \
+         figure here; a median more than {}x below the trials' CPU time per operation, as the host reads it from \
+         outside, is marked in doubt (a different load between the two runs, or samples forged low).",
+        crate::measure::bench::PROBE_AGREEMENT
+    )
 }
 
 /// The seed pages' `n` cell note: `; 10 failed signing attempts retried`.

@@ -30,6 +30,7 @@ use xtask::evidence::Layout;
 use xtask::family::{FamilyId, OpId};
 use xtask::flags::Arch;
 use xtask::kat::verify::Status;
+use xtask::measure::bench;
 use xtask::measure::stats::{self, Trial};
 
 pub const KEM: &str = "pqclean-ml-kem";
@@ -124,6 +125,30 @@ fn stack(id: &str, label: &str, op: &str) -> Option<schema::StackMark> {
         exceeded: false,
         failed: None,
     })
+}
+
+/// The embedded default's single calls, the samples as `bench --quick` measured them on
+/// this project's x86-64 machine under heavy load (TSC ticks; `golden/per_call.json`);
+/// their figures and doubt derived as bench derives them. Other submissions have none.
+fn per_call(id: &str, label: &str, op: &str, trials: &[SlotTrial]) -> Option<schema::PerCall> {
+    #[derive(serde::Deserialize)]
+    struct Samples {
+        command: Vec<String>,
+        overhead: Vec<u64>,
+        ticks: Vec<u64>,
+    }
+    if id != "pqclean-ml-kem" {
+        return None;
+    }
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/per_call.json")).unwrap();
+    let mut all: std::collections::BTreeMap<String, Samples> = serde_json::from_str(&text).unwrap();
+    let s = all.remove(&format!("{label} {op}"))?;
+    let figures = stats::per_call(&s.ticks, &s.overhead);
+    let reference = bench::CallsReference::of(
+        trials.iter().map(|t| (t.host_cpu_ns, t.trial.ns, t.trial.ticks, t.accounted_ns, t.trial.iterations)),
+    );
+    let doubt = figures.and_then(|f| bench::per_call_doubt(&f, reference));
+    Some(schema::PerCall { command: s.command, overhead: s.overhead, ticks: s.ticks, figures, doubt, failed: None })
 }
 
 pub fn submission(id: &str) -> Submission {
@@ -463,6 +488,7 @@ pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
         peak_rss_kib: 1916 + sizes.get("sk") as i64 / 256,
         stack: stack(id, label, op.name()),
     };
+    r.per_call = per_call(id, label, op.name(), &r.trials);
     // One bench run per system: the hash function and its baselines share it.
     r.run_id = Some(format!("golden run {system}"));
     r.content = family.message_bytes(op).map(|_| content(ns_per_op));
