@@ -181,4 +181,7 @@ fn page(m: &str, out: &Path) {
     let site = out.parent().unwrap().join("site");
     let s = xtask(&["site", o, "--out", site.to_str().unwrap()], None);
     assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    // The site's KAT cell carries the tampered verdict beside the status.
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("<td>kex-ignore</td><td>PASS; tampered passes: fails</td>"), "{index}");
 }

@@ -10,6 +10,15 @@ use crate::pages::md;
 /// Findings shown per instance; the record has them all.
 const SHOWN: usize = 5;
 
+/// The site's cell for one instance: its status, and its findings when it has any.
+pub fn cell(records: &[SanitizeRecord], label: &str) -> String {
+    match records.iter().find(|r| r.label == label) {
+        None => "not run".into(),
+        Some(r) if r.findings.is_empty() => r.status.as_str().to_owned(),
+        Some(r) => format!("{} ({} finding(s))", r.status.as_str(), r.findings.len()),
+    }
+}
+
 pub fn section(w: &mut String, records: &[SanitizeRecord]) -> Result<()> {
     let Some(first) = records.first() else { return Ok(()) };
     writeln!(w, "\n## Sanitizers\n")?;
