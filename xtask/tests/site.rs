@@ -118,7 +118,10 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     let kem_page = std::fs::read_to_string(s1.join("x86_1/pqclean-ml-kem.html")).unwrap();
     let resources = section(&kem_page, "baseline RSS", "</table>");
     assert!(resources.contains("peak RSS") && resources.contains("stack, one call (bytes)"), "{resources}");
-    assert!(kem_page.contains("Stack is pqm4&#39;s method") || kem_page.contains("Stack is pqm4's method"), "{kem_page}");
+    assert!(
+        kem_page.contains("Stack is pqm4&#39;s method") || kem_page.contains("Stack is pqm4's method"),
+        "{kem_page}"
+    );
 
     // The Markdown page of the site is the report's page.
     let md = std::fs::read_to_string(s1.join("x86_1/pqclean-ml-kem.md")).unwrap();

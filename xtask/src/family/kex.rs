@@ -149,7 +149,11 @@ enum Answer {
     Beyond,
     /// Message `k` had no byte to flip.
     Empty,
-    Ran { len: u64, byte: u64, runs: [Outcome; 2] },
+    Ran {
+        len: u64,
+        byte: u64,
+        runs: [Outcome; 2],
+    },
 }
 
 /// Every record's untampered exchange, then each of the most passes the drivers know at
@@ -287,18 +291,23 @@ fn judge_tampered(cases: &[Case], (passes, answers): &(u32, Vec<Answer>)) -> std
     ))
 }
 
+/// A case that ran: the message's length, the byte flipped, the two runs' outcomes.
+type Ran<'a> = (u64, u64, &'a [Outcome; 2]);
+
 /// A case's answer checked against what was asked: `beyond` exactly for the passes the
 /// instance lacks, `empty` only for a message, the byte the driver says it flipped the
 /// one asked for. None when nothing ran.
-fn shape<'a>(c: &Case, passes: u32, a: &'a Answer) -> std::result::Result<Option<(u64, u64, &'a [Outcome; 2])>, String> {
-    let bad = |what: &str| Err(format!("case {c:?}: the driver answered {what}"));
+fn shape<'a>(c: &Case, passes: u32, a: &'a Answer) -> std::result::Result<Option<Ran<'a>>, String> {
+    let bad = |what: &str| Err(format!("record {}, message {}: the driver answered {what}", c.record, c.k));
     match a {
         Answer::Beyond if c.k > passes => Ok(None),
         Answer::Beyond => bad("`beyond` for a pass the instance has"),
         _ if c.k > passes => bad("for a pass beyond the instance's"),
         Answer::Empty if c.k > 0 => Ok(None),
         Answer::Empty => bad("`empty` for the untampered exchange"),
-        Answer::Ran { len, byte, runs } if c.k == 0 || *byte == tamper_byte(*len, c.at) => Ok(Some((*len, *byte, runs))),
+        Answer::Ran { len, byte, runs } if c.k == 0 || *byte == tamper_byte(*len, c.at) => {
+            Ok(Some((*len, *byte, runs)))
+        }
         Answer::Ran { byte, .. } => bad(&format!("that it flipped byte {byte}")),
     }
 }
@@ -417,15 +426,21 @@ mod tests {
         // Honest: other secrets on the two sides, or a later pass or derivation refusing.
         let honest = tamper_text("ab", 2, |c, _| if c.k == 1 { "01:02".into() } else { "rejected:a".into() });
         let ok = judged(&honest).unwrap();
-        assert!(ok.starts_with("18 exchanges") && ok.contains("9 gave the two sides") && ok.contains("9 rejected"), "{ok}");
+        assert!(
+            ok.starts_with("18 exchanges") && ok.contains("9 gave the two sides") && ok.contains("9 rejected"),
+            "{ok}"
+        );
         // The last byte never read (as the fixture's FIX_IGNORE_TAIL): named with its byte.
-        let deaf = tamper_text("ab", 2, |c, b| if b + 1 == 8 * u64::from(c.k) { "AA:AA".into() } else { "01:02".into() });
+        let deaf =
+            tamper_text("ab", 2, |c, b| if b + 1 == 8 * u64::from(c.k) { "AA:AA".into() } else { "01:02".into() });
         let e = judged(&deaf).unwrap_err();
         let want = "record 0, message 1 (8 bytes), bit 0 of byte 7 flipped: both sides derived the untampered \
                     exchange's secret (the tampered bit was never read)";
         assert_eq!(e, want);
         let other = tamper_text("ab", 1, |_, _| "BB:BB".into());
-        assert!(judged(&other).unwrap_err().ends_with("both sides derived the same secret (the tampered bit was never read)"));
+        assert!(judged(&other)
+            .unwrap_err()
+            .ends_with("both sides derived the same secret (the tampered bit was never read)"));
         // A pass that refuses before the tampered message reached it is no rejection.
         let early = tamper_text("ab", 2, |c, _| format!("rejected:{}", c.k));
         assert!(judged(&early).unwrap_err().contains("pass 1 refused before the tampered message"));
@@ -449,7 +464,9 @@ mod tests {
         assert!(bad("ab 0 2", "cd 0 2").unwrap_err().contains("not an answer to case 0"), "another nonce");
         assert!(bad("ab 1 2", "ab 2 2").is_err(), "out of order");
         assert!(bad("ab 7 2 beyond", "ab 7 2 empty").unwrap_err().contains("beyond the instance's"));
-        assert!(bad("ab 4 2 16 0 01:02 01:02", "ab 4 2 beyond").unwrap_err().contains("`beyond` for a pass the instance has"));
+        assert!(bad("ab 4 2 16 0 01:02 01:02", "ab 4 2 beyond")
+            .unwrap_err()
+            .contains("`beyond` for a pass the instance has"));
         assert!(bad("ab 4 2 16 0", "ab 4 2 16 3").unwrap_err().contains("flipped byte 3"), "another byte");
         assert!(bad("ab 1 2 8 0", "ab 1 3 8 0").unwrap_err().contains("said 2 passes, then 3"));
         assert!(bad("ab 0 2 0 0 AA:AA AA:AA", "ab 0 2 empty").unwrap_err().contains("`empty` for the untampered"));

@@ -623,7 +623,9 @@ pub(crate) fn check_kept(rec: &SanitizeRecord, sub: &Submission, inst: &Instance
     if rec.findings.is_empty() != reported.is_empty() {
         anyhow::bail!("it has {} finding(s) but {} run(s) stopped with a report", rec.findings.len(), reported.len());
     }
-    if let Some(f) = rec.findings.iter().find(|f| f.runs.is_empty() || f.runs.iter().any(|r| !reported.contains(&r.as_str()))) {
+    if let Some(f) =
+        rec.findings.iter().find(|f| f.runs.is_empty() || f.runs.iter().any(|r| !reported.contains(&r.as_str())))
+    {
         anyhow::bail!("a finding at {}:{} names runs that left no report", f.at.file, f.at.line);
     }
     let runs: Vec<(SanRun, Option<report::Report>)> = rec.runs.iter().map(|r| (r.clone(), None)).collect();
@@ -737,7 +739,10 @@ mod tests {
         refused(&|r| r.hooks = vec!["libx.so defines __asan_on_error".into()], "it says clean, but");
         refused(&|r| r.checks[1].verdict = crate::evidence::schema::CheckVerdict::Fails, "give mismatch");
         refused(&|r| r.checks[0].check = "verify contract".into(), "`verify contract` that a KEM does not run");
-        refused(&|r| r.runs[0].actual_sha256 = Some("00".repeat(32)), "says clean, but its digest is not the published");
+        refused(
+            &|r| r.runs[0].actual_sha256 = Some("00".repeat(32)),
+            "says clean, but its digest is not the published",
+        );
         refused(&|r| r.runs[0].expected_sha256 = Some("00".repeat(32)), "another digest than kat.sha256 gives now");
         refused(&|r| r.runs[1].outcome = Outcome::Exited(EXIT_CODE), "ended exit status 86 but says Clean");
         refused(&|r| r.exit_code = 0, "other sanitizer settings");
