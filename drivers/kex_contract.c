@@ -125,8 +125,8 @@ typedef struct {
     int k, at, bit;
 } tamper_case;
 
-/* The byte of message k that `at` names. */
-static ull tamper_byte(ull len, int at) { return at == 0 ? 0 : at == 1 ? len / 2 : len - 1; }
+/* The byte of message k that `at` names (0 for an empty message, which is never flipped). */
+static ull tamper_byte(ull len, int at) { return at == 0 || len == 0 ? 0 : at == 1 ? len / 2 : len - 1; }
 
 /* The exchange of `c`: 0 when both sides derived, else the first call that refused
  * (its pass number, or -1 derive_a, -2 derive_b). *len is message k's length (0 if

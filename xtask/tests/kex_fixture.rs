@@ -179,7 +179,7 @@ fn page(m: &str, out: &Path) {
     assert!(page.contains("| kex-p0 | 0 | none | 0 |"), "{page}");
     assert!(page.contains("| kex-p4 | pass3") && page.contains("| kex-p2 | exchange |"), "{page}");
     let site = out.parent().unwrap().join("site");
-    let s = xtask(&["site", o, "--out", site.to_str().unwrap()], None);
+    let s = xtask(&["site", o, "--out", site.to_str().unwrap(), "--manifest", m], None);
     assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
     // The site's KAT cell carries the tampered verdict beside the status.
     let index = std::fs::read_to_string(site.join("index.html")).unwrap();

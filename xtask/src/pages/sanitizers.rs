@@ -86,3 +86,48 @@ pub fn section(w: &mut String, records: &[SanitizeRecord]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::schema::{CtFrame, SanFinding, SanStatus, Summary};
+
+    #[test]
+    fn the_site_cell_names_the_status_and_counts_findings() {
+        let golden: Summary = serde_json::from_str(include_str!("../../tests/golden/summary.json")).unwrap();
+        let finding = SanFinding {
+            sanitizer: "AddressSanitizer".into(),
+            kind: "heap-buffer-overflow".into(),
+            what: String::new(),
+            at: CtFrame { function: "f".into(), file: "a.c".into(), line: 3 },
+            entry: None,
+            runs: vec!["kat".into()],
+            stack: vec![],
+        };
+        let rec = SanitizeRecord {
+            schema: 1,
+            id: "x".into(),
+            label: "a".into(),
+            system: "local".into(),
+            status: SanStatus::Findings,
+            detail: None,
+            flags: vec![],
+            options: vec![],
+            exit_code: 86,
+            runs: vec![],
+            checks: vec![],
+            findings: vec![finding],
+            hooks: vec![],
+            toolchain: golden.toolchain,
+            build_key: "k".into(),
+            library_sha256: "l".into(),
+            harness_commit: "c".into(),
+            started: "s".into(),
+            finished: "f".into(),
+        };
+        assert_eq!(cell(std::slice::from_ref(&rec), "a"), "findings (1 finding(s))");
+        assert_eq!(cell(std::slice::from_ref(&rec), "b"), "not run");
+        let clean = SanitizeRecord { status: SanStatus::Clean, findings: vec![], ..rec };
+        assert_eq!(cell(&[clean], "a"), "clean");
+    }
+}
