@@ -127,8 +127,9 @@ static inline void kex_run_init(kex_run *r, const kex_sizes *s) {
     KEX_RUN_PUBLIC(r->b.pk, r->b.pk_len);
 }
 
-/* Pass k with its message length preset to `preset`; a return below 0 is a failure. */
-static inline int kex_run_pass(kex_run *r, const kex_sizes *s, int k, ull preset) {
+/* Pass k with its message length preset to `preset`: what it returned, a value below 0
+ * when it refused (its lengths then unchecked). */
+static inline int kex_run_try_pass(kex_run *r, const kex_sizes *s, int k, ull preset) {
     kex_side *sender = kex_sender(k, &r->a, &r->b);
     int ret;
     r->m_len[k] = preset;
@@ -137,11 +138,20 @@ static inline int kex_run_pass(kex_run *r, const kex_sizes *s, int k, ull preset
     KEX_RUN_PUBLIC(&r->m_len[k], sizeof r->m_len[k]);
     KEX_RUN_PUBLIC(&sender->st_len, sizeof sender->st_len);
     if (ret < 0) {
-        must(ret, kex_pass_names[k]);
+        return ret;
     }
     kex_fits(r->m_len[k], s->total, kex_pass_names[k], "message");
     kex_fits(sender->st_len, sender == &r->a ? s->sta : s->stb, kex_pass_names[k], "state");
     KEX_RUN_PUBLIC(r->m[k], r->m_len[k]);
+    return ret;
+}
+
+/* Pass k as above; a return below 0 is a failure. */
+static inline int kex_run_pass(kex_run *r, const kex_sizes *s, int k, ull preset) {
+    int ret = kex_run_try_pass(r, s, k, preset);
+    if (ret < 0) {
+        must(ret, kex_pass_names[k]);
+    }
     return ret;
 }
 
@@ -158,27 +168,36 @@ static inline u8 *kex_run_last(kex_run *r, const kex_sizes *s, int initiator, ul
     return NULL;
 }
 
-static inline void kex_run_derive_a(kex_run *r, const kex_sizes *s) {
+/* derive_a with B's last message: what it returned (0 when it derived). */
+static inline int kex_run_try_derive_a(kex_run *r, const kex_sizes *s) {
     ull len;
     u8 *mb = kex_run_last(r, s, 0, &len);
     r->ssa_len = s->ss;
     int ret = kex_derive_a(&r->a, &r->b, mb, len, r->ssa, &r->ssa_len);
     KEX_RUN_PUBLIC(&ret, sizeof ret);
     KEX_RUN_PUBLIC(&r->ssa_len, sizeof r->ssa_len);
-    must(ret, "kex_derive_ss_a");
-    kex_fits(r->ssa_len, s->ss, "kex_derive_ss_a", "ssa");
+    if (ret == 0) {
+        kex_fits(r->ssa_len, s->ss, "kex_derive_ss_a", "ssa");
+    }
+    return ret;
 }
 
-static inline void kex_run_derive_b(kex_run *r, const kex_sizes *s) {
+static inline int kex_run_try_derive_b(kex_run *r, const kex_sizes *s) {
     ull len;
     u8 *ma = kex_run_last(r, s, 1, &len);
     r->ssb_len = s->ss;
     int ret = kex_derive_b(&r->a, &r->b, ma, len, r->ssb, &r->ssb_len);
     KEX_RUN_PUBLIC(&ret, sizeof ret);
     KEX_RUN_PUBLIC(&r->ssb_len, sizeof r->ssb_len);
-    must(ret, "kex_derive_ss_b");
-    kex_fits(r->ssb_len, s->ss, "kex_derive_ss_b", "ssb");
+    if (ret == 0) {
+        kex_fits(r->ssb_len, s->ss, "kex_derive_ss_b", "ssb");
+    }
+    return ret;
 }
+
+static inline void kex_run_derive_a(kex_run *r, const kex_sizes *s) { must(kex_run_try_derive_a(r, s), "kex_derive_ss_a"); }
+
+static inline void kex_run_derive_b(kex_run *r, const kex_sizes *s) { must(kex_run_try_derive_b(r, s), "kex_derive_ss_b"); }
 
 /* init and passes 1..upto, each message length preset to `preset`. */
 static inline void kex_run_upto(kex_run *r, const kex_sizes *s, int upto, ull preset) {

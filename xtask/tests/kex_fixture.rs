@@ -1,7 +1,8 @@
 //! The key-exchange path end to end on a fixture written for this project
 //! (`tests/fixture/kex_body.c`, modelled in `tests/common/kex_fixture.rs`): one verify
 //! over every instance reaches PASS for 0 to 4 passes and every failing verdict of issue
-//! 21, the length contract finds the pass that never sets its length, and a short
+//! 21, the length contract finds the pass that never sets its length, the tampered
+//! passes the exchange that never reads a message's last byte, and a short
 //! bench, profile, report and site run give the KEX page with its bandwidth. Expected
 //! digests come from the Rust model, never from running the C code.
 
@@ -82,7 +83,35 @@ fn kex_fixture_reaches_every_verdict_and_its_page() {
         let msg = message(&s, label);
         assert!(words.iter().all(|w| msg.contains(w)), "{label}: {msg}");
     }
+    tampered_passes(&s, &String::from_utf8_lossy(&run.stdout));
     timing(&m, &zip, &out);
+}
+
+/// The tampered-pass verdicts: every honest exchange (whatever its KAT status or
+/// contract) ends with other secrets on the two sides; the one that never reads a
+/// message's last byte is named with the byte, though its text passes; a failed run is
+/// that run's verdict.
+fn tampered_passes(s: &Summary, stdout: &str) {
+    let t = |label: &str| entry(s, label).tampered.clone().unwrap_or_else(|| panic!("{label}: no tampered check"));
+    for label in ["kex-p0", "kex-p1", "kex-p2", "kex-p3", "kex-p4", "kex-template", "kex-tweak", "kex-unset"] {
+        let c = t(label);
+        assert!(c.holds() && c.seeds.len() == 3, "{label}: {c:?}");
+    }
+    let p2 = t("kex-p2").detail;
+    assert!(p2.starts_with("18 exchanges") && p2.contains(": 18 gave the two sides different secrets"), "{p2}");
+    assert!(t("kex-unset").detail.ends_with("; 9 empty messages left alone"), "pass 4 sends no byte");
+    assert!(t("kex-p0").detail.starts_with("0 exchanges"), "nothing to tamper with");
+    let deaf = t("kex-ignore");
+    assert_eq!(deaf.verdict, CheckVerdict::Fails);
+    let want = "record 0, message 1 (32 bytes), bit 0 of byte 31 flipped: both sides derived the untampered \
+                exchange's secret (the tampered bit was never read)";
+    assert_eq!(deaf.detail, want);
+    assert_eq!(entry(s, "kex-ignore").status.name(), "PASS", "a verdict of its own, beside the KAT status");
+    let row = stdout.lines().find(|l| l.trim_start().starts_with("kex-ignore")).unwrap_or_default();
+    assert!(row.contains(" tampered passes: fails"), "{stdout}");
+    assert!(stdout.contains(&format!("\n      {want}\n")), "{stdout}");
+    let over = t("kex-zerototal");
+    assert!(over.verdict == CheckVerdict::Fails && over.detail.starts_with("in the tampered-pass run: "), "{over:?}");
 }
 
 fn read(out: &Path, label: &str, op: &str) -> Option<Record> {
@@ -142,6 +171,7 @@ fn page(m: &str, out: &Path) {
     assert!(xtask(&["report", m, "--out", o], None).status.success());
     let page = std::fs::read_to_string(common::layout(out).report(ID)).unwrap();
     assert!(page.contains("function: key exchange"), "{page}");
+    assert!(page.contains("\n- kex-ignore: **tampered passes fails**: record 0, message 1"), "{page}");
     let total = total_msg_len(4);
     let row = format!("| kex-p4 | 4 | 32 / 40 / 48 / 56 | {total} | {N} / {N} | {} | {N} | {SS} |", total + 2 * N);
     assert!(page.contains(&row), "{row}\n{page}");
@@ -149,6 +179,9 @@ fn page(m: &str, out: &Path) {
     assert!(page.contains("| kex-p0 | 0 | none | 0 |"), "{page}");
     assert!(page.contains("| kex-p4 | pass3") && page.contains("| kex-p2 | exchange |"), "{page}");
     let site = out.parent().unwrap().join("site");
-    let s = xtask(&["site", o, "--out", site.to_str().unwrap()], None);
+    let s = xtask(&["site", o, "--out", site.to_str().unwrap(), "--manifest", m], None);
     assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    // The site's KAT cell carries the tampered verdict beside the status.
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("<td>kex-ignore</td><td>PASS; tampered passes: fails</td>"), "{index}");
 }

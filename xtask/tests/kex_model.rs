@@ -114,6 +114,7 @@ fn both_sides_derive_the_same_secret() {
     let mut protos: Vec<Proto> = (0..=4).map(Proto::plain).collect();
     protos.push(Proto { unset: true, ..Proto::plain(4) });
     protos.push(Proto { tweak: true, ..Proto::plain(2) });
+    protos.push(Proto { ignore_tail: true, ..Proto::plain(2) });
     let mut seen = BTreeSet::new();
     for p in &protos {
         for (k, r) in records(p).iter().enumerate() {
@@ -181,6 +182,7 @@ const TABLE: &[(&str, usize, &str, Contract)] = &[
     ("kex-p4", 4, "PASS", Contract::Holds),
     ("kex-template", 2, "PASS", Contract::Holds),
     ("kex-tweak", 2, "MISMATCH", Contract::Holds),
+    ("kex-ignore", 2, "PASS", Contract::Holds),
     ("kex-disagree", 2, "CRYPTOFAIL", Contract::Unchecked),
     ("kex-msgover", 2, "OVERFLOW", Contract::Unchecked),
     ("kex-unset", 4, "PASS", Contract::Breach),
@@ -206,6 +208,7 @@ fn instances_are_consistent() {
         assert_eq!(a.template, a.label == "kex-template");
         assert_eq!(a.proto.tweak, a.defines.contains("FIX_TWEAK"), "{}", a.label);
         assert_eq!(a.proto.unset, a.defines.contains("FIX_UNSET"), "{}", a.label);
+        assert_eq!(a.proto.ignore_tail, a.defines.contains("FIX_IGNORE_TAIL"), "{}", a.label);
         let h = header(a);
         assert!(h.contains(&format!("#define ALGORITHM_INSTANCE \"{}\"\n", a.label)));
         assert!(h.contains(&format!("#define OUTPUT_BLANK_TEST_VECTORS {}\n", u8::from(a.template))));

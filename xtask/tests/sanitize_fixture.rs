@@ -101,3 +101,29 @@ fn an_emulated_architecture_is_refused_before_any_engine() {
     assert!(stderr.contains("qemu-user"), "{stderr}");
     assert!(!o.exists(), "nothing written");
 }
+
+/// A key exchange under the sanitizers (one instance, about 35 s, mostly its build): the
+/// KAT with its digest checked, then both of the family's checks, the tampered passes
+/// included; a record a later `--resume` keeps only while it derives again (unit test
+/// `sanitize::tests::a_kept_record_is_derived_again`).
+#[test]
+fn a_key_exchange_runs_its_kat_and_both_checks_under_the_sanitizers() {
+    use common::kex_fixture as kex;
+    let tmp = tempfile::tempdir().unwrap();
+    let insts = kex::subset(&["kex-p2"]);
+    let (_, zip) = kex::write_archive(tmp.path(), &insts);
+    let m = kex::manifest_dir(&tmp.path().join("m"), &zip, &insts);
+    let out = tmp.path().join("out");
+    let (m, z, o) = (m.to_str().unwrap(), zip.to_str().unwrap(), out.to_str().unwrap());
+    let run = xtask(&["sanitize", m, "--archive", z, "--engine", "podman", "--out", o], None);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let path = common::layout(&out).sanitize(kex::ID, "kex-p2");
+    let rec: SanitizeRecord = schema::read(&path).unwrap().expect("a record");
+    assert_eq!(rec.status, SanStatus::Clean, "{:?}", rec.detail);
+    let runs: Vec<(&str, SanRunVerdict)> = rec.runs.iter().map(|r| (r.run.as_str(), r.verdict)).collect();
+    let clean = SanRunVerdict::Clean;
+    assert_eq!(runs, [("kat", clean), ("length contract", clean), ("tampered passes", clean)]);
+    assert!(rec.runs[0].expected_sha256.is_some() && rec.runs[0].expected_sha256 == rec.runs[0].actual_sha256);
+    let checks: Vec<&str> = rec.checks.iter().filter(|c| c.holds()).map(|c| c.check.as_str()).collect();
+    assert_eq!(checks, ["length contract", "tampered passes"]);
+}

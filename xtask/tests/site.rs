@@ -114,6 +114,14 @@ fn site_renders_every_system_and_family_deterministically_with_visible_charts() 
     assert!(kex.contains("<th>pass4<br><small>median time"), "a key exchange's passes are columns: {kex}");
     let kex_page = std::fs::read_to_string(s1.join("x86_1/kex-02.html")).unwrap();
     assert!(kex_page.contains("768 / 784 / 16 / 0 (never set)"), "the bandwidth table: {kex_page}");
+    // The stack high-water mark stands beside the RSS figures, with its method.
+    let kem_page = std::fs::read_to_string(s1.join("x86_1/pqclean-ml-kem.html")).unwrap();
+    let resources = section(&kem_page, "baseline RSS", "</table>");
+    assert!(resources.contains("peak RSS") && resources.contains("stack, one call (bytes)"), "{resources}");
+    assert!(
+        kem_page.contains("Stack is pqm4&#39;s method") || kem_page.contains("Stack is pqm4's method"),
+        "{kem_page}"
+    );
 
     // The Markdown page of the site is the report's page.
     let md = std::fs::read_to_string(s1.join("x86_1/pqclean-ml-kem.md")).unwrap();

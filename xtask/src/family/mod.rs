@@ -200,8 +200,9 @@ pub struct Family {
     pub adapter_prefix: &'static str,
     pub corroboration: Option<Corroboration>,
     /// The check that the API answers tampered inputs safely, recorded beside the KAT
-    /// status whatever it is (a signature's contract already covers its tampered
-    /// signatures; a hash has no input to reject).
+    /// status whatever it is (a KEM's tampered ciphertexts, a key exchange's tampered pass
+    /// messages; a signature's contract already covers its tampered signatures; a hash
+    /// has no input to reject).
     pub tampered: Option<Corroboration>,
     /// In/out lengths pass from record to record in its KAT driver (`kat.lengths`).
     pub kat_lengths: bool,
@@ -423,7 +424,7 @@ pub static KEX: Family = Family {
     bench: Driver { source: "kex_bench.c", program: "kex_bench" },
     adapter_prefix: "kex_bench_",
     corroboration: Some(kex::CONTRACT),
-    tampered: None,
+    tampered: Some(kex::TAMPER),
     kat_lengths: true,
     variable_output: None,
     retried: "failed calls retried",

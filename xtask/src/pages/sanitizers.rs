@@ -10,6 +10,15 @@ use crate::pages::md;
 /// Findings shown per instance; the record has them all.
 const SHOWN: usize = 5;
 
+/// The site's cell for one instance: its status, and its findings when it has any.
+pub fn cell(records: &[SanitizeRecord], label: &str) -> String {
+    match records.iter().find(|r| r.label == label) {
+        None => "not run".into(),
+        Some(r) if r.findings.is_empty() => r.status.as_str().to_owned(),
+        Some(r) => format!("{} ({} finding(s))", r.status.as_str(), r.findings.len()),
+    }
+}
+
 pub fn section(w: &mut String, records: &[SanitizeRecord]) -> Result<()> {
     let Some(first) = records.first() else { return Ok(()) };
     writeln!(w, "\n## Sanitizers\n")?;
@@ -76,4 +85,49 @@ pub fn section(w: &mut String, records: &[SanitizeRecord]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::schema::{CtFrame, SanFinding, SanStatus, Summary};
+
+    #[test]
+    fn the_site_cell_names_the_status_and_counts_findings() {
+        let golden: Summary = serde_json::from_str(include_str!("../../tests/golden/summary.json")).unwrap();
+        let finding = SanFinding {
+            sanitizer: "AddressSanitizer".into(),
+            kind: "heap-buffer-overflow".into(),
+            what: String::new(),
+            at: CtFrame { function: "f".into(), file: "a.c".into(), line: 3 },
+            entry: None,
+            runs: vec!["kat".into()],
+            stack: vec![],
+        };
+        let rec = SanitizeRecord {
+            schema: 1,
+            id: "x".into(),
+            label: "a".into(),
+            system: "local".into(),
+            status: SanStatus::Findings,
+            detail: None,
+            flags: vec![],
+            options: vec![],
+            exit_code: 86,
+            runs: vec![],
+            checks: vec![],
+            findings: vec![finding],
+            hooks: vec![],
+            toolchain: golden.toolchain,
+            build_key: "k".into(),
+            library_sha256: "l".into(),
+            harness_commit: "c".into(),
+            started: "s".into(),
+            finished: "f".into(),
+        };
+        assert_eq!(cell(std::slice::from_ref(&rec), "a"), "findings (1 finding(s))");
+        assert_eq!(cell(std::slice::from_ref(&rec), "b"), "not run");
+        let clean = SanitizeRecord { status: SanStatus::Clean, findings: vec![], ..rec };
+        assert_eq!(cell(&[clean], "a"), "clean");
+    }
 }

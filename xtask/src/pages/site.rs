@@ -73,7 +73,8 @@ impl Site {
                 let html = page(&PageOf { systems: &systems, system, sub: &sub, e: &e }, &markdown, &raw);
                 write(&self.out.join(system).join(format!("{id}.md")), markdown.as_bytes())?;
                 write(&self.out.join(system).join(format!("{id}.html")), html.as_bytes())?;
-                shown.push(Shown { system: system.clone(), sub, e });
+                let sanitized = crate::sanitize::records(&layout, &sub)?;
+                shown.push(Shown { system: system.clone(), sub, e, sanitized });
             }
         }
         copy_raw(&self.dir, &files, &self.out.join(RAW))?;
@@ -97,6 +98,7 @@ struct Shown {
     system: String,
     sub: Submission,
     e: Evidence,
+    sanitized: Vec<crate::evidence::schema::SanitizeRecord>,
 }
 
 /// What one page is drawn from.
@@ -278,6 +280,10 @@ fn submission_table(h: &mut String, s: &Shown) {
     if ct {
         h.push_str("<th>constant time<br><small>memcheck findings, timing</small></th>");
     }
+    let san = !s.sanitized.is_empty();
+    if san {
+        h.push_str("<th>sanitizers<br><small>ASan and UBSan</small></th>");
+    }
     for op in &ops {
         let unit = if cycles { "median time<br>cycles" } else { "median time" };
         let _ = write!(h, "<th>{}<br><small>{unit}</small></th>", esc(op));
@@ -291,6 +297,9 @@ fn submission_table(h: &mut String, s: &Shown) {
         let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(&inst.label), esc(&kat_cell(e, &inst.label)));
         if ct {
             let _ = write!(h, "<td>{}</td>", esc(&crate::pages::constant_time::cell(&e.ct, &inst.label)));
+        }
+        if san {
+            let _ = write!(h, "<td>{}</td>", esc(&crate::pages::sanitizers::cell(&s.sanitized, &inst.label)));
         }
         for op in &ops {
             let _ =
@@ -323,8 +332,8 @@ fn meta(e: &Evidence) -> Vec<String> {
     m
 }
 
-/// The KAT verdict of one instance: its status and a check that does not hold, or why
-/// none is shown.
+/// The KAT verdict of one instance: its status and each check that does not hold (the
+/// corroborating and the tampered-input one), or why none is shown.
 fn kat_cell(e: &Evidence, label: &str) -> String {
     let Some(i) = e.kat.as_ref().and_then(|k| k.instances.iter().find(|i| i.label == label)) else {
         return "not run".into();
@@ -332,10 +341,9 @@ fn kat_cell(e: &Evidence, label: &str) -> String {
     if report::another_library(i, &e.records) {
         return "not shown: another library than the one timed".into();
     }
-    match &i.check {
-        Some(c) if !c.holds() => format!("{}; {}: {}", i.status, c.check, c.verdict),
-        _ => i.status.to_string(),
-    }
+    let failed = [&i.check, &i.tampered].into_iter().flatten().filter(|c| !c.holds());
+    let checks: String = failed.map(|c| format!("; {}: {}", c.check, c.verdict)).collect();
+    format!("{}{checks}", i.status)
 }
 
 /// Median trial time, and median cycles where the counter counts them.

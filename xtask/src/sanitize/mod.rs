@@ -579,15 +579,205 @@ pub fn records(layout: &Layout, sub: &Submission) -> Result<Vec<SanitizeRecord>>
     Ok(out)
 }
 
-/// Whether every instance of `sub` has a record (a campaign's `--resume`).
+/// Whether every instance of `sub` has a record that [`check_kept`] keeps (a campaign's
+/// `--resume`); one it does not is said, and the step runs again.
 pub fn done(layout: &Layout, sub: &Submission) -> bool {
-    sub.instances.iter().all(|i| project::is_regular(&layout.sanitize(&sub.id, &i.label)))
+    sub.instances.iter().all(|i| {
+        let path = layout.sanitize(&sub.id, &i.label);
+        if !project::is_regular(&path) {
+            return false;
+        }
+        let kept = schema::read::<SanitizeRecord>(&path)
+            .and_then(|r| r.context("vanished"))
+            .and_then(|r| check_kept(&r, sub, i));
+        kept.map_err(|e| {
+            crate::warning!("WARNING: {}: earlier result not kept, {e:#}; the step runs again", layout.relative(&path))
+        })
+        .is_ok()
+    })
+}
+
+/// An earlier record is kept only while it is this instance's, made with the tool's
+/// sanitizer settings, each run's verdict is the one its exit and digests give (the
+/// published digest the one `kat.sha256` gives now), its findings are the reports of
+/// its runs, its checks are the family's, and its status is the one its runs, checks
+/// and hooks give.
+pub(crate) fn check_kept(rec: &SanitizeRecord, sub: &Submission, inst: &Instance) -> Result<()> {
+    if rec.id != sub.id || rec.label != inst.label {
+        anyhow::bail!("it is the record of {} {}", rec.id, rec.label);
+    }
+    if rec.exit_code != EXIT_CODE || rec.flags != recipe::SANITIZE_FLAGS || rec.options != options() {
+        anyhow::bail!("it was made with other sanitizer settings than this tool's");
+    }
+    let family = sub.family()?;
+    let names: Vec<&str> = [family.corroboration, family.tampered].iter().flatten().map(|c| c.name).collect();
+    if let Some(c) = rec.checks.iter().find(|c| !names.contains(&c.check.as_str())) {
+        anyhow::bail!("it holds a check `{}` that a {} does not run", c.check, family.noun);
+    }
+    let manifest = Manifest::of(sub, &sub.kat_manifest_path())?;
+    for run in &rec.runs {
+        kept_run(run, sub, inst, &manifest)?;
+    }
+    let reported: Vec<&str> =
+        rec.runs.iter().filter(|r| r.verdict == SanRunVerdict::Report).map(|r| r.run.as_str()).collect();
+    if rec.findings.is_empty() != reported.is_empty() {
+        anyhow::bail!("it has {} finding(s) but {} run(s) stopped with a report", rec.findings.len(), reported.len());
+    }
+    if let Some(f) =
+        rec.findings.iter().find(|f| f.runs.is_empty() || f.runs.iter().any(|r| !reported.contains(&r.as_str())))
+    {
+        anyhow::bail!("a finding at {}:{} names runs that left no report", f.at.file, f.at.line);
+    }
+    let runs: Vec<(SanRun, Option<report::Report>)> = rec.runs.iter().map(|r| (r.clone(), None)).collect();
+    let (status, detail) = status(&runs, &rec.checks, &rec.hooks);
+    if (status, &detail) != (rec.status, &rec.detail) {
+        anyhow::bail!("it says {}, but its runs, checks and hooks give {}", rec.status.as_str(), status.as_str());
+    }
+    Ok(())
+}
+
+/// One kept run: its verdict is the one its exit gives, and a KAT run's the one its
+/// digests give, against the published digest of now.
+fn kept_run(run: &SanRun, sub: &Submission, inst: &Instance, manifest: &Manifest) -> Result<()> {
+    let fits = match run.verdict {
+        SanRunVerdict::Clean | SanRunVerdict::Mismatch => run.outcome == Outcome::Exited(0),
+        SanRunVerdict::Report | SanRunVerdict::Unreadable => run.outcome == Outcome::Exited(EXIT_CODE),
+        SanRunVerdict::Failed => !matches!(run.outcome, Outcome::Exited(0) | Outcome::Exited(EXIT_CODE)),
+    };
+    if !fits {
+        anyhow::bail!("its run `{}` ended {} but says {:?}", run.run, run.outcome, run.verdict);
+    }
+    let Some(part) = run.run.strip_prefix("kat").map(str::trim) else { return Ok(()) };
+    let file = sub.kat_files(inst)?.into_iter().find(|(p, _)| p.id == part).map(|(_, f)| f);
+    let file = file.with_context(|| format!("its run `{}` is no KAT part of this family", run.run))?;
+    let published = manifest.entry(&inst.label, &file).map(|e| e.sha256.to_string());
+    if run.expected_sha256.is_some() && run.expected_sha256 != published {
+        anyhow::bail!("its run `{}` was held against another digest than kat.sha256 gives now", run.run);
+    }
+    let equal = run.expected_sha256.is_some() && run.expected_sha256 == run.actual_sha256;
+    match run.verdict {
+        SanRunVerdict::Clean if published.is_some() && !equal => {
+            anyhow::bail!("its run `{}` says clean, but its digest is not the published one", run.run)
+        }
+        SanRunVerdict::Mismatch if equal => {
+            anyhow::bail!("its run `{}` says mismatch, but its digest is the published one", run.run)
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::evidence::domain::{Arch, EngineChoice};
+
+    /// A clean record of the embedded ML-KEM-512 as `sanitize` writes one.
+    fn clean_record(sub: &Submission) -> SanitizeRecord {
+        let inst = &sub.instances[0];
+        let manifest = Manifest::of(sub, &sub.kat_manifest_path()).unwrap();
+        let file = sub.kat_files(inst).unwrap().remove(0).1;
+        let digest = manifest.entry(&inst.label, &file).unwrap().sha256.to_string();
+        let golden: schema::Summary = serde_json::from_str(include_str!("../../tests/golden/summary.json")).unwrap();
+        let mut kat = san_run("kat", SanRunVerdict::Clean, Outcome::Exited(0));
+        (kat.expected_sha256, kat.actual_sha256) = (Some(digest.clone()), Some(digest));
+        let check = |name: &str| Check {
+            check: name.into(),
+            seeds: vec![],
+            verdict: crate::evidence::schema::CheckVerdict::Holds,
+            detail: String::new(),
+        };
+        SanitizeRecord {
+            schema: schema::version::<SanitizeRecord>(),
+            id: sub.id.clone(),
+            label: inst.label.clone(),
+            system: "local".into(),
+            status: SanStatus::Clean,
+            detail: None,
+            flags: recipe::SANITIZE_FLAGS.map(String::from).into(),
+            options: options().into(),
+            exit_code: EXIT_CODE,
+            runs: vec![kat, san_run("replay", SanRunVerdict::Clean, Outcome::Exited(0))],
+            checks: vec![check("replay"), check("tampered ciphertexts")],
+            findings: vec![],
+            hooks: vec![],
+            toolchain: golden.toolchain,
+            build_key: "key".into(),
+            library_sha256: "lib".into(),
+            harness_commit: "commit".into(),
+            started: "start".into(),
+            finished: "end".into(),
+        }
+    }
+
+    fn san_run(name: &str, verdict: SanRunVerdict, outcome: Outcome) -> SanRun {
+        SanRun {
+            run: name.into(),
+            command: vec![],
+            outcome,
+            wall_s: 1.0,
+            verdict,
+            detail: None,
+            expected_sha256: None,
+            actual_sha256: None,
+        }
+    }
+
+    #[test]
+    fn a_kept_record_is_derived_again() {
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        let inst = &sub.instances[0];
+        let rec = clean_record(&sub);
+        check_kept(&rec, &sub, inst).unwrap();
+        let refused = |edit: &dyn Fn(&mut SanitizeRecord), words: &str| {
+            let mut r = rec.clone();
+            edit(&mut r);
+            let e = format!("{:#}", check_kept(&r, &sub, inst).unwrap_err());
+            assert!(e.contains(words), "{words}: {e}");
+        };
+        refused(&|r| r.label = "ML-KEM-768".into(), "the record of pqclean-ml-kem ML-KEM-768");
+        refused(&|r| r.status = SanStatus::Findings, "it says findings, but its runs, checks and hooks give clean");
+        refused(&|r| r.hooks = vec!["libx.so defines __asan_on_error".into()], "it says clean, but");
+        refused(&|r| r.checks[1].verdict = crate::evidence::schema::CheckVerdict::Fails, "give mismatch");
+        refused(&|r| r.checks[0].check = "verify contract".into(), "`verify contract` that a KEM does not run");
+        refused(
+            &|r| r.runs[0].actual_sha256 = Some("00".repeat(32)),
+            "says clean, but its digest is not the published",
+        );
+        refused(&|r| r.runs[0].expected_sha256 = Some("00".repeat(32)), "another digest than kat.sha256 gives now");
+        refused(&|r| r.runs[1].outcome = Outcome::Exited(EXIT_CODE), "ended exit status 86 but says Clean");
+        refused(&|r| r.exit_code = 0, "other sanitizer settings");
+        refused(
+            &|r| {
+                r.findings.push(SanFinding {
+                    sanitizer: "AddressSanitizer".into(),
+                    kind: "heap-buffer-overflow".into(),
+                    what: "WRITE of size 1".into(),
+                    at: crate::evidence::schema::CtFrame { function: "f".into(), file: "a.c".into(), line: 3 },
+                    entry: None,
+                    runs: vec!["kat".into()],
+                    stack: vec![],
+                });
+                r.status = SanStatus::Findings;
+            },
+            "1 finding(s) but 0 run(s) stopped with a report",
+        );
+        // A report stands as its finding: kept.
+        let mut found = rec.clone();
+        found.runs[1] = san_run("replay", SanRunVerdict::Report, Outcome::Exited(EXIT_CODE));
+        found.findings.push(SanFinding {
+            sanitizer: "UndefinedBehaviorSanitizer".into(),
+            kind: "signed-integer-overflow".into(),
+            what: "".into(),
+            at: crate::evidence::schema::CtFrame { function: "f".into(), file: "a.c".into(), line: 3 },
+            entry: None,
+            runs: vec!["replay".into()],
+            stack: vec![],
+        });
+        found.status = SanStatus::Findings;
+        check_kept(&found, &sub, inst).unwrap();
+        found.findings[0].runs = vec!["kat".into()];
+        assert!(check_kept(&found, &sub, inst).unwrap_err().to_string().contains("names runs that left no report"));
+    }
 
     fn finished(outcome: Outcome, stderr: &str) -> Finished {
         Finished {

@@ -38,8 +38,9 @@ fn h(parts: &[&[u8]]) -> Vec<u8> {
     expand(HASH, &parts.concat(), TR)
 }
 
-/// T = H("T" || T || m), seen += 1.
-fn absorb(st: &mut [u8], m: &[u8]) {
+/// T = H("T" || T || m), seen += 1; without m's last byte when `deaf` (FIX_IGNORE_TAIL).
+fn absorb(st: &mut [u8], m: &[u8], deaf: bool) {
+    let m = if deaf { &m[..m.len().saturating_sub(1)] } else { m };
     let t = h(&[b"T", &st[E..SEEN], m]);
     st[E..SEEN].copy_from_slice(&t);
     st[SEEN] = st[SEEN].wrapping_add(1);
@@ -73,24 +74,27 @@ pub struct Proto {
     pub unset: bool,
     /// `FIX_TWEAK`: both derives flip bit 0 of ss[0].
     pub tweak: bool,
+    /// `FIX_IGNORE_TAIL`: both sides absorb every message without its last byte (the
+    /// secrets agree; a bit flipped there in transit goes unread).
+    pub ignore_tail: bool,
 }
 
 impl Proto {
     pub const fn plain(passes: usize) -> Proto {
-        Proto { passes, unset: false, tweak: false }
+        Proto { passes, unset: false, tweak: false, ignore_tail: false }
     }
 
     /// Pass `k` of the side with `sk` and `st`; `prev` is m_{k-1} as the driver passes
     /// it. None where the FIX_UNSET pass writes no message.
     pub fn pass(&self, k: usize, sk: &[u8], peer_pk: &[u8], prev: &[u8], st: &mut [u8]) -> Option<Vec<u8>> {
         if k > 1 {
-            absorb(st, prev);
+            absorb(st, prev, self.ignore_tail);
         }
         if self.unset && k == self.passes {
             return None;
         }
         let m = expand(XOF, &[b"M".as_slice(), &[k as u8], sk, peer_pk, &st[..SEEN]].concat(), msg_len(k));
-        absorb(st, &m);
+        absorb(st, &m, self.ignore_tail);
         Some(m)
     }
 
@@ -98,7 +102,7 @@ impl Proto {
     pub fn derive(&self, st: &[u8], m: &[u8], pka: &[u8], pkb: &[u8]) -> Vec<u8> {
         let mut st = st.to_vec();
         if usize::from(st[SEEN]) < self.passes && !m.is_empty() && !self.unset {
-            absorb(&mut st, m);
+            absorb(&mut st, m, self.ignore_tail);
         }
         let mut ss = h(&[b"K", &st[E..SEEN], pka, pkb]);
         if self.tweak {
@@ -303,6 +307,9 @@ pub fn instances() -> Vec<KexInst> {
         inst("kex-p4", Proto::plain(4), "", "PASS", Holds),
         KexInst { template: true, ..inst("kex-template", p2, "", "PASS", Holds) },
         inst("kex-tweak", Proto { tweak: true, ..p2 }, "#define FIX_TWEAK 1\n", "MISMATCH", Holds),
+        // Both sides leave out each message's last byte: its text passes, and a bit
+        // flipped there in transit leaves both secrets as they were (tampered passes fail).
+        inst("kex-ignore", Proto { ignore_tail: true, ..p2 }, "#define FIX_IGNORE_TAIL 1\n", "PASS", Holds),
         // derive_b's 4th call of the process (record 3) flips ss[0]: the sides disagree.
         inst("kex-disagree", p2, "#define FIX_DISAGREE 1\n", "CRYPTOFAIL", Unchecked),
         // Pass 2 writes 32 bytes right past the message buffer (total_msg_len bytes).
