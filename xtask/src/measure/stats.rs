@@ -55,7 +55,7 @@ pub const CALLS_MAX: u64 = 1001;
 pub fn calls_for(spec: &PlanSpec, ns_per_op: f64) -> u64 {
     let n = (spec.trial_target_s * 1e9 / ns_per_op.max(1.0)).floor() as u64;
     let n = n.clamp(CALLS_MIN, CALLS_MAX);
-    n - u64::from(n % 2 == 0)
+    n - u64::from(n.is_multiple_of(2))
 }
 
 /// The nearest-rank quantile `p` (0 < p <= 1) of sorted values: the smallest value with
