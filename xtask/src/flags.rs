@@ -498,8 +498,13 @@ pub struct Campaign {
     pub jobs: Option<u32>,
     /// Print the steps each selected submission would run, those skipped and why, and
     /// every missing archive; build nothing, call no engine. Exit 2 when one is missing.
+    /// Also prints an estimate of the wall time for --jobs and --estimate-timing-cores.
     #[arg(long)]
     pub dry_run: bool,
+    /// Timing processes at a time that --dry-run's estimate assumes (default 1). The
+    /// estimate only: the campaign itself times one process at a time.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..256))]
+    pub estimate_timing_cores: Option<u32>,
 }
 
 /// The defaults of a run's inputs, written once in the plain type.
@@ -940,6 +945,7 @@ impl From<Campaign> for crate::campaign::Campaign {
             defer: c.defer,
             jobs: c.jobs,
             dry_run: c.dry_run,
+            estimate_timing_cores: c.estimate_timing_cores,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! the same types (`schema`) the commands write it with.
 
 pub mod campaign;
+pub mod campaign_estimate;
 pub mod compile;
 pub mod container;
 pub mod ct;
