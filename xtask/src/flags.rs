@@ -217,6 +217,15 @@ pub struct List {
     /// its size only: its SHA-256 is checked when verify or campaign takes it.
     #[arg(long = "archives", value_name = "DIR")]
     pub archive_dir: Option<Utf8PathBuf>,
+    /// Print the campaign workflow's GitHub Actions matrices (JSON, with --json) instead:
+    /// one shard per candidate whose archive --sums lists, per architecture, each slow
+    /// instance in a shard of its own.
+    #[arg(long, requires = "sums")]
+    pub matrix: bool,
+    /// A `sha256sum` listing of the archives location (its SHA256SUMS): a candidate runs
+    /// when its pinned SHA-256 is there, under any file name.
+    #[arg(long, value_name = "FILE", requires = "matrix")]
+    pub sums: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -727,6 +736,9 @@ impl Xtask {
                 if let Some(d) = l.archive_dir.as_mut() {
                     absolute(d, cwd);
                 }
+                if let Some(f) = l.sums.as_mut() {
+                    absolute(f, cwd);
+                }
             }
             Cmd::Report(r) => {
                 absolute_ids(&mut r.ids, cwd);
@@ -895,7 +907,7 @@ impl From<Site> for crate::pages::site::Site {
 
 impl From<List> for crate::list::List {
     fn from(c: List) -> Self {
-        crate::list::List { archive_dir: c.archive_dir }
+        crate::list::List { archive_dir: c.archive_dir, matrix: c.sums.filter(|_| c.matrix) }
     }
 }
 

@@ -14,6 +14,7 @@ pub mod flags;
 pub mod kat;
 pub mod list;
 pub mod lock;
+pub mod matrix;
 pub mod measure;
 pub mod merge;
 pub mod onboard;
