@@ -32,9 +32,10 @@ pub struct Shard {
     pub artifact: String,
     /// The instance labels, space-separated (`--instance` each); empty: every instance.
     pub instances: String,
-    /// The archive's file name at the operator's location.
+    /// The archive's file name at the operator's location, as a URL path segment.
     pub archive: String,
-    /// The ICCS API package's file name there; empty when the candidate takes none.
+    /// The ICCS API package's file name there (a URL path segment); empty when the
+    /// candidate takes none.
     pub iccs: String,
 }
 
@@ -52,22 +53,29 @@ pub struct Include {
     pub include: Vec<Shard>,
 }
 
-/// A `sha256sum` listing (`<hex>  <name>` or `<hex> *<name>`): SHA-256 → file name.
-/// A name that is not plain (letters, digits, `._+-`) is refused: it goes into a URL.
+/// A `sha256sum` listing (`<hex>  <name>` or `<hex> *<name>`): SHA-256 → the file's
+/// name as a URL path segment (percent-encoded: the pinned names hold spaces and
+/// non-ASCII letters). A name with a `/`, `\\` or control character, or starting with
+/// `.`, is refused.
 pub fn parse_sums(text: &str) -> Result<BTreeMap<String, String>> {
     let mut sums = BTreeMap::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let bad = || format!("line {}: {line:?} is not `<sha256>  <file name>`", n + 1);
         let (hex, name) = line.split_once(' ').with_context(bad)?;
-        let name = name.trim_start_matches(' ').trim_start_matches('*');
+        let name = name.strip_prefix(' ').or_else(|| name.strip_prefix('*')).with_context(bad)?;
         let hex: crate::sha::Sha256Hex = hex.parse().map_err(|_| anyhow::anyhow!(bad()))?;
-        let plain = |c: char| c.is_ascii_alphanumeric() || "._+-".contains(c);
-        if name.is_empty() || name.starts_with('.') || !name.chars().all(plain) {
-            bail!("line {}: file name {name:?} is not plain (letters, digits, `._+-`)", n + 1);
+        if name.is_empty() || name.starts_with('.') || name.chars().any(|c| c.is_control() || "/\\".contains(c)) {
+            bail!("line {}: file name {name:?}: not a plain file name", n + 1);
         }
-        sums.insert(hex.as_str().to_owned(), name.to_owned());
+        sums.insert(hex.as_str().to_owned(), url_segment(name));
     }
     Ok(sums)
+}
+
+/// `C Hash.zip` → `C%20Hash.zip`: every byte but the URL's unreserved ones encoded.
+fn url_segment(name: &str) -> String {
+    let keep = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+    name.bytes().map(|b| if keep(b) { char::from(b).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
 /// The shards of `subs` whose archives `sums` holds, and why the others are left out.
@@ -234,15 +242,18 @@ mod tests {
         assert!(m.x86_64.include.is_empty() && m.aarch64.include.is_empty());
     }
 
-    /// The names go into URLs and shell variables: a hostile listing's are refused.
+    /// The names go into URLs and shell variables: encoded, and a hostile listing's
+    /// paths refused.
     #[test]
-    fn a_listing_with_a_name_that_is_not_plain_is_refused() {
+    fn a_listing_names_url_segments_and_refuses_paths() {
         let hex = "2c76bdd4e4df7829bf22fa4949a3c744b9af692425f6f2e5fae5317d41e366ae";
-        let sums = parse_sums(&format!("{hex}  BRQC.zip\n{hex} *BRQC-2.zip\n\n")).unwrap();
-        assert_eq!(sums.get(hex).map(String::as_str), Some("BRQC-2.zip"), "the last line of one digest");
-        for name in ["../x.zip", "a b.zip", "$(id).zip", ".hidden", "x/y.zip", "a?b=c"] {
-            assert!(parse_sums(&format!("{hex}  {name}\n")).is_err(), "{name}");
+        let sums = parse_sums(&format!("{hex}  BRQC.zip\n{hex} *C Hash-α.zip\n\n")).unwrap();
+        assert_eq!(sums.get(hex).map(String::as_str), Some("C%20Hash-%CE%B1.zip"), "the last line of one digest");
+        assert_eq!(url_segment("$(id);`x`&a=b?.zip"), "%24%28id%29%3B%60x%60%26a%3Db%3F.zip");
+        for name in ["../x.zip", "x/y.zip", ".hidden", "a\\b", "a\tb", ""] {
+            assert!(parse_sums(&format!("{hex}  {name}\n")).is_err(), "{name:?}");
         }
         assert!(parse_sums("nothex  BRQC.zip\n").is_err());
+        assert!(parse_sums(&format!("{hex}BRQC.zip\n")).is_err());
     }
 }
