@@ -75,7 +75,8 @@ fn read_all<T: Evidence>(path: &str, shards: &[&Utf8PathBuf]) -> Result<Vec<(Utf
 pub(super) fn summaries(copies: Vec<(Utf8PathBuf, Summary)>, order: &[String]) -> Result<Summary> {
     let mut copies = copies.into_iter();
     let (first_shard, mut out) = copies.next().context("no summary to combine")?;
-    let mut from: Vec<(String, Utf8PathBuf)> = out.instances.iter().map(|i| (i.label.clone(), first_shard.clone())).collect();
+    let mut from: Vec<(String, Utf8PathBuf)> =
+        out.instances.iter().map(|i| (i.label.clone(), first_shard.clone())).collect();
     for (shard, s) in copies {
         agree(&out, &s, &["instances", "started", "finished"]).with_context(|| disagree(&first_shard, &shard))?;
         out.started = out.started.clone().min(s.started.clone());
@@ -123,7 +124,8 @@ pub(super) fn environments(copies: Vec<(Utf8PathBuf, Environment)>) -> Result<En
     let mut copies = copies.into_iter();
     let (first_shard, mut out) = copies.next().context("no environment manifest to combine")?;
     for (shard, e) in copies {
-        agree(&out, &e, &["campaign_start", "campaign_end", "warnings"]).with_context(|| disagree(&first_shard, &shard))?;
+        agree(&out, &e, &["campaign_start", "campaign_end", "warnings"])
+            .with_context(|| disagree(&first_shard, &shard))?;
         out.campaign_start = out.campaign_start.clone().min(e.campaign_start);
         out.campaign_end = match (out.campaign_end.take(), e.campaign_end) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -172,13 +174,17 @@ fn same<T: Serialize>(a: &T, b: &T) -> Result<bool> {
 
 /// Every field of `a` and `b` but `except` equal; else the fields that differ, named.
 fn agree<T: Serialize>(a: &T, b: &T, except: &[&str]) -> Result<()> {
-    let (serde_json::Value::Object(a), serde_json::Value::Object(b)) = (serde_json::to_value(a)?, serde_json::to_value(b)?)
+    let (serde_json::Value::Object(a), serde_json::Value::Object(b)) =
+        (serde_json::to_value(a)?, serde_json::to_value(b)?)
     else {
         bail!("not a JSON object");
     };
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    let differ: Vec<&str> =
-        keys.into_iter().filter(|k| !except.contains(&k.as_str()) && a.get(*k) != b.get(*k)).map(|k| k.as_str()).collect();
+    let differ: Vec<&str> = keys
+        .into_iter()
+        .filter(|k| !except.contains(&k.as_str()) && a.get(*k) != b.get(*k))
+        .map(|k| k.as_str())
+        .collect();
     if !differ.is_empty() {
         bail!("they differ in {}", differ.join(", "));
     }
@@ -236,7 +242,10 @@ mod tests {
         b.instances.push(claimed);
         let e = format!("{:#}", two(&a, &b).unwrap_err());
         let label = &a.instances[0].label;
-        assert!(e.contains(&format!("instance {label} is in both b (MISMATCH) and a (PASS) with different results")), "{e}");
+        assert!(
+            e.contains(&format!("instance {label} is in both b (MISMATCH) and a (PASS) with different results")),
+            "{e}"
+        );
         // Only a detail differs (the seconds it took): still another result.
         let (_, a, mut b) = halves();
         let mut claimed = a.instances[0].clone();
@@ -250,7 +259,9 @@ mod tests {
         for (field, edit) in [
             ("toolchain", (|s: &mut Summary| s.toolchain.gcc_version.push('x')) as fn(&mut Summary)),
             ("harness_commit", |s| s.harness_commit.push('x')),
-            ("source", |s| s.source = Provenance::Archive { file: "other.zip".into(), sha256: "00".repeat(32).parse().unwrap() }),
+            ("source", |s| {
+                s.source = Provenance::Archive { file: "other.zip".into(), sha256: "00".repeat(32).parse().unwrap() }
+            }),
             ("kat_manifest_sha256", |s| s.kat_manifest_sha256.push('0')),
             ("kat_timeout_secs", |s| s.kat_timeout_secs += 1),
         ] {
