@@ -95,9 +95,13 @@ fn plan(
             Some((kind, id)) => {
                 let shards: Vec<&Utf8PathBuf> = copies.iter().map(|(_, from)| from).collect();
                 match combine::combine(kind, &path, &shards, &order_of(&id)) {
-                    Ok(text) => {
-                        plan.insert(path, Source::Combined(text));
-                    }
+                    // What was read is the indexed bytes, as a copied file is shown to be.
+                    Ok(text) => match copies.iter().find(|(sha, from)| !indexed(from, &path, sha)) {
+                        Some((_, from)) => conflicts.push(format!("{path}: {from}/{path} changed while merging")),
+                        None => {
+                            plan.insert(path, Source::Combined(text));
+                        }
+                    },
                     Err(e) => conflicts.push(format!("{path}: cannot be combined: {e:#}")),
                 }
             }
@@ -124,6 +128,11 @@ fn check_shard(shard: &Utf8Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `shard/path` is still the bytes its index lists.
+fn indexed(shard: &Utf8Path, path: &str, sha: &str) -> bool {
+    project::sha256_regular(&shard.join(path)).is_ok_and(|now| now == sha)
 }
 
 /// `shard/path` copied to `dest`, and shown to be the indexed bytes `sha`.
