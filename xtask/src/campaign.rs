@@ -50,6 +50,9 @@ pub struct Campaign {
     pub defer: bool,
     pub jobs: Option<u32>,
     pub dry_run: bool,
+    /// Timing processes at a time, for `--dry-run`'s estimate only (the campaign itself
+    /// times one at a time).
+    pub estimate_timing_cores: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -467,14 +470,21 @@ impl Campaign {
         };
         let mut report =
             CampaignReport { system: self.system.clone(), out: self.out.to_string(), ..Default::default() };
+        let mut tasks = Vec::new();
         for p in self.plan(&subs, &names) {
-            let why = p.skipped.or_else(|| p.step.id().and_then(lacking).map(|w| format!("{w} is missing")));
+            let lacks = p.step.id().and_then(lacking).map(|w| format!("{w} is missing"));
+            if p.skipped.is_none() {
+                let sub = p.step.id().and_then(|id| names.iter().position(|n| n == id)).map(|n| &subs[n]);
+                tasks.extend(p.step.tasks(sub, lacks.is_some()));
+            }
+            let why = p.skipped.or(lacks);
             match &why {
                 None => crate::say!("  {}", p.step),
                 Some(w) => crate::say!("  {}: skipped, {w}", p.step),
             }
             report.push(&p.step, if why.is_some() { "skipped" } else { "planned" }, 0.0, why);
         }
+        self.say_estimate(&tasks);
         missing.extend(all.missing_archives(&subs));
         if !missing.is_empty() {
             crate::say!("missing ({}):", missing.len());
@@ -488,6 +498,19 @@ impl Campaign {
                 "{n} archive(s) missing (listed above).\n{}",
                 crate::compile::sources::SUPPLY_ARCHIVES
             )),
+        }
+    }
+
+    /// The wall-time estimate of the planned tasks (`campaign_estimate`).
+    fn say_estimate(&self, tasks: &[crate::campaign_estimate::Task]) {
+        use crate::campaign_estimate as est;
+        let (opts, costs) = (est::Options::new(self.jobs, self.estimate_timing_cores), est::Costs::here());
+        let (now, all) = est::split(tasks, &costs, opts);
+        crate::say!("estimate ({}):", est::sources(&costs));
+        est::lines(&now, opts).iter().for_each(|l| crate::say!("  {l}"));
+        if all.tasks > now.tasks {
+            crate::say!("with the missing archives supplied ({} more task(s)):", all.tasks - now.tasks);
+            est::lines(&all, opts).iter().for_each(|l| crate::say!("  {l}"));
         }
     }
 
@@ -705,6 +728,7 @@ impl Run<'_> {
                 let left = ended.clock.left(&self.remaining(&ended), self.subs);
                 drop(ended);
                 crate::say!("{label}: done in {secs:.1} s; {left}");
+                crate::campaign_estimate::Costs::remember(step.kind(), units, secs);
                 Ok(Verdict::Pass)
             }
             Err(e) if e.is::<Interrupted>() => {
@@ -816,6 +840,30 @@ impl Step {
         let load: f64 = taken.clone().map(|i| if i.slow { 10.0 } else { 1.0 }).sum();
         let per_instance = self.units(Some(sub)) / taken.count().max(1) as f64;
         load * per_instance * files
+    }
+
+    /// The estimate's tasks of this step: one per instance it takes (the image: one).
+    fn tasks(&self, sub: Option<&Submission>, blocked: bool) -> Vec<crate::campaign_estimate::Task> {
+        use crate::campaign_estimate::{Kind, Slow, Task};
+        let kind = Kind::named(self.kind()).unwrap_or(Kind::Image);
+        let image = Task { kind, id: String::new(), label: None, units: 1.0, slow: None, blocked };
+        let Some(sub) = sub.filter(|_| *self != Step::Image) else { return vec![image] };
+        let part = match self {
+            Step::Verify(_, p) | Step::Bench(_, p) => *p,
+            _ => Part::All,
+        };
+        let taken = sub.instances.iter().filter(|i| part.takes(i)).count().max(1);
+        let per_instance = self.units(Some(sub)) / taken as f64;
+        let timed_only = matches!(self, Step::Bench(..) | Step::Profile(_));
+        let ops = sub.family().map_or(1, |f| f.default_ops().len()) as f64;
+        let slow = |i: &crate::compile::submission::Instance| {
+            let limit = i.timeout.unwrap_or(crate::compile::options::KAT_TIMEOUT_SECS);
+            i.slow.then_some(Slow { kat_limit_s: limit as f64, kat_records: i.kat_records, ops })
+        };
+        (sub.instances.iter().filter(|i| part.takes(i) && (i.timed || !timed_only)))
+            .map(|i| Task { label: Some(i.label.clone()), units: per_instance, slow: slow(i), ..image.clone() })
+            .map(|t| Task { id: submission_id(&sub.id).to_owned(), ..t })
+            .collect()
     }
 }
 

@@ -217,6 +217,15 @@ pub struct List {
     /// its size only: its SHA-256 is checked when verify or campaign takes it.
     #[arg(long = "archives", value_name = "DIR")]
     pub archive_dir: Option<Utf8PathBuf>,
+    /// Print the campaign workflow's GitHub Actions matrices (JSON, with --json) instead:
+    /// one shard per candidate whose archive --sums lists, per architecture, each slow
+    /// instance in a shard of its own.
+    #[arg(long, requires = "sums")]
+    pub matrix: bool,
+    /// A `sha256sum` listing of the archives location (its SHA256SUMS): a candidate runs
+    /// when its pinned SHA-256 is there, under any file name.
+    #[arg(long, value_name = "FILE", requires = "matrix")]
+    pub sums: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -499,8 +508,13 @@ pub struct Campaign {
     pub jobs: Option<u32>,
     /// Print the steps each selected submission would run, those skipped and why, and
     /// every missing archive; build nothing, call no engine. Exit 2 when one is missing.
+    /// Also prints an estimate of the wall time for --jobs and --estimate-timing-cores.
     #[arg(long)]
     pub dry_run: bool,
+    /// Timing processes at a time that --dry-run's estimate assumes (default 1). The
+    /// estimate only: the campaign itself times one process at a time.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..256))]
+    pub estimate_timing_cores: Option<u32>,
 }
 
 /// The defaults of a run's inputs, written once in the plain type.
@@ -723,6 +737,9 @@ impl Xtask {
                 if let Some(d) = l.archive_dir.as_mut() {
                     absolute(d, cwd);
                 }
+                if let Some(f) = l.sums.as_mut() {
+                    absolute(f, cwd);
+                }
             }
             Cmd::Report(r) => {
                 absolute_ids(&mut r.ids, cwd);
@@ -891,7 +908,7 @@ impl From<Site> for crate::pages::site::Site {
 
 impl From<List> for crate::list::List {
     fn from(c: List) -> Self {
-        crate::list::List { archive_dir: c.archive_dir }
+        crate::list::List { archive_dir: c.archive_dir, matrix: c.sums.filter(|_| c.matrix) }
     }
 }
 
@@ -941,6 +958,7 @@ impl From<Campaign> for crate::campaign::Campaign {
             defer: c.defer,
             jobs: c.jobs,
             dry_run: c.dry_run,
+            estimate_timing_cores: c.estimate_timing_cores,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! the same types (`schema`) the commands write it with.
 
 pub mod campaign;
+pub mod campaign_estimate;
 pub mod compile;
 pub mod container;
 pub mod ct;
@@ -13,6 +14,7 @@ pub mod flags;
 pub mod kat;
 pub mod list;
 pub mod lock;
+pub mod matrix;
 pub mod measure;
 pub mod merge;
 pub mod onboard;

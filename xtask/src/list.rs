@@ -14,6 +14,8 @@ use crate::project;
 #[derive(Debug, Clone)]
 pub struct List {
     pub archive_dir: Option<camino::Utf8PathBuf>,
+    /// `--matrix --sums FILE`: the workflow's matrices against this listing instead.
+    pub matrix: Option<camino::Utf8PathBuf>,
 }
 
 /// The instances with a KAT of their own (the field counts these): not the variants
@@ -237,6 +239,13 @@ fn verified(s: &Submission) -> String {
 
 impl List {
     pub fn run(self, _sh: &Shell) -> Result<()> {
+        if let Some(sums) = &self.matrix {
+            let m = crate::matrix::of_listing(sums)?;
+            let shards = |i: &crate::matrix::Include| i.include.len();
+            crate::say!("{} shards on x86_64, {} on aarch64", shards(&m.x86_64), shards(&m.aarch64));
+            m.left_out.iter().for_each(|w| crate::say!("  left out: {w}"));
+            return crate::ui::emit(&m);
+        }
         let subs = Submission::ids()?.iter().map(|id| Submission::load(id)).collect::<Result<Vec<_>>>()?;
         let tcs = Toolchain::names()?.iter().map(|n| Toolchain::load(n)).collect::<Result<Vec<_>>>()?;
         let dir = self.archive_dir.unwrap_or_else(|| project::root().join("archives"));

@@ -17,6 +17,8 @@ use crate::kat::verify::Status;
 use crate::kat::Manifest;
 use crate::{evidence, project};
 
+mod combine;
+
 /// `merge`: campaign shards into one evidence set.
 #[derive(Debug, Clone)]
 pub struct Merge {
@@ -29,56 +31,126 @@ impl Merge {
         if self.out.exists() && self.out.read_dir_utf8()?.next().is_some() {
             bail!("{} is not empty: merge into a new folder", self.out);
         }
-        // path → (digest, shard it came from)
-        let mut plan: BTreeMap<String, (String, Utf8PathBuf)> = BTreeMap::new();
-        let mut conflicts = Vec::new();
+        // path → every (digest, shard) that holds it
+        let mut found: BTreeMap<String, Vec<(String, Utf8PathBuf)>> = BTreeMap::new();
         for shard in &self.shards {
-            let problems = evidence::check(shard).with_context(|| format!("shard {shard}"))?;
-            if !problems.is_clean() {
-                bail!(
-                    "shard {shard} does not match its own index (changed {:?}, missing {:?}, extra {:?}{}); \
-                     run `cargo xtask evidence check {shard}`",
-                    problems.changed,
-                    problems.missing,
-                    problems.extra,
-                    problems.index.iter().chain(&problems.refused).map(|i| format!(", {i}")).collect::<String>()
-                );
-            }
+            check_shard(shard)?;
             rederive(shard, &manifest_of)?;
             for (path, sha) in evidence::read_index(shard)? {
-                match plan.get(&path) {
-                    Some((other, from)) if *other != sha => {
-                        conflicts.push(format!("{path}: {from} has {other}, {shard} has {sha}"));
-                    }
-                    Some(_) => {}
-                    None => {
-                        plan.insert(path, (sha, shard.clone()));
-                    }
-                }
+                found.entry(path).or_default().push((sha, shard.clone()));
             }
         }
-        if !conflicts.is_empty() {
-            bail!("conflicting duplicates, nothing merged:\n  {}", conflicts.join("\n  "));
-        }
-        for (path, (sha, shard)) in &plan {
+        let plan = plan(found, &order_of)?;
+        for (path, source) in &plan {
             let dest = self.out.join(path);
             std::fs::create_dir_all(dest.parent().unwrap_or(&self.out))?;
-            let mut from = project::open_regular(&shard.join(path))?;
-            let mut to = std::fs::File::create(&dest).with_context(|| format!("cannot create {dest}"))?;
-            std::io::copy(&mut from, &mut to).with_context(|| format!("cannot copy {shard}/{path}"))?;
-            if &project::sha256_regular(&dest)? != sha {
-                bail!("{shard}/{path} changed while merging");
+            match source {
+                Source::Copy(sha, shard) => copy(shard, path, (&dest, sha))?,
+                Source::Combined(text) => project::write_atomic(&dest, text.as_bytes())?,
             }
         }
         let digest = evidence::write_index(&self.out)?;
+        // The merged set as any reader sees it: its own check, and every PASS derived
+        // again from its log (a combined summary included).
+        if let Err(e) = check_shard(&self.out).and_then(|()| rederive(&self.out, &manifest_of)) {
+            std::fs::remove_dir_all(&self.out).with_context(|| format!("cannot remove {}", self.out))?;
+            return Err(e.context("the merged set is refused, nothing merged"));
+        }
+        let combined = plan.values().filter(|s| matches!(s, Source::Combined(_))).count();
         crate::say!(
-            "merged {} shards: {} files into {}; index sha256 {digest}",
+            "merged {} shards: {} files ({combined} combined from several shards) into {}; index sha256 {digest}",
             self.shards.len(),
             plan.len(),
             self.out
         );
         Ok(())
     }
+}
+
+/// Where a merged file's bytes come from.
+enum Source {
+    /// The file of one shard (every shard that holds it holds these bytes).
+    Copy(String, Utf8PathBuf),
+    /// Several shards' copies of one per-submission file, combined (`combine`).
+    Combined(String),
+}
+
+/// Each path's source: one shard's bytes when every copy is the same; several
+/// different copies combined when the layout makes the file one submission's
+/// (`combine::kind`) and they are parts of one run; any other difference a conflict,
+/// and nothing is merged.
+fn plan(
+    found: BTreeMap<String, Vec<(String, Utf8PathBuf)>>,
+    order_of: &dyn Fn(&str) -> Vec<String>,
+) -> Result<BTreeMap<String, Source>> {
+    let mut plan = BTreeMap::new();
+    let mut conflicts = Vec::new();
+    for (path, copies) in found {
+        let (sha, first) = &copies[0];
+        let Some((theirs, shard)) = copies.iter().find(|(s, _)| s != sha) else {
+            plan.insert(path, Source::Copy(sha.clone(), first.clone()));
+            continue;
+        };
+        match combine::kind(&path) {
+            Some((kind, id)) => {
+                let shards: Vec<&Utf8PathBuf> = copies.iter().map(|(_, from)| from).collect();
+                match combine::combine(kind, &path, &shards, &order_of(&id)) {
+                    // What was read is the indexed bytes, as a copied file is shown to be.
+                    Ok(text) => match copies.iter().find(|(sha, from)| !indexed(from, &path, sha)) {
+                        Some((_, from)) => conflicts.push(format!("{path}: {from}/{path} changed while merging")),
+                        None => {
+                            plan.insert(path, Source::Combined(text));
+                        }
+                    },
+                    Err(e) => conflicts.push(format!("{path}: cannot be combined: {e:#}")),
+                }
+            }
+            None => conflicts.push(format!("{path}: {first} has {sha}, {shard} has {theirs}")),
+        }
+    }
+    if !conflicts.is_empty() {
+        bail!("conflicting duplicates, nothing merged:\n  {}", conflicts.join("\n  "));
+    }
+    Ok(plan)
+}
+
+/// A shard (or the merged set) that matches its own index, else why not.
+fn check_shard(shard: &Utf8Path) -> Result<()> {
+    let problems = evidence::check(shard).with_context(|| format!("shard {shard}"))?;
+    if !problems.is_clean() {
+        bail!(
+            "shard {shard} does not match its own index (changed {:?}, missing {:?}, extra {:?}{}); \
+             run `cargo xtask evidence check {shard}`",
+            problems.changed,
+            problems.missing,
+            problems.extra,
+            problems.index.iter().chain(&problems.refused).map(|i| format!(", {i}")).collect::<String>()
+        );
+    }
+    Ok(())
+}
+
+/// `shard/path` is still the bytes its index lists.
+fn indexed(shard: &Utf8Path, path: &str, sha: &str) -> bool {
+    project::sha256_regular(&shard.join(path)).is_ok_and(|now| now == sha)
+}
+
+/// `shard/path` copied to `dest`, and shown to be the indexed bytes `sha`.
+fn copy(shard: &Utf8Path, path: &str, (dest, sha): (&Utf8Path, &str)) -> Result<()> {
+    let mut from = project::open_regular(&shard.join(path))?;
+    let mut to = std::fs::File::create(dest).with_context(|| format!("cannot create {dest}"))?;
+    std::io::copy(&mut from, &mut to).with_context(|| format!("cannot copy {shard}/{path}"))?;
+    if project::sha256_regular(dest)? != sha {
+        bail!("{shard}/{path} changed while merging");
+    }
+    Ok(())
+}
+
+/// The instance labels of `id` in manifest order, when its submission loads here.
+fn order_of(id: &str) -> Vec<String> {
+    crate::compile::submission::Submission::load(id)
+        .map(|sub| sub.instances.iter().map(|i| i.label.clone()).collect())
+        .unwrap_or_default()
 }
 
 /// `id`'s KAT manifest in this checkout, read with its submission's `kat_from` when the

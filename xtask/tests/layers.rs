@@ -16,7 +16,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("kat", &["kat"]),
     ("ct", &["ct", "sanitize"]),
     ("pages", &["pages"]),
-    ("commands", &["campaign", "onboard", "doctor", "list", "merge", "evidence::command"]),
+    (
+        "commands",
+        &["campaign_estimate", "campaign", "onboard", "doctor", "list", "matrix", "merge", "evidence::command"],
+    ),
     ("flags", &["flags"]),
 ];
 

@@ -3,15 +3,22 @@
 //! system, merge into the whole set byte for byte; tampering is named; a shard that
 //! fails its own check, a PASS whose log was changed and re-indexed, and conflicting
 //! duplicates are refused. One small real verify shows that what `verify` writes is
-//! what merge derives a PASS again from.
+//! what merge derives a PASS again from. A submission split by instances over two
+//! shards (as the campaign workflow runs a slow instance alone) merges into the whole;
+//! a shard that claims the other's instance with another result, one made with another
+//! toolchain, and one whose PASS its log does not give are refused.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use camino::Utf8Path;
 use common::golden_set::{self, checkout, xtask_in, BASELINE, HASH, IDS, KEM, SIG, SYSTEMS};
 use common::{stdout, xtask};
+use xtask::evidence::schema::{self, Summary};
+use xtask::evidence::Layout;
+use xtask::kat::verify::Status;
 
 /// Every file below `root` with its bytes.
 fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -177,4 +184,126 @@ fn a_shard_edited_to_pass_and_reindexed_is_refused() {
         assert!(err.contains("records PASS for ML-KEM-512; refused") && err.contains(why), "{err}");
         assert!(files(&out).is_empty(), "nothing is merged");
     }
+}
+
+/// The golden set as two shards of a split campaign: `a` is the whole set but for the
+/// last KEM instance on x86_1, `b` holds that instance alone (its KAT log, its records,
+/// its summary, the submission's environment manifest and size audit), as a shard that
+/// ran it alone would. Their summaries and manifests share the run's start and end.
+fn split(a: &Path, b: &Path) -> (Layout, String) {
+    golden_set::write(a);
+    let label = golden_set::labels(KEM).pop().unwrap();
+    let (la, lb) =
+        (Layout::new(Utf8Path::from_path(a).unwrap(), "x86_1"), Layout::new(Utf8Path::from_path(b).unwrap(), "x86_1"));
+    std::fs::create_dir_all(lb.kat_dir(KEM)).unwrap();
+    std::fs::create_dir_all(lb.records_dir(KEM)).unwrap();
+    std::fs::rename(la.kat_log(KEM, &label), lb.kat_log(KEM, &label)).unwrap();
+    for op in golden_set::ops(KEM) {
+        std::fs::rename(la.record(KEM, &label, op.name()), lb.record(KEM, &label, op.name())).unwrap();
+    }
+    std::fs::copy(la.size_audit(KEM), lb.size_audit(KEM)).unwrap();
+    let whole = golden_set::summary("x86_1", KEM);
+    let (mut sa, mut sb) = (whole.clone(), whole.clone());
+    sa.instances.retain(|i| i.label != label);
+    sb.instances.retain(|i| i.label == label);
+    // a finished before the whole run did, b started after it began.
+    (sa.finished, sb.started) = ("2026-11-30T08:49:30Z".into(), "2026-11-30T08:50:30Z".into());
+    assert!(sa.finished < whole.finished && sb.started > whole.started, "{} {}", whole.started, whole.finished);
+    let env = golden_set::environment("x86_1");
+    let (mut ea, mut eb) = (env.clone(), env.clone());
+    ea.campaign_end = Some(env.campaign_start.clone());
+    eb.campaign_start = env.campaign_end.clone().unwrap();
+    schema::write(&la.kat_summary(KEM), &sa).unwrap();
+    schema::write(&lb.kat_summary(KEM), &sb).unwrap();
+    schema::write(&la.environment(KEM), &ea).unwrap();
+    schema::write(&lb.environment(KEM), &eb).unwrap();
+    xtask::evidence::write_index(&la.out).unwrap();
+    xtask::evidence::write_index(&lb.out).unwrap();
+    (lb, label)
+}
+
+/// `b`'s KAT summary of the KEM edited by `edit`, and `b` indexed again (its own check
+/// passes: only merge can refuse it).
+fn edit_summary(b: &Layout, edit: impl FnOnce(&mut Summary)) {
+    let mut s: Summary = schema::read(&b.kat_summary(KEM)).unwrap().unwrap();
+    edit(&mut s);
+    schema::write(&b.kat_summary(KEM), &s).unwrap();
+    xtask::evidence::write_index(&b.out).unwrap();
+    assert!(xtask(&["evidence", "check", b.out.as_str()], None).status.success());
+}
+
+#[test]
+fn a_submission_split_by_instances_merges_into_the_whole_and_hostile_shards_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = checkout(&tmp.path().join("checkout"));
+    let t = |name: &str| tmp.path().join(name);
+    golden_set::write(&t("whole"));
+    let (lb, label) = split(&t("a"), &t("b"));
+    let merge = |shards: [&Path; 2], out: &str| {
+        let m = xtask_in(&root, &["merge", s(shards[0]), s(shards[1]), "--out", s(&t(out))]);
+        (m.status.success(), String::from_utf8_lossy(&m.stderr).into_owned())
+    };
+    // Either order: the whole set, byte for byte, and its own check passes.
+    let whole = files(&t("whole"));
+    for (shards, out) in [([t("a"), t("b")], "ab"), ([t("b"), t("a")], "ba")] {
+        let (ok, err) = merge([&shards[0], &shards[1]], out);
+        assert!(ok, "{err}");
+        let got = files(&t(out));
+        assert_eq!(got.keys().collect::<Vec<_>>(), whole.keys().collect::<Vec<_>>(), "{out}");
+        for (f, bytes) in &whole {
+            assert!(got[f] == *bytes, "{out}: {f} differs from the whole set's");
+        }
+        assert!(xtask(&["evidence", "check", s(&t(out))], None).status.success());
+    }
+
+    // b claims an instance a has, with another status: refused, naming both.
+    let first = golden_set::labels(KEM)[0].clone();
+    let saved = std::fs::read(lb.kat_summary(KEM)).unwrap();
+    edit_summary(&lb, |s| {
+        let mut claimed = golden_set::summary("x86_1", KEM).instances[0].clone();
+        (claimed.status, claimed.actual_sha256) = (Status::Mismatch, None);
+        s.instances.insert(0, claimed);
+    });
+    let (ok, err) = merge([&t("a"), &t("b")], "claim");
+    assert!(!ok && err.contains("conflicting duplicates, nothing merged"), "{err}");
+    assert!(err.contains(&format!("instance {first} is in both")) && err.contains("with different results"), "{err}");
+    assert!(err.contains("x86_1/kat/pqclean-ml-kem/summary.json: cannot be combined"), "{err}");
+    assert!(!t("claim").exists());
+
+    // b made with another toolchain: not one run, refused naming the field.
+    std::fs::write(lb.kat_summary(KEM), &saved).unwrap();
+    edit_summary(&lb, |s| s.toolchain.gcc_version = "gcc (other) 99".into());
+    let (ok, err) = merge([&t("a"), &t("b")], "toolchain");
+    assert!(!ok && err.contains("are not parts of one run") && err.contains("differ in toolchain"), "{err}");
+    assert!(!t("toolchain").exists());
+
+    // b's environment manifest from another machine: refused, the path named.
+    std::fs::write(lb.kat_summary(KEM), &saved).unwrap();
+    let env_saved = std::fs::read(lb.environment(KEM)).unwrap();
+    let mut e: schema::Environment = schema::read(&lb.environment(KEM)).unwrap().unwrap();
+    e.processor = "another processor".into();
+    schema::write(&lb.environment(KEM), &e).unwrap();
+    xtask::evidence::write_index(&lb.out).unwrap();
+    let (ok, err) = merge([&t("a"), &t("b")], "machine");
+    assert!(!ok && err.contains("x86_1/records/pqclean-ml-kem/environment.json: cannot be combined"), "{err}");
+    assert!(err.contains("differ in processor"), "{err}");
+    std::fs::write(lb.environment(KEM), env_saved).unwrap();
+
+    // b's summary says PASS for its instance but its log is another text, re-indexed:
+    // the PASS is derived again from the log and refused, before anything is combined.
+    let log = lb.kat_log(KEM, &label);
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, text.replacen('0', "1", 1)).unwrap();
+    xtask::evidence::write_index(&lb.out).unwrap();
+    let (ok, err) = merge([&t("a"), &t("b")], "forged");
+    assert!(
+        !ok && err.contains(&format!("records PASS for {label}; refused")) && err.contains("gives sha256"),
+        "{err}"
+    );
+    assert!(!t("forged").exists());
+    // The instance's log missing from b altogether (only its summary says PASS): refused.
+    std::fs::remove_file(&log).unwrap();
+    xtask::evidence::write_index(&lb.out).unwrap();
+    let (ok, err) = merge([&t("a"), &t("b")], "nolog");
+    assert!(!ok && err.contains(&format!("records PASS for {label}; refused")), "{err}");
 }

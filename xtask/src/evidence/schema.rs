@@ -159,6 +159,18 @@ evidence! {
     SanitizeRecord: "sanitizer record", 1, "cargo xtask sanitize";
 }
 
+/// The top-level fields in which two records of one type differ, as serialized (a field
+/// a type compares loosely, or one added later, still counts), leaving out `except`.
+pub fn differing_fields<T: Serialize>(a: &T, b: &T, except: &[&str]) -> Result<Vec<String>> {
+    let (serde_json::Value::Object(a), serde_json::Value::Object(b)) =
+        (serde_json::to_value(a)?, serde_json::to_value(b)?)
+    else {
+        bail!("not a JSON object");
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    Ok(keys.into_iter().filter(|k| !except.contains(&k.as_str()) && a.get(*k) != b.get(*k)).cloned().collect())
+}
+
 /// The schema version this harness writes for `T`.
 pub const fn version<T: Evidence>() -> u32 {
     T::SCHEMA
