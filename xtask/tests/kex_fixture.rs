@@ -131,6 +131,9 @@ fn timing(m: &Path, zip: &Path, out: &Path) {
     for op in four {
         let r = read(out, "kex-p4", op).unwrap_or_else(|| panic!("kex-p4 {op}: no record"));
         assert!(r.aggregate.mean_ticks > 0.0, "kex-p4 {op}");
+        let calls =
+            r.per_call.as_ref().and_then(|p| p.figures).unwrap_or_else(|| panic!("kex-p4 {op}: {:?}", r.per_call));
+        assert!(calls.median > 0 && calls.calls >= 31, "kex-p4 {op}: {calls:?}");
     }
     assert!(read(out, "kex-p0", "exchange").is_some() && read(out, "kex-p0", "pass1").is_none(), "0 passes");
     // The KAT run of the same library (ten whole exchanges) is held against the timed

@@ -3,6 +3,7 @@
 //! local array (`FIX_STACK` in `tests/fixture/kem_body.c`) is seen to use more than that
 //! in dec only, the honest fixture far less; one whose dec writes 7.5 MiB, more than is
 //! painted, is said to have written the whole region; the page shows them with the method.
+//! The same bench's single calls (`per_call`) are in every record and on the page.
 
 mod common;
 
@@ -77,8 +78,24 @@ fn the_stack_run_sees_a_deep_call_and_the_page_shows_it() {
         assert!(b > 0 && b < 8192, "{label} {op}: {b}");
     }
 
+    // The same runs' single calls: every record has its figures, from a run of its own;
+    // a dec that writes 7.5 MiB of stack takes more per call than one that writes none.
+    let calls = |label, op| {
+        let p = record(&out, "fixture-kem", label, op).per_call.unwrap_or_else(|| panic!("{label} {op}: no calls"));
+        assert_eq!((p.failed.as_deref(), p.command.last().map(String::as_str)), (None, Some("calls")), "{label} {op}");
+        assert_eq!(p.ticks.len(), p.overhead.len(), "{label} {op}");
+        p.figures.unwrap_or_else(|| panic!("{label} {op}: no figures"))
+    };
+    let (light, heavy) = (calls("fix-16", "dec"), calls("fix-huge", "dec"));
+    eprintln!("single calls: fix-16 dec {light:?}; fix-huge dec {heavy:?}");
+    assert!(heavy.median > 10 * light.median && light.q1 <= light.median && light.median <= light.p99);
+    assert!(light.calls >= 31 && light.calls % 2 == 1, "{light:?}");
     assert!(xtask(&["report", m, "--out", out_s], None).status.success());
     let page = std::fs::read_to_string(common::layout(&out).report("fixture-kem")).unwrap();
+    assert!(
+        page.contains("| instance | operation | median ") && page.contains("Single calls, one at a time"),
+        "{page}"
+    );
     assert!(page.contains("| baseline RSS | peak RSS | stack, one call (bytes) |"), "{page}");
     let resources = &page[page.find("## 5. Resource consumption").expect("§5")..];
     let row = resources.lines().find(|l| l.starts_with("| fix-deep | dec | ")).unwrap_or_else(|| panic!("{page}"));
