@@ -20,7 +20,7 @@ use crate::evidence::schema::{CampaignReport, CampaignStep, Summary, Survey};
 use crate::evidence::{self, Layout};
 use crate::kat::verify::Status;
 use crate::kat::verify::Verify;
-use crate::measure::bench::Bench;
+use crate::measure::bench::{Bench, TimingSlot};
 use crate::measure::hostgate::Gate;
 use crate::ui;
 use crate::{measure::profile, project};
@@ -50,9 +50,17 @@ pub struct Campaign {
     pub defer: bool,
     pub jobs: Option<u32>,
     pub dry_run: bool,
-    /// Timing processes at a time, for `--dry-run`'s estimate only (the campaign itself
-    /// times one at a time).
-    pub estimate_timing_cores: Option<u32>,
+    /// The cores timing steps run on, one at a time on each (`--timing-cores`); None:
+    /// one, `cpu`'s or the profile's.
+    pub timing_cores: Option<Vec<usize>>,
+}
+
+/// Where one step runs: its timing core (a timing step's), the cores its containers may
+/// use, and its span in the run's activity.
+struct Place {
+    core: Option<usize>,
+    cpus: Option<Vec<usize>>,
+    me: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,6 +237,7 @@ impl Campaign {
             no_baselines: false,
             // Per record: an interrupted bench step keeps the records it finished.
             resume: self.resume,
+            slot: None,
         }
         .with_profile(&ctx.profile)?
         .with_baselines(&ctx.profile)
@@ -414,7 +423,14 @@ impl Campaign {
         let layout = Layout::new(&self.out, &profile.evidence_name(profile.arch(self.target.arch)));
         let steps = self.steps(&subs, &profile.ids(&self.ids));
         let campaign_start = Instant::now();
-        let jobs = self.jobs.map_or_else(crate::compile::options::default_jobs, |j| j as usize);
+        let division = self.division(&profile)?;
+        let default_jobs = || division.as_ref().map_or_else(crate::compile::options::default_jobs, |d| d.others.len());
+        let jobs = self.jobs.map_or_else(default_jobs, |j| j as usize).max(1);
+        let pool = crate::sched::Pool {
+            jobs,
+            timing: division.as_ref().map_or(1, |d| d.timing.len()),
+            shared: division.as_ref().is_some_and(|d| d.others.is_empty()),
+        };
         let run = Run {
             campaign: &self,
             dir: sh.current_dir(),
@@ -422,14 +438,14 @@ impl Campaign {
             subs: &subs,
             layout: &layout,
             state: State { profile: profile.clone(), ctx: std::sync::OnceLock::new(), gate: Default::default() },
-            side_by_side: jobs > 1,
+            side_by_side: jobs + pool.timing > 2,
             ended: std::sync::Mutex::new(Ended::new(steps.len())),
+            division,
+            activity: Default::default(),
         };
         let nodes = graph(&steps, &subs, self.defer);
-        if jobs > 1 {
-            crate::say!("campaign: {} steps, up to {jobs} at a time (--jobs); timing steps one at a time", steps.len());
-        }
-        crate::sched::run(&nodes, jobs, &run).map_err(|e| anyhow::anyhow!("campaign plan: {e}"))?;
+        say_pool(steps.len(), pool, run.division.as_ref());
+        crate::sched::run(&nodes, pool, &run).map_err(|e| anyhow::anyhow!("campaign plan: {e}"))?;
         let ended = run.ended.into_inner().map_err(|_| anyhow::anyhow!("a campaign worker panicked"))?;
         if let Some(e) = ended.interrupted {
             return Err(e);
@@ -447,6 +463,22 @@ impl Campaign {
         crate::say!("campaign on {} finished in {}", self.system, ui::clock(campaign_start.elapsed()));
         ui::emit(&report)?;
         report.outcome()
+    }
+
+    /// The cores the campaign times on and the rest, when it times on given cores
+    /// (`--timing-cores`, `--cpu` or the profile's); the tool confines itself, and so
+    /// the engines it starts, to the rest.
+    fn division(&self, profile: &SystemProfile) -> Result<Option<crate::container::cores::Division>> {
+        use crate::container::cores;
+        let given = self.timing_cores.clone().or(self.cpu.or(profile.cpu).map(|c| vec![c]));
+        let Some(timing) = given.filter(|_| !self.no_bench) else { return Ok(None) };
+        let root = Utf8Path::new("/");
+        let d = cores::divide(&timing, &cores::allowed(), |c| cores::siblings(root, c))
+            .or_else(|why| ui::usage(format!("--timing-cores {}: {why}", cores::format_list(&timing))))?;
+        if !d.others.is_empty() {
+            cores::confine_self(&d.others)?;
+        }
+        Ok(Some(d))
     }
 
     /// `--dry-run`: every step and why some are skipped, and every missing archive, from
@@ -504,7 +536,8 @@ impl Campaign {
     /// The wall-time estimate of the planned tasks (`campaign_estimate`).
     fn say_estimate(&self, tasks: &[crate::campaign_estimate::Task]) {
         use crate::campaign_estimate as est;
-        let (opts, costs) = (est::Options::new(self.jobs, self.estimate_timing_cores), est::Costs::here());
+        let timing = self.timing_cores.as_ref().map_or(1, Vec::len) as u32;
+        let (opts, costs) = (est::Options::new(self.jobs, Some(timing)), est::Costs::here());
         let (now, all) = est::split(tasks, &costs, opts);
         crate::say!("estimate ({}):", est::sources(&costs));
         est::lines(&now, opts).iter().for_each(|l| crate::say!("  {l}"));
@@ -530,8 +563,16 @@ impl Campaign {
         }
     }
 
+    /// The run context of a step at `place`: the campaign's, its containers on the
+    /// place's cores.
+    fn ctx_at(state: &State, place: &Place) -> Result<RunCtx> {
+        let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
+        let env = crate::compile::builder::BuildEnv { cpus: place.cpus.clone(), ..ctx.env.clone() };
+        Ok(RunCtx { env, ..ctx.clone() })
+    }
+
     /// One step, in the campaign's one run context (the image step makes it).
-    fn run_step(&self, sh: &Shell, step: &Step, state: &State) -> Result<()> {
+    fn run_step(&self, sh: &Shell, step: &Step, (state, place, run): (&State, &Place, &Run)) -> Result<()> {
         match step {
             Step::Image => {
                 let ctx = self.inputs(None).context(sh, state.profile.clone())?;
@@ -541,7 +582,7 @@ impl Campaign {
                 state.ctx.set(ctx).map_err(|_| anyhow::anyhow!("the image step ran twice"))
             }
             Step::Verify(id, part) => {
-                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
+                let ctx = &Self::ctx_at(state, place)?;
                 let verify = Verify {
                     inputs: self.part_inputs(id, *part)?,
                     kat_manifest: None,
@@ -558,7 +599,7 @@ impl Campaign {
                 Ok(())
             }
             Step::Ct(id) => {
-                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
+                let ctx = &Self::ctx_at(state, place)?;
                 let opts = if self.quick { crate::ct::CtOptions::quick() } else { crate::ct::CtOptions::default() };
                 let inputs = self.inputs(Some(id));
                 let work = inputs.obtain(sh, &ctx.profile, |sub| crate::ct::check(sub, &opts))?;
@@ -572,7 +613,7 @@ impl Campaign {
                 Ok(())
             }
             Step::Sanitize(id) => {
-                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
+                let ctx = &Self::ctx_at(state, place)?;
                 let san = crate::sanitize::Sanitize { inputs: self.inputs(Some(id)), timeout: None };
                 let work = san.inputs.obtain(sh, &ctx.profile, crate::sanitize::check)?;
                 // Findings are the step's results (on the pages); a failed run or build
@@ -585,8 +626,13 @@ impl Campaign {
                 Ok(())
             }
             Step::Bench(id, _) | Step::Profile(id) => {
-                let ctx = state.ctx.get().context("no toolchain image: the image step failed")?;
+                let ctx = &Self::ctx_at(state, place)?;
                 let mut bench = self.bench(id, ctx)?;
+                if let Some(core) = place.core {
+                    let division = run.division.clone().context("a timing core without a division")?;
+                    let slot = TimingSlot { division, activity: run.activity.clone(), me: place.me };
+                    (bench.cpu, bench.slot) = (Some(core), Some(slot));
+                }
                 if let Step::Bench(_, part) = step {
                     bench.inputs.instances = self.part_inputs(id, *part)?.instances;
                 }
@@ -634,16 +680,37 @@ impl CampaignReport {
 struct State {
     profile: SystemProfile,
     ctx: std::sync::OnceLock<RunCtx>,
-    gate: std::sync::Mutex<Option<Gate>>,
+    gate: Gates,
 }
 
-/// The host gate, evaluated once per campaign (by the first timing step).
-fn gate_once(slot: &std::sync::Mutex<Option<Gate>>, bench: &Bench, ctx: &RunCtx) -> Result<Gate> {
-    let mut slot = slot.lock().map_err(|_| anyhow::anyhow!("a campaign worker panicked"))?;
-    match &*slot {
+/// The host gate, evaluated once per timing core (by its first timing step).
+fn gate_once(gates: &Gates, bench: &Bench, ctx: &RunCtx) -> Result<Gate> {
+    let mut gates = gates.lock().map_err(|_| anyhow::anyhow!("a campaign worker panicked"))?;
+    match gates.get(&bench.cpu) {
         Some(g) => Ok(g.clone()),
-        None => Ok(slot.insert(bench.gate(&ctx.profile)?).clone()),
+        None => Ok(gates.entry(bench.cpu).or_insert(bench.gate(&ctx.profile)?).clone()),
     }
+}
+
+type Gates = std::sync::Mutex<std::collections::BTreeMap<Option<usize>, Gate>>;
+
+/// How the campaign's work is spread, said once at the start.
+fn say_pool(steps: usize, pool: crate::sched::Pool, division: Option<&crate::container::cores::Division>) {
+    use crate::container::cores::format_list;
+    let timing = match division {
+        Some(d) if d.others.is_empty() => format!(
+            "timing on cores {} (one trial container per core); no core is left for the other steps, which \
+             take turns with the timing steps",
+            format_list(&d.timing)
+        ),
+        Some(d) => format!(
+            "timing on cores {} (one trial container per core); the other steps and the tool on cores {}",
+            format_list(&d.timing),
+            format_list(&d.others)
+        ),
+        None => "timing steps one at a time, on no core of their own (no --timing-cores or --cpu)".to_owned(),
+    };
+    crate::say!("campaign: {steps} steps, up to {} untimed at a time (--jobs); {timing}", pool.jobs);
 }
 
 /// How the steps ended so far, by index: (outcome, seconds, detail) as reported; the
@@ -674,6 +741,9 @@ struct Run<'a> {
     /// Several steps at once: each line says whose it is.
     side_by_side: bool,
     ended: std::sync::Mutex<Ended>,
+    /// The timing cores and the rest, when given.
+    division: Option<crate::container::cores::Division>,
+    activity: std::sync::Arc<crate::container::cores::Activity>,
 }
 
 impl Run<'_> {
@@ -702,7 +772,16 @@ impl Run<'_> {
         self.steps.iter().zip(&ended.outcomes).filter(|(_, o)| o.is_none()).map(|(s, _)| s.clone()).collect()
     }
 
-    fn step(&self, n: usize) -> Result<crate::sched::Verdict> {
+    /// Where step `n` runs: a timing step on its slot's core, the others on the cores left.
+    fn place(&self, n: usize, slot: Option<usize>) -> Place {
+        let core = slot.zip(self.division.as_ref()).map(|(s, d)| d.timing[s]);
+        let others = self.division.as_ref().map(|d| d.others.clone()).filter(|o| !o.is_empty());
+        let cpus = if slot.is_some() { core.map(|c| vec![c]) } else { others };
+        let where_ = core.map_or_else(String::new, |c| format!(" (core {c})"));
+        Place { core, cpus, me: self.activity.begin(format!("{}{where_}", self.steps[n])) }
+    }
+
+    fn step(&self, n: usize, slot: Option<usize>) -> Result<crate::sched::Verdict> {
         use crate::sched::Verdict;
         let (c, step, label) = (self.campaign, &self.steps[n], self.label(n));
         let sub = self.sub(step);
@@ -718,7 +797,9 @@ impl Run<'_> {
         let sh = Shell::new()?;
         sh.change_dir(&self.dir);
         let live = ui::progress(label.clone(), estimate);
-        let result = c.run_step(&sh, step, &self.state).map_err(|e| crate::doctor::explain(e, &sh));
+        let place = self.place(n, slot);
+        let result = c.run_step(&sh, step, (&self.state, &place, self)).map_err(|e| crate::doctor::explain(e, &sh));
+        self.activity.end(place.me);
         let secs = live.elapsed().as_secs_f64();
         drop(live);
         match result {
@@ -747,9 +828,9 @@ impl Run<'_> {
 }
 
 impl crate::sched::Work for Run<'_> {
-    fn run(&self, n: usize) -> crate::sched::Verdict {
+    fn run(&self, n: usize, slot: Option<usize>) -> crate::sched::Verdict {
         let _tag = self.side_by_side.then(|| ui::prefix(self.steps[n].id().map_or("campaign", submission_id)));
-        self.step(n).unwrap_or_else(|e| {
+        self.step(n, slot).unwrap_or_else(|e| {
             crate::say!("{}: FAILED: {e:#}", self.label(n));
             self.end(n, "failed", 0.0, Some(format!("{e:#}"))).tool_failure = true;
             crate::sched::Verdict::Fail

@@ -501,20 +501,35 @@ pub struct Campaign {
     /// Verify and time the instances their manifests mark `slow` after every other one.
     #[arg(long)]
     pub defer: bool,
-    /// Steps run at a time, over all submissions, and instances verified at a time in
-    /// each verify step (default: the cores not kept for timing); timing steps (bench,
-    /// profile, ct) stay one at a time on the pinned core.
+    /// Untimed steps (verify, sanitize, ct's memcheck) run at a time, over all
+    /// submissions, and instances verified at a time in each verify step (default: the
+    /// cores not kept for timing, at least 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..256))]
     pub jobs: Option<u32>,
+    /// The cores timing steps (bench, profile, ct) run on, e.g. `2,3` or `4-7`: one
+    /// trial container per core, confined to it by the engine, never two at once on one
+    /// core; the campaign's other work and the tool itself are confined to the cores left
+    /// (without the timing cores' SMT siblings), or, when none is left, take turns with
+    /// the timing steps. Default: one core, --cpu's (or the system profile's), as bench.
+    #[arg(long, value_name = "LIST", value_parser = core_list, conflicts_with = "cpu")]
+    pub timing_cores: Option<CoreList>,
     /// Print the steps each selected submission would run, those skipped and why, and
     /// every missing archive; build nothing, call no engine. Exit 2 when one is missing.
-    /// Also prints an estimate of the wall time for --jobs and --estimate-timing-cores.
+    /// Also prints an estimate of the wall time for --jobs and --timing-cores.
     #[arg(long)]
     pub dry_run: bool,
-    /// Timing processes at a time that --dry-run's estimate assumes (default 1). The
-    /// estimate only: the campaign itself times one process at a time.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..256))]
-    pub estimate_timing_cores: Option<u32>,
+}
+
+/// `--timing-cores`: a core list (`0,2-3`), one value (clap would read a `Vec` as many).
+#[derive(Debug, Clone)]
+pub struct CoreList(pub Vec<usize>);
+
+fn core_list(s: &str) -> Result<CoreList, String> {
+    let cores = crate::container::cores::parse_list(s)?;
+    if cores.is_empty() {
+        return Err("no core".into());
+    }
+    Ok(CoreList(cores))
 }
 
 /// The defaults of a run's inputs, written once in the plain type.
@@ -848,6 +863,7 @@ impl From<Bench> for crate::measure::bench::Bench {
             quick: c.quick,
             no_baselines: c.no_baselines,
             resume: c.resume,
+            slot: None,
         }
     }
 }
@@ -958,7 +974,7 @@ impl From<Campaign> for crate::campaign::Campaign {
             defer: c.defer,
             jobs: c.jobs,
             dry_run: c.dry_run,
-            estimate_timing_cores: c.estimate_timing_cores,
+            timing_cores: c.timing_cores.map(|l| l.0),
         }
     }
 }

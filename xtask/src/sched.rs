@@ -1,6 +1,7 @@
 //! A small scheduler: a graph of steps with their dependencies, run by a pool of
-//! workers. A step marked `timing` holds the one timing resource while it runs (never
-//! two timing steps at once); among the steps that may start, the one with the longest
+//! workers. A step marked `timing` holds one of the timing slots while it runs (one step
+//! per slot, never two); when the other steps have no cores of their own (`shared`),
+//! they and the timing steps take turns. Among the steps that may start, the one with the longest
 //! path of work ahead starts first, so slow work does not end a run alone. A failed
 //! step stops only what needs it; a stop (Ctrl-C) lets running steps end and starts
 //! none. Generic over the work: the campaign is its user, the unit tests its synthetic
@@ -16,7 +17,7 @@ pub struct Node {
     pub needs: Vec<usize>,
     /// Steps this one only waits for (they write what it writes, say), whatever their end.
     pub after: Vec<usize>,
-    /// Holds the timing resource while it runs.
+    /// Holds a timing slot while it runs.
     pub timing: bool,
     /// Its own expected work, in any unit common to the graph.
     pub weight: f64,
@@ -45,8 +46,9 @@ pub enum Outcome {
 
 /// What the scheduler asks of the work.
 pub trait Work: Sync {
-    /// Run step `n` (on some worker thread).
-    fn run(&self, n: usize) -> Verdict;
+    /// Run step `n` (on some worker thread), holding timing slot `slot` if it is a
+    /// timing step.
+    fn run(&self, n: usize, slot: Option<usize>) -> Verdict;
     /// Step `n` is skipped because step `because` did not pass.
     fn skipped(&self, n: usize, because: usize);
 }
@@ -58,9 +60,26 @@ enum State {
     Ended(Outcome),
 }
 
+/// The workers and timing slots of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Pool {
+    /// Other (untimed) steps at once; the workers are these and the timing slots.
+    pub jobs: usize,
+    /// Timing steps at once (at least one).
+    pub timing: usize,
+    /// The other steps share the timing slots' cores: they run only while no timing step
+    /// does, and a timing step only while none of them does.
+    pub shared: bool,
+}
+
 struct Board {
     states: Vec<State>,
-    timing_busy: bool,
+    /// Each timing slot's step, if one holds it.
+    slots: Vec<Option<usize>>,
+    /// Other steps running, and how many may.
+    others: usize,
+    jobs: usize,
+    shared: bool,
     stopped: bool,
 }
 
@@ -83,9 +102,14 @@ impl Board {
     /// The waiting step that may start now with the most work ahead of it (the lowest
     /// index among equals).
     fn next(&self, nodes: &[Node], ahead: &[f64]) -> Option<usize> {
+        let timing_running = self.slots.iter().any(Option::is_some);
+        let room = |n: usize| match nodes[n].timing {
+            true => self.slots.contains(&None) && !(self.shared && self.others > 0),
+            false => self.others < self.jobs && !(self.shared && timing_running),
+        };
         let ready = |&n: &usize| {
             self.states[n] == State::Waiting
-                && !(nodes[n].timing && self.timing_busy)
+                && room(n)
                 && nodes[n].needs.iter().chain(&nodes[n].after).all(|&d| self.ended(d))
         };
         (0..nodes.len()).filter(ready).fold(None, |best: Option<usize>, n| match best {
@@ -96,6 +120,24 @@ impl Board {
 
     fn running(&self) -> bool {
         self.states.contains(&State::Running)
+    }
+
+    /// Step `n` starts: a free timing slot if it is a timing step (`next` saw one).
+    fn take(&mut self, n: usize, timing: bool) -> Option<usize> {
+        if !timing {
+            self.others += 1;
+            return None;
+        }
+        let free = self.slots.iter().position(Option::is_none)?;
+        self.slots[free] = Some(n);
+        Some(free)
+    }
+
+    fn give_back(&mut self, slot: Option<usize>) {
+        match slot {
+            Some(s) => self.slots[s] = None,
+            None => self.others -= 1,
+        }
     }
 }
 
@@ -129,13 +171,20 @@ fn work_ahead(nodes: &[Node]) -> Result<Vec<f64>, String> {
     }
 }
 
-/// Run the graph with `jobs` workers; every step's outcome, by index.
-pub fn run(nodes: &[Node], jobs: usize, work: &dyn Work) -> Result<Vec<Outcome>, String> {
+/// Run the graph with the pool's workers and slots; every step's outcome, by index.
+pub fn run(nodes: &[Node], pool: Pool, work: &dyn Work) -> Result<Vec<Outcome>, String> {
     let ahead = work_ahead(nodes)?;
-    let board = Mutex::new(Board { states: vec![State::Waiting; nodes.len()], timing_busy: false, stopped: false });
+    let board = Mutex::new(Board {
+        states: vec![State::Waiting; nodes.len()],
+        slots: vec![None; pool.timing.max(1)],
+        others: 0,
+        jobs: pool.jobs.max(1),
+        shared: pool.shared,
+        stopped: false,
+    });
     let wake = Condvar::new();
     std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, nodes.len().max(1)) {
+        for _ in 0..(pool.jobs.max(1) + pool.timing.max(1)).min(nodes.len().max(1)) {
             s.spawn(|| worker(nodes, &ahead, (&board, &wake), work));
         }
     });
@@ -168,13 +217,14 @@ fn worker(nodes: &[Node], ahead: &[f64], (board, wake): (&Mutex<Board>, &Condvar
             continue;
         };
         b.states[n] = State::Running;
-        b.timing_busy |= nodes[n].timing;
+        let slot = b.take(n, nodes[n].timing);
         drop(b);
         // A panicking step is a failed one; the others go on.
-        let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(n))).unwrap_or(Verdict::Fail);
+        let verdict =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(n, slot))).unwrap_or(Verdict::Fail);
         b = lock();
         b.states[n] = State::Ended(Outcome::Ran(verdict));
-        b.timing_busy &= !nodes[n].timing;
+        b.give_back(slot);
         b.stopped |= verdict == Verdict::Stop;
         wake.notify_all();
     }
@@ -195,6 +245,10 @@ mod tests {
         timing_now: AtomicUsize,
         timing_most: AtomicUsize,
         timing: Vec<bool>,
+        /// Each slot's holder count (never above one), and how often the two kinds ran at once.
+        holders: [AtomicUsize; 4],
+        others_now: AtomicUsize,
+        mixed: AtomicUsize,
     }
 
     impl Fake {
@@ -206,6 +260,9 @@ mod tests {
                 timing_now: AtomicUsize::new(0),
                 timing_most: AtomicUsize::new(0),
                 timing: timing.to_vec(),
+                holders: Default::default(),
+                others_now: AtomicUsize::new(0),
+                mixed: AtomicUsize::new(0),
             }
         }
 
@@ -215,16 +272,26 @@ mod tests {
     }
 
     impl Work for Fake {
-        fn run(&self, n: usize) -> Verdict {
+        fn run(&self, n: usize, slot: Option<usize>) -> Verdict {
+            assert_eq!(slot.is_some(), self.timing[n], "a slot for timing steps only");
             self.log.lock().unwrap().push((n, "start"));
-            if self.timing[n] {
-                let now = self.timing_now.fetch_add(1, Ordering::SeqCst) + 1;
+            let (mine, theirs) = match slot {
+                Some(_) => (&self.timing_now, &self.others_now),
+                None => (&self.others_now, &self.timing_now),
+            };
+            let now = mine.fetch_add(1, Ordering::SeqCst) + 1;
+            if theirs.load(Ordering::SeqCst) > 0 {
+                self.mixed.fetch_add(1, Ordering::SeqCst);
+            }
+            if let Some(s) = slot {
                 self.timing_most.fetch_max(now, Ordering::SeqCst);
+                assert_eq!(self.holders[s].fetch_add(1, Ordering::SeqCst), 0, "slot {s} held twice");
             }
             std::thread::sleep(Duration::from_millis(self.ms[n]));
-            if self.timing[n] {
-                self.timing_now.fetch_sub(1, Ordering::SeqCst);
+            if let Some(s) = slot {
+                self.holders[s].fetch_sub(1, Ordering::SeqCst);
             }
+            mine.fetch_sub(1, Ordering::SeqCst);
             self.log.lock().unwrap().push((n, "end"));
             self.verdicts[n]
         }
@@ -232,6 +299,10 @@ mod tests {
         fn skipped(&self, n: usize, _: usize) {
             self.log.lock().unwrap().push((n, "skip"));
         }
+    }
+
+    fn pool(jobs: usize) -> Pool {
+        Pool { jobs, timing: 1, shared: false }
     }
 
     fn node(needs: &[usize], weight: f64) -> Node {
@@ -243,7 +314,7 @@ mod tests {
         // 0 → 1 → 2; 3 only after 2.
         let nodes = [node(&[], 1.0), node(&[0], 1.0), node(&[1], 1.0), Node { after: vec![2], ..node(&[], 1.0) }];
         let fake = Fake::new(&[20, 20, 20, 1], &[false; 4]);
-        let out = run(&nodes, 3, &fake).unwrap();
+        let out = run(&nodes, pool(3), &fake).unwrap();
         assert!(out.iter().all(|o| *o == Outcome::Ran(Verdict::Pass)), "{out:?}");
         assert!(fake.pos(0, "end") < fake.pos(1, "start"));
         assert!(fake.pos(1, "end") < fake.pos(2, "start"));
@@ -262,7 +333,7 @@ mod tests {
         ];
         let mut fake = Fake::new(&[5, 5, 5, 5, 5], &[false; 5]);
         fake.verdicts[0] = Verdict::Fail;
-        let out = run(&nodes, 2, &fake).unwrap();
+        let out = run(&nodes, pool(2), &fake).unwrap();
         assert_eq!(
             out,
             [
@@ -283,7 +354,7 @@ mod tests {
         let timing = [true, true, true, true, false, false];
         let nodes: Vec<Node> = timing.iter().map(|&t| Node { timing: t, ..node(&[], 1.0) }).collect();
         let fake = Fake::new(&[15, 15, 15, 15, 40, 40], &timing);
-        let out = run(&nodes, 4, &fake).unwrap();
+        let out = run(&nodes, pool(4), &fake).unwrap();
         assert!(out.iter().all(|o| *o == Outcome::Ran(Verdict::Pass)), "{out:?}");
         assert_eq!(fake.timing_most.load(Ordering::SeqCst), 1, "two timing steps at once");
         // The two others started before the timing steps were all done: side by side.
@@ -292,11 +363,35 @@ mod tests {
     }
 
     #[test]
+    fn two_timing_slots_run_two_timing_steps_at_once_each_slot_alone() {
+        let timing = [true; 6];
+        let nodes: Vec<Node> = timing.iter().map(|&t| Node { timing: t, ..node(&[], 1.0) }).collect();
+        let fake = Fake::new(&[30; 6], &timing);
+        let out = run(&nodes, Pool { jobs: 4, timing: 2, shared: false }, &fake).unwrap();
+        assert!(out.iter().all(|o| *o == Outcome::Ran(Verdict::Pass)), "{out:?}");
+        assert_eq!(fake.timing_most.load(Ordering::SeqCst), 2, "two slots, two at once at most");
+    }
+
+    #[test]
+    fn shared_cores_make_timing_and_other_steps_take_turns() {
+        let timing = [true, true, false, false, true, false];
+        let nodes: Vec<Node> = timing.iter().map(|&t| Node { timing: t, ..node(&[], 1.0) }).collect();
+        let fake = Fake::new(&[10; 6], &timing);
+        let out = run(&nodes, Pool { jobs: 4, timing: 2, shared: true }, &fake).unwrap();
+        assert!(out.iter().all(|o| *o == Outcome::Ran(Verdict::Pass)), "{out:?}");
+        assert_eq!(fake.mixed.load(Ordering::SeqCst), 0, "a timing step ran beside another");
+        // Not shared: they do run side by side.
+        let fake = Fake::new(&[10; 6], &timing);
+        run(&nodes, Pool { jobs: 4, timing: 2, shared: false }, &fake).unwrap();
+        assert!(fake.mixed.load(Ordering::SeqCst) > 0);
+    }
+
+    #[test]
     fn the_longest_chain_of_work_starts_first() {
         // One worker: 2 is heavy, and 1 is light but leads to the heaviest chain (1 → 3).
         let nodes = [node(&[], 1.0), node(&[], 1.0), node(&[], 5.0), node(&[1], 10.0)];
         let fake = Fake::new(&[1, 1, 1, 1], &[false; 4]);
-        run(&nodes, 1, &fake).unwrap();
+        run(&nodes, pool(1), &fake).unwrap();
         let order: Vec<usize> = fake.log.lock().unwrap().iter().filter(|e| e.1 == "start").map(|e| e.0).collect();
         assert_eq!(order, [1, 3, 2, 0]);
     }
@@ -307,7 +402,7 @@ mod tests {
         let nodes = [node(&[], 9.0), node(&[], 8.0), node(&[], 1.0), node(&[1], 1.0)];
         let mut fake = Fake::new(&[5, 30, 1, 1], &[false; 4]);
         fake.verdicts[0] = Verdict::Stop;
-        let out = run(&nodes, 2, &fake).unwrap();
+        let out = run(&nodes, pool(2), &fake).unwrap();
         assert_eq!(out, [Outcome::Ran(Verdict::Stop), Outcome::Ran(Verdict::Pass), Outcome::NotRun, Outcome::NotRun]);
         assert!(fake.pos(1, "end") > fake.pos(0, "end"), "the running step ended by itself");
     }
@@ -316,9 +411,9 @@ mod tests {
     fn a_cycle_or_a_missing_step_is_refused_before_anything_runs() {
         let fake = Fake::new(&[1, 1], &[false; 2]);
         let cycle = [node(&[1], 1.0), node(&[0], 1.0)];
-        assert!(run(&cycle, 2, &fake).unwrap_err().contains("cycle"));
+        assert!(run(&cycle, pool(2), &fake).unwrap_err().contains("cycle"));
         let missing = [node(&[7], 1.0)];
-        assert!(run(&missing, 2, &fake).unwrap_err().contains("does not exist"));
+        assert!(run(&missing, pool(2), &fake).unwrap_err().contains("does not exist"));
         assert!(fake.log.lock().unwrap().is_empty());
     }
 
@@ -326,14 +421,14 @@ mod tests {
     fn a_panicking_step_fails_and_the_run_goes_on() {
         struct Boom;
         impl Work for Boom {
-            fn run(&self, n: usize) -> Verdict {
+            fn run(&self, n: usize, _: Option<usize>) -> Verdict {
                 assert_ne!(n, 0, "step 0 panics");
                 Verdict::Pass
             }
             fn skipped(&self, _: usize, _: usize) {}
         }
         let nodes = [node(&[], 1.0), node(&[0], 1.0), node(&[], 1.0)];
-        let out = run(&nodes, 2, &Boom).unwrap();
+        let out = run(&nodes, pool(2), &Boom).unwrap();
         assert_eq!(out, [Outcome::Ran(Verdict::Fail), Outcome::Skipped(0), Outcome::Ran(Verdict::Pass)]);
     }
 }

@@ -202,3 +202,95 @@ fn jobs_2_against_jobs_1_on_the_field_fixture_and_two_embedded_submissions() {
     assert_eq!(statuses(&out), statuses(&two));
     assert!(checks(&out));
 }
+
+/// Benchmark, not a check of speed (`cargo test -p xtask --test campaign -- --ignored
+/// --nocapture timing_cores`): the two embedded submissions timed with one timing core
+/// (cpu0, the rest of the run on cpu1) and with two (cpu0 and cpu1, the rest taking
+/// turns), twice each, alternating, in one run; prints per operation the ratio of the
+/// two-core median trial time to the one-core one, and of the CPU per operation the host
+/// read, with their spread. Checks only what the records say of their cores.
+#[test]
+#[ignore = "benchmark: several minutes of container runs"]
+fn timing_cores_2_against_1_on_two_embedded_submissions() {
+    use std::collections::BTreeMap;
+    use xtask::evidence::schema::Record;
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = ["pqclean-ml-kem", "pqclean-ml-dsa"];
+    let run = |name: &str, cores: &str| {
+        let out = tmp.path().join(name);
+        let o = out.to_str().unwrap();
+        let mut args = vec!["campaign", ids[0], ids[1], "--engine", "podman", "--out", o, "--quick"];
+        args.extend(["--allow-unfixed-host", "--no-profile", "--no-ct", "--no-sanitize", "--timing-cores", cores]);
+        let t = std::time::Instant::now();
+        let done = xtask(&args, None);
+        eprintln!("{name} (--timing-cores {cores}): {:?} in {:.1} s", done.status.code(), t.elapsed().as_secs_f64());
+        // A record the host's check refused (a loaded machine) is left out below, not a failure.
+        assert!(matches!(done.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&done.stderr));
+        out
+    };
+    let records = |out: &std::path::Path| -> Vec<Record> {
+        let dir = out.join("local/records");
+        let files = walkdir::WalkDir::new(dir).into_iter().map(|e| e.unwrap().into_path());
+        let json = files.filter(|p| p.extension().is_some_and(|e| e == "json") && !p.ends_with("environment.json"));
+        json.filter_map(|p| xtask::evidence::schema::read::<Record>(camino::Utf8Path::from_path(&p).unwrap()).ok()?)
+            .collect()
+    };
+    // key → [one-core figures], [two-core figures]; each figure (median trial ns, host CPU ns per op).
+    let mut seen: BTreeMap<String, [Vec<(f64, f64)>; 2]> = BTreeMap::new();
+    let mut overlapped = 0;
+    for round in 0..2 {
+        for (which, cores) in [(0, "0"), (1, "0,1")] {
+            let out = run(&format!("r{round}-{which}"), cores);
+            for r in records(&out) {
+                if r.host_check.credibility == xtask::evidence::schema::Credibility::NotCredible {
+                    eprintln!(
+                        "BENCH left out: {} {} {} in {name}, not credible",
+                        r.id,
+                        r.label,
+                        r.op.name(),
+                        name = out.display()
+                    );
+                    continue;
+                }
+                let core = r.core.as_ref().expect("every record names its core");
+                assert_eq!(core.timing_cores, if which == 0 { vec![0] } else { vec![0, 1] });
+                overlapped +=
+                    usize::from(core.beside.as_ref().is_some_and(|b| b.iter().any(|s| s.starts_with("bench"))));
+                let kept: Vec<&_> = r.trials.iter().filter(|t| !t.trial.replaced).collect();
+                let cpu: Vec<f64> = kept
+                    .iter()
+                    .filter_map(|t| Some(t.host_cpu_ns? as f64 * t.trial.ns as f64 / t.accounted_ns.max(1) as f64))
+                    .map(|ns| ns / r.plan.iterations.max(1) as f64)
+                    .collect();
+                let cpu = xtask::measure::stats::median(cpu);
+                let key = format!("{} {} {}", r.id, r.label, r.op.name());
+                seen.entry(key).or_default()[which].push((r.aggregate.median_trial_ns, cpu));
+            }
+        }
+    }
+    let median = |v: Vec<f64>| xtask::measure::stats::median(v);
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    for (key, [one, two]) in seen.iter().filter(|(_, [one, two])| !one.is_empty() && !two.is_empty()) {
+        let m = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| median(v.iter().map(f).collect());
+        let (w, c) = (m(two, |x| x.0) / m(one, |x| x.0), m(two, |x| x.1) / m(one, |x| x.1));
+        eprintln!("BENCH {key}: 2 cores / 1 core: median trial {w:.3}, host CPU per op {c:.3}");
+        wall.push(w);
+        cpu.push(c);
+    }
+    let spread = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        format!(
+            "median {:.3}, quartiles [{:.3}, {:.3}], range [{:.3}, {:.3}]",
+            q(0.5),
+            q(0.25),
+            q(0.75),
+            q(0.0),
+            q(1.0)
+        )
+    };
+    eprintln!("BENCH {} operations; records timed beside another bench step: {overlapped}", seen.len());
+    eprintln!("BENCH ratio of median trial time, 2 cores / 1 core: {}", spread(wall));
+    eprintln!("BENCH ratio of host CPU per operation, 2 cores / 1 core: {}", spread(cpu));
+    assert!(overlapped > 0, "with two timing cores no two bench steps ran at once");
+}

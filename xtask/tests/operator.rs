@@ -171,7 +171,7 @@ fn a_dry_run_estimates_the_wall_time_from_priors_then_from_costs_learned_here() 
     let f = FakeEngines { cache: Some(cache.clone()), ..FakeEngines::new() };
     let out = tmp_out(tmp.path());
     let args = ["campaign", "pqclean-ml-kem", "--engine", "podman", "--dry-run", "--no-ct", "--no-sanitize"];
-    let args = [&args[..], &["--no-profile", "--jobs", "2", "--estimate-timing-cores", "1", "--out"]].concat();
+    let args = [&args[..], &["--no-profile", "--jobs", "2", "--timing-cores", "0", "--out"]].concat();
     let run = f.run(&[&args[..], &[out.to_str().unwrap()]].concat());
     assert_eq!(run.status.code(), Some(0));
     let text = common::stdout(&run);

@@ -55,10 +55,13 @@ impl ToolchainRecord {
 }
 
 /// A prepared place to build in: engine, image and its lock.
+#[derive(Clone)]
 pub struct BuildEnv {
     pub backend: Backend,
     pub arch: Arch,
     pub lock: Option<ImageLock>,
+    /// The cores its containers may run on (a campaign step's share); None: any.
+    pub cpus: Option<Vec<usize>>,
 }
 
 impl BuildEnv {
@@ -75,7 +78,7 @@ impl BuildEnv {
                 None
             }
         };
-        Ok(BuildEnv { backend, arch, lock })
+        Ok(BuildEnv { backend, arch, lock, cpus: None })
     }
 
     /// The analysis environment beside this one (`ct`): the same engine and
@@ -86,14 +89,15 @@ impl BuildEnv {
         };
         let tc = Toolchain::load(&base.toolchain)?;
         let lock = image::ensure_analysis(sh, engine, &tc, base)?;
-        Ok(BuildEnv { backend: self.backend, arch: self.arch, lock: Some(lock) })
+        Ok(BuildEnv { backend: self.backend, arch: self.arch, lock: Some(lock), cpus: self.cpus.clone() })
     }
 
     pub fn sandbox(&self, limits: Limits) -> Sandbox {
         // qemu-user translates into executable anonymous memory: an emulated image's
         // sandboxes allow it.
         let jit = !emulation::native(self.arch);
-        Sandbox { backend: self.backend, image: self.lock.as_ref().map(|l| l.tag.clone()), limits, jit }
+        let cpus = self.cpus.clone();
+        Sandbox { backend: self.backend, image: self.lock.as_ref().map(|l| l.tag.clone()), limits, jit, cpus }
     }
 
     /// The record of this toolchain, with version lines read inside the sandbox.
@@ -619,6 +623,7 @@ impl Build {
 
 /// What a command resolves once: the system profile, the engine and its checked image,
 /// and where the evidence goes. A campaign shares one across all its steps.
+#[derive(Clone)]
 pub struct RunCtx {
     pub profile: SystemProfile,
     pub env: BuildEnv,

@@ -232,6 +232,7 @@ pub fn check(
         image: Some(tag.clone()),
         limits: Limits::default(),
         jit: !crate::container::emulation::native(arch),
+        cpus: None,
     };
     let gcc_version = sandbox.version_line(sh, "gcc")?;
     let cmake_version = sandbox.version_line(sh, "cmake")?;
@@ -320,6 +321,7 @@ fn check_analysis(sh: &Shell, engine: Engine, tc: &Toolchain, base: &ImageLock, 
         image: Some(tag.to_owned()),
         limits: Limits::default(),
         jit: true, // `valgrind --version`: valgrind maps executable memory even for that
+        cpus: None,
     };
     let gcc_version = sandbox.version_line(sh, "gcc")?;
     let valgrind_version = sandbox.version_line(sh, "valgrind")?;

@@ -177,6 +177,8 @@ pub struct Sandbox {
     /// Let anonymous memory become executable (a JIT's): only where the sandboxed
     /// program is qemu-user (an emulated image) or valgrind (memcheck runs).
     pub jit: bool,
+    /// The cores every container may run on (`--cpuset-cpus`); None: any.
+    pub cpus: Option<Vec<usize>>,
 }
 
 impl Sandbox {
@@ -325,6 +327,9 @@ impl Sandbox {
         if job.stdin.is_some() {
             args.push("--interactive".into());
         }
+        if let Some(cpus) = self.cpus.as_deref().filter(|c| !c.is_empty()) {
+            args.push(format!("--cpuset-cpus={}", crate::container::cores::format_list(cpus)));
+        }
         args.extend(engine.read_only_args());
         args.push(format!("--security-opt=seccomp={}", seccomp_profile(engine, l.perf_events, self.jit)?));
         args.extend(engine.no_host_files_args(&empty_file()?));
@@ -355,6 +360,8 @@ pub struct Session {
     // Dropped after the container is removed (in `drop`), the cgroup last.
     _registered: Registration,
     cgroup: std::result::Result<TrialCgroup, String>,
+    /// The container's cores and their siblings, whose busy time the host reads.
+    cores: Vec<usize>,
     _scratch: tempfile::TempDir,
 }
 
@@ -422,12 +429,36 @@ impl Sandbox {
             stderr,
             _registered: registered,
             cgroup,
+            cores: self.cores_watched(),
             _scratch: scratch,
         })
     }
 }
 
+impl Sandbox {
+    /// The cores a session's busy time is read on: its own and their siblings (none when
+    /// it may run anywhere: the figure would be the whole machine's).
+    fn cores_watched(&self) -> Vec<usize> {
+        let root = Utf8Path::new("/");
+        let own = self.cpus.clone().unwrap_or_default();
+        let mut all: Vec<usize> =
+            own.iter().flat_map(|&c| std::iter::once(c).chain(crate::container::cores::siblings(root, c))).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
 impl Session {
+    /// Busy time of the container's cores (and their siblings) so far, by every process
+    /// on them, from the host's `/proc/stat`; None when the container may run anywhere.
+    pub fn cores_busy(&self) -> Option<u64> {
+        if self.cores.is_empty() {
+            return None;
+        }
+        crate::container::cores::busy_ns(Utf8Path::new("/"), &self.cores)
+    }
+
     /// The container's CPU time so far, as the host reads it from its cgroup.
     pub fn cpu(&self) -> HostCpu {
         match &self.cgroup {
@@ -968,7 +999,13 @@ mod tests {
         };
         for (engine, perf_events) in [(Engine::Podman, false), (Engine::Podman, true), (Engine::Docker, false)] {
             let limits = Limits { perf_events, ..Limits::default() };
-            let sb = Sandbox { backend: Backend::Container(engine), image: Some("img".into()), limits, jit: false };
+            let sb = Sandbox {
+                backend: Backend::Container(engine),
+                image: Some("img".into()),
+                limits,
+                jit: false,
+                cpus: None,
+            };
             if !engine.seccomp_default().0.exists() {
                 continue; // the error is tested below
             }
@@ -982,6 +1019,35 @@ mod tests {
             assert!(args.contains(&engine.volume_arg("/x".into(), "/src", false)), "{args:?}");
             assert!(args.iter().any(|a| a.contains(":/etc/resolv.conf:ro")), "{args:?}");
         }
+    }
+
+    #[test]
+    fn a_sandbox_on_given_cores_confines_every_container_to_them() {
+        let job = Job {
+            argv: vec!["true".into()],
+            workdir: "/tmp".into(),
+            mounts: vec![],
+            timeout: Duration::from_secs(1),
+            disk: None,
+            stdin: None,
+            own_init: false,
+        };
+        let engine = Engine::Podman;
+        if !engine.seccomp_default().0.exists() {
+            return;
+        }
+        let sb = |cpus| Sandbox {
+            backend: Backend::Container(engine),
+            image: Some("i".into()),
+            limits: Limits::default(),
+            jit: false,
+            cpus,
+        };
+        let cpuset =
+            |s: Sandbox| s.run_args(engine, &job, "c").unwrap().into_iter().find(|a| a.starts_with("--cpuset"));
+        assert_eq!(cpuset(sb(Some(vec![2, 3, 5]))).as_deref(), Some("--cpuset-cpus=2-3,5"));
+        assert_eq!(cpuset(sb(None)), None);
+        assert_eq!(cpuset(sb(Some(vec![]))), None, "an empty set is no confinement, never an engine error");
     }
 
     #[test]
@@ -1029,7 +1095,7 @@ mod tests {
 
     #[test]
     fn host_commands_stop_on_the_tools_clock_and_at_the_output_cap() {
-        let sb = Sandbox { backend: Backend::Host, image: None, limits: Limits::default(), jit: false };
+        let sb = Sandbox { backend: Backend::Host, image: None, limits: Limits::default(), jit: false, cpus: None };
         let sh = Shell::new().unwrap();
         let job = |argv: &[&str], secs| Job {
             argv: argv.iter().map(std::string::ToString::to_string).collect(),

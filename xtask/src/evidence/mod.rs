@@ -40,6 +40,7 @@ use serde::Serialize;
 use self::schema::{CtRecord, Environment, ProfileRecord, Record, SizeAudit, Summary, Survey};
 use crate::project;
 
+#[derive(Clone)]
 pub struct Layout {
     pub out: Utf8PathBuf,
     pub system_dir: Utf8PathBuf,

@@ -515,6 +515,9 @@ pub struct Record {
     /// before they were measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_call: Option<PerCall>,
+    /// The core the trials ran on (absent: not confined to one by the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<CoreUse>,
     pub environment: Environment,
     pub toolchain: ToolchainRecord,
     pub sandbox: Limits,
@@ -632,6 +635,29 @@ pub struct SlotTrial {
     pub accounted_ns: u64,
     /// The container's CPU time read by the host; None when it could not be read.
     pub host_cpu_ns: Option<u64>,
+    /// Busy time of the trial's core and its siblings over the trial, by every process
+    /// on them (the host's `/proc/stat`, in its clock ticks): above `host_cpu_ns`, other
+    /// work ran there. Absent when the trial was not confined to a core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores_busy_ns: Option<u64>,
+}
+
+/// The core a record's trials ran on, and what shared the machine with them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreUse {
+    /// The one core the trials' container was confined to (by the engine's cpuset).
+    pub core: usize,
+    /// Its other hardware threads, as the host's topology lists them.
+    pub siblings: Vec<usize>,
+    /// Every timing core of the run: one trial process at a time on each.
+    pub timing_cores: Vec<usize>,
+    /// Where the run's other work was confined; empty: it took turns with the timing
+    /// steps (no core was left for it), or there was none (a lone bench).
+    pub others_on: Vec<usize>,
+    /// The run's other steps that ran while these trials did (None: not known, outside a
+    /// campaign).
+    pub beside: Option<Vec<String>>,
 }
 
 /// Whether a record's self-reported figures were checked from outside the process.

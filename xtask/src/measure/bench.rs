@@ -46,6 +46,18 @@ pub struct Bench {
     pub quick: bool,
     pub no_baselines: bool,
     pub resume: bool,
+    /// A campaign's timing core for this bench (`cpu` is its core); None: a bench alone.
+    pub slot: Option<TimingSlot>,
+}
+
+/// One timing core of a campaign, held by one step: the run's division of the cores and
+/// what its steps did, so that each record can say what ran beside its trials.
+#[derive(Debug, Clone)]
+pub struct TimingSlot {
+    pub division: crate::container::cores::Division,
+    pub activity: std::sync::Arc<crate::container::cores::Activity>,
+    /// This step's span in `activity`.
+    pub me: usize,
 }
 
 /// What the timing driver prints for one process.
@@ -86,6 +98,18 @@ pub struct DriverReport {
     /// The container's CPU time, read by the host; never from the driver's output.
     #[serde(skip)]
     pub host_cpu: Option<HostCpu>,
+    /// The busy time of the trial's cores by every process on them, read by the host.
+    #[serde(skip)]
+    pub cores_busy_ns: Option<u64>,
+}
+
+/// One run of the timing program: its command line as records show it, its stdout, and
+/// what the host read.
+struct Ran {
+    line: String,
+    out: Vec<u8>,
+    cpu: HostCpu,
+    cores_busy_ns: Option<u64>,
 }
 
 /// What a stack run's driver says (drivers/bench_core.h, `stack_paint`).
@@ -369,13 +393,13 @@ impl Ctx<'_> {
     }
 
     fn run_argv(&self, runner: &mut Option<Runner>, argv: &[String], iterations: u64) -> Result<DriverReport> {
-        let (line, out, cpu) = self.execute(runner, argv)?;
+        let Ran { line, out, cpu, cores_busy_ns } = self.execute(runner, argv)?;
         let report: DriverReport = serde_json::from_slice(&out).map_err(|e| {
             let text = project::printable(&String::from_utf8_lossy(&out[..out.len().min(400)]));
             ProgramFailed(format!("unexpected output of `{line}` ({e}): {text}"))
         })?;
         report.check(iterations).map_err(|why| ProgramFailed(format!("`{line}` reported {why}")))?;
-        Ok(DriverReport { host_cpu: Some(cpu), ..report })
+        Ok(DriverReport { host_cpu: Some(cpu), cores_busy_ns, ..report })
     }
 
     /// The CPU the host reads of the timing program started and ended at once, before
@@ -385,7 +409,7 @@ impl Ctx<'_> {
         let argv = vec![self.family.bench.program.to_owned(), "start".to_owned()];
         let mut read = Vec::new();
         for _ in 0..START_PROBES {
-            let (line, out, cpu) = self.execute(runner, &argv)?;
+            let Ran { line, out, cpu, .. } = self.execute(runner, &argv)?;
             if !out.is_empty() {
                 return Err(ProgramFailed(format!("`{line}` printed {} bytes where nothing was due", out.len())).into());
             }
@@ -396,11 +420,11 @@ impl Ctx<'_> {
 
     /// One run of the timing program with these words (through the runner when there
     /// is one): its command line as records show it, its stdout, and the CPU the host read.
-    fn execute(&self, runner: &mut Option<Runner>, argv: &[String]) -> Result<(String, Vec<u8>, HostCpu)> {
+    fn execute(&self, runner: &mut Option<Runner>, argv: &[String]) -> Result<Ran> {
         let job = self.build.run_job(self.sb.backend, argv, self.timeout);
         let command = self.build.command(self.sb.backend, argv);
         let line = command.join(" ");
-        let (outcome, stderr, out, cpu) = match runner {
+        let (outcome, stderr, out, cpu, cores_busy_ns) = match runner {
             Some(r) => {
                 let t = r.trial(&command, self.timeout)?.map_err(|why| ProgramFailed(format!("`{line}`: {why}")))?;
                 if t.leftovers > 0 {
@@ -414,17 +438,17 @@ impl Ctx<'_> {
                     return Err(ProgramFailed(format!("`{line}` left {n} file(s) or IPC object(s) in {places}")).into());
                 }
                 crate::detail!("  trial: {:.1} ms of CPU (wait4), host {:?}", t.rusage_ns as f64 / 1e6, t.cpu);
-                (t.outcome, t.stderr, t.stdout, t.cpu)
+                (t.outcome, t.stderr, t.stdout, t.cpu, t.cores_busy_ns)
             }
             None => {
                 let (f, out) = self.sb.run_captured(self.sh, &job, DRIVER_OUTPUT)?;
-                (f.outcome, f.stderr, out, f.cpu)
+                (f.outcome, f.stderr, out, f.cpu, None)
             }
         };
         if !outcome.success() {
             return Err(ProgramFailed(format!("`{line}` {outcome}:\n{}", stderr.trim_end())).into());
         }
-        Ok((line, out, cpu))
+        Ok(Ran { line, out, cpu, cores_busy_ns })
     }
 }
 
@@ -582,7 +606,11 @@ impl Bench {
         gate: &Gate,
         (catalog, run_id): (&[CatalogRow], &str),
     ) -> Result<(Vec<String>, u64)> {
-        let env = &run.env;
+        // The trials' containers on the timing core, where the host (not the driver) keeps them.
+        let env = &crate::compile::builder::BuildEnv {
+            cpus: run.env.cpus.clone().or(self.cpu.map(|c| vec![c])),
+            ..run.env.clone()
+        };
         let sb = env.sandbox(runner::trial_limits(self.inputs.limits()));
         let tc = env.record(sh, &sb)?;
         let bctx = BuildCtx { sh, env, tc: &tc, sb: &sb, sub, src, inputs: &self.inputs };
@@ -690,7 +718,9 @@ impl Bench {
             // The plan's own length: its trials and about a tenth more for calibration.
             let planned = std::time::Duration::from_secs_f64(spec.trials as f64 * spec.trial_target_s * 1.1 + 1.0);
             let live = crate::ui::progress(format!("bench {id} {} {}", inst.label, op.name()), Some(planned));
+            let from = std::time::Instant::now();
             let timed = self.time_op(ctx, &op);
+            let core = self.core_use(ctx, from, std::time::Instant::now());
             drop(live);
             let timed = match timed {
                 Ok(t) => t,
@@ -701,7 +731,7 @@ impl Bench {
                 Err(e) => return Err(e),
             };
             facts.trials_ns.set(facts.trials_ns.get() + timed.run_ns());
-            let record = self.record(ctx, facts, &built, (&op, timed), started);
+            let record = Record { core, ..self.record(ctx, facts, &built, (&op, timed), started) };
             print_row(&record, false);
             api_sizes = Some(record.sizes.api.clone());
             schema::write(&layout.record(id, &inst.label, op.name()), &record)?;
@@ -818,6 +848,23 @@ impl Bench {
         })
     }
 
+    /// The core the trials ran on, when the host confined them to one (a container on
+    /// `--cpu`, or a campaign's timing core), and what ran beside them.
+    fn core_use(&self, ctx: &Ctx, from: std::time::Instant, to: std::time::Instant) -> Option<schema::CoreUse> {
+        let core = self.cpu.filter(|&c| ctx.sb.backend != Backend::Host && ctx.sb.cpus.as_deref() == Some(&[c]))?;
+        let siblings = crate::container::cores::siblings(Utf8Path::new("/"), core);
+        Some(match &self.slot {
+            Some(s) => schema::CoreUse {
+                core,
+                siblings,
+                timing_cores: s.division.timing.clone(),
+                others_on: s.division.others.clone(),
+                beside: Some(s.activity.during(s.me, from, to)),
+            },
+            None => schema::CoreUse { core, siblings, timing_cores: vec![core], others_on: vec![], beside: None },
+        })
+    }
+
     fn trial(
         &self,
         ctx: &Ctx,
@@ -888,6 +935,7 @@ impl Bench {
             content,
             memory,
             per_call: timed.per_call.clone(),
+            core: None,
             environment: facts.environment.clone(),
             toolchain: tc.clone(),
             sandbox: ctx.sb.limits.clone(),
@@ -1314,7 +1362,25 @@ pub(crate) fn check_figures(r: &Record) -> Result<()> {
     if r.trials.iter().any(|t| t.host_cpu_ns.is_none()) && c == Credibility::Checked {
         bail!("it says Checked, but the host read no CPU time for some trial");
     }
-    check_per_call(r)
+    check_per_call(r)?;
+    check_core(r)
+}
+
+/// A record's core is one of its run's timing cores, apart from where the rest ran.
+fn check_core(r: &Record) -> Result<()> {
+    let Some(c) = &r.core else {
+        if r.trials.iter().any(|t| t.cores_busy_ns.is_some()) {
+            bail!("its trials have a core's busy time, but it names no core");
+        }
+        return Ok(());
+    };
+    if !c.timing_cores.contains(&c.core) || c.siblings.contains(&c.core) {
+        bail!("core {} is not among its timing cores {:?} (siblings {:?})", c.core, c.timing_cores, c.siblings);
+    }
+    if let Some(o) = c.others_on.iter().find(|o| c.timing_cores.contains(o) || c.siblings.contains(o)) {
+        bail!("the run's other work is said to have run on core {o}, a timing core or its sibling");
+    }
+    Ok(())
 }
 
 /// A calls run's figures are what its samples give, and agree with the trials'.
@@ -1361,6 +1427,7 @@ impl Timed {
             peak_rss_kib: r.peak_rss_kib,
             accounted_ns: r.accounted_ns,
             host_cpu_ns: r.host_cpu.as_ref().and_then(HostCpu::ns),
+            cores_busy_ns: r.cores_busy_ns,
         })
         .collect()
     }
@@ -1618,6 +1685,7 @@ mod tests {
             stack: None,
             calls: None,
             host_cpu: None,
+            cores_busy_ns: None,
         }
     }
 
@@ -1798,6 +1866,21 @@ mod tests {
         assert!(why(&|f| f.trials[0].trial.ns /= 2).contains("aggregate"));
         assert!(why(&|f| f.reruns += 1).contains("re-runs"));
         assert!(why(&|f| f.memory.peak_rss_kib -= 1).contains("memory"));
+        // The core: one of its run's timing cores, the rest of the run elsewhere.
+        let core = schema::CoreUse {
+            core: 1,
+            siblings: vec![5],
+            timing_cores: vec![1, 2],
+            others_on: vec![0, 3],
+            beside: None,
+        };
+        let on = |c: schema::CoreUse| Record { core: Some(c), ..r.clone() };
+        assert!(check_figures(&on(core.clone())).is_ok());
+        let e = |c: schema::CoreUse| format!("{:#}", check_figures(&on(c)).unwrap_err());
+        assert!(e(schema::CoreUse { core: 4, ..core.clone() }).contains("not among its timing cores"));
+        assert!(e(schema::CoreUse { others_on: vec![0, 2], ..core.clone() }).contains("a timing core"));
+        assert!(e(schema::CoreUse { others_on: vec![5], ..core.clone() }).contains("a timing core or its sibling"));
+        assert!(why(&|f| f.trials[0].cores_busy_ns = Some(1)).contains("names no core"));
         assert!(
             why(&|f| f.trials.truncate(1)).contains("aggregate") || why(&|f| f.trials.truncate(1)).contains("slots")
         );

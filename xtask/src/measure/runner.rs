@@ -144,6 +144,9 @@ pub struct TrialRun {
     pub leftovers: u32,
     /// Files and IPC objects it left for the next trial to find.
     pub residue: u32,
+    /// Busy time of the container's cores and their siblings over the trial, by every
+    /// process on them (`/proc/stat`); None when the container may run anywhere.
+    pub cores_busy_ns: Option<u64>,
 }
 
 /// A running trial runner.
@@ -182,7 +185,7 @@ impl Runner {
     /// host cannot take is `Ok(Err(why))`, the trial's failure.
     pub fn trial(&mut self, argv: &[String], timeout: Duration) -> Result<std::result::Result<TrialRun, String>> {
         let _ = self.session.take_stderr();
-        let before = self.session.cpu();
+        let (before, busy_before) = (self.session.cpu(), self.session.cores_busy());
         let nonce = self.send(None, argv)?;
         let deadline = Instant::now() + timeout;
         let head = match self.session.line(256, deadline)? {
@@ -207,6 +210,7 @@ impl Runner {
             (HostCpu::Ns(a), HostCpu::Ns(b)) => HostCpu::Ns(b.saturating_sub(a)),
             (HostCpu::Unavailable(why), _) | (_, HostCpu::Unavailable(why)) => HostCpu::Unavailable(why),
         };
+        let cores_busy_ns = busy_before.zip(self.session.cores_busy()).map(|(a, b)| b.saturating_sub(a));
         // The trial's stderr came in its frame; the container's own (the runner's) is
         // kept after it.
         let stderr = String::from_utf8_lossy(&err).into_owned() + &self.session.take_stderr();
@@ -218,6 +222,7 @@ impl Runner {
             rusage_ns: frame.cpu_us * 1000,
             leftovers: frame.left,
             residue: frame.residue,
+            cores_busy_ns,
         }))
     }
 
@@ -266,7 +271,7 @@ impl Runner {
         };
         let cpu = HostCpu::Unavailable("the runner's container ended".into());
         let stderr = self.session.take_stderr();
-        TrialRun { outcome, stdout: vec![], stderr, cpu, rusage_ns: 0, leftovers: 0, residue: 0 }
+        TrialRun { outcome, stdout: vec![], stderr, cpu, rusage_ns: 0, leftovers: 0, residue: 0, cores_busy_ns: None }
     }
 }
 

@@ -90,7 +90,7 @@ pub fn per_call(ticks: &[u64], overhead: &[u64]) -> Option<crate::evidence::sche
 }
 
 /// The median (NaN of nothing), the one rule every median of the tool follows.
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {

@@ -513,6 +513,9 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
         figures(w, (e.family, &e.variants), &head)?;
     }
     writeln!(w, "\n{}", self_reported_line(&e.records))?;
+    if let Some(line) = cores_line(&e.records) {
+        writeln!(w, "\n{line}")?;
+    }
     let unchecked = unchecked_libraries(e);
     if !unchecked.is_empty() {
         writeln!(
@@ -866,6 +869,44 @@ fn capitalized(s: &str) -> String {
     let mut s = s.to_owned();
     s[..1].make_ascii_uppercase();
     s
+}
+
+/// How many cores the trials ran on at once, where the rest of the run went, and the
+/// most other work the host saw on a trial's core; None when no record was confined.
+fn cores_line(records: &[Record]) -> Option<String> {
+    use crate::container::cores::format_list;
+    let used: Vec<&schema::CoreUse> = records.iter().filter_map(|r| r.core.as_ref()).collect();
+    let first = used.first()?;
+    let mut timing: Vec<usize> = used.iter().flat_map(|c| c.timing_cores.iter().copied()).collect();
+    timing.sort_unstable();
+    timing.dedup();
+    let others = match first.others_on.as_slice() {
+        [] if timing.len() > 1 => {
+            "no core was left for the run's other work, which took turns with the timing steps".into()
+        }
+        [] => "the rest of the run was not confined".into(),
+        o => format!("the run's other work and the tool ran on cores {}", format_list(o)),
+    };
+    let other_ns = |r: &Record| {
+        let kept = r.trials.iter().filter(|t| !t.trial.replaced);
+        kept.filter_map(|t| Some(t.cores_busy_ns?.saturating_sub(t.host_cpu_ns?))).max()
+    };
+    let most = records.iter().filter_map(|r| Some((other_ns(r)?, r))).max_by_key(|(ns, _)| *ns);
+    let most = most.map_or(String::new(), |(ns, r)| {
+        format!(
+            " The most busy time the host read on a trial's core (and its siblings) beyond the trial's own CPU: \
+             {:.1} ms, in a trial of {} {} (`/proc/stat`, counted in the kernel's clock ticks).",
+            ns as f64 / 1e6,
+            md(&r.label),
+            r.op.name()
+        )
+    });
+    Some(format!(
+        "Timing cores: {} ({}), one trial container at a time on each, confined to it by the engine's cpuset; \
+         {others}.{most}",
+        timing.len(),
+        format_list(&timing)
+    ))
 }
 
 /// Which figures are the driver's own word and how the host checked them.
@@ -1278,6 +1319,26 @@ mod tests {
         );
         e.kat = None;
         assert_eq!(unchecked_libraries(&e), ["ML-KEM-512"], "no KAT run, no PASS");
+    }
+
+    #[test]
+    fn the_page_says_how_many_timing_cores_the_run_used_and_the_most_other_work_seen() {
+        let golden = crate::project::root().join("xtask/tests/golden/record.json");
+        let record: Record = schema::read(&golden).unwrap().unwrap();
+        assert_eq!(cores_line(std::slice::from_ref(&record)), None, "not confined: nothing to say");
+        let on = |core: usize, others: Vec<usize>, busy: u64| {
+            let mut r = record.clone();
+            let timing_cores = vec![0, 1];
+            r.core = Some(schema::CoreUse { core, siblings: vec![], timing_cores, others_on: others, beside: None });
+            r.trials.iter_mut().for_each(|t| t.cores_busy_ns = t.host_cpu_ns.map(|c| c + busy));
+            r
+        };
+        let line = cores_line(&[on(0, vec![], 3_000_000), on(1, vec![], 12_500_000)]).unwrap();
+        assert!(line.starts_with("Timing cores: 2 (0-1), one trial container at a time on each"), "{line}");
+        assert!(line.contains("took turns with the timing steps"), "{line}");
+        assert!(line.contains("beyond the trial's own CPU: 12.5 ms, in a trial of ML-KEM-512 enc"), "{line}");
+        let line = cores_line(&[on(0, vec![2, 3], 0)]).unwrap();
+        assert!(line.contains("other work and the tool ran on cores 2-3") && line.contains(": 0.0 ms"), "{line}");
     }
 
     #[test]

@@ -455,6 +455,7 @@ pub fn record(system: &str, id: &str, label: &str, op: &OpId) -> Record {
                 peak_rss_kib: 1900 + slot as i64 * 4,
                 accounted_ns: ns + 1_000_000,
                 host_cpu_ns: Some(ns + 40_000_000),
+                cores_busy_ns: None,
             }
         })
         .collect();
