@@ -70,6 +70,13 @@ pub fn confine_self(cores: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// The next of `pool`'s cores, in turn over the process (None: an empty pool).
+pub fn next_of(pool: &[usize]) -> Option<usize> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    (!pool.is_empty()).then(|| pool[NEXT.fetch_add(1, Ordering::Relaxed) % pool.len()])
+}
+
 /// The other hardware threads of `core`'s physical core (empty: none, or unknown).
 pub fn siblings(root: &Utf8Path, core: usize) -> Vec<usize> {
     let path = root.join(format!("sys/devices/system/cpu/cpu{core}/topology/thread_siblings_list"));

@@ -177,7 +177,8 @@ pub struct Sandbox {
     /// Let anonymous memory become executable (a JIT's): only where the sandboxed
     /// program is qemu-user (an emulated image) or valgrind (memcheck runs).
     pub jit: bool,
-    /// The cores every container may run on (`--cpuset-cpus`); None: any.
+    /// The cores its containers go to, each container to one of them (`--cpuset-cpus`),
+    /// in turn; None: this process's own cores.
     pub cpus: Option<Vec<usize>>,
 }
 
@@ -254,7 +255,7 @@ impl Sandbox {
         (stdout, cap): (&mut (dyn Write + Send), u64),
     ) -> Result<((Outcome, u64, String), HostCpu)> {
         let name = container_name();
-        let mut args = self.run_args(engine, job, &name)?;
+        let mut args = self.run_args(engine, job, &name, self.pick())?;
         // Declared before `remove`: dropped (removed) after the container is gone.
         let cgroup = TrialCgroup::create(sh, engine, &name)?;
         if let Ok(cg) = &cgroup {
@@ -298,7 +299,15 @@ impl Sandbox {
         Ok(((outcome, watched.stdout_bytes, watched.stderr), cpu))
     }
 
-    fn run_args(&self, engine: Engine, job: &Job, name: &str) -> Result<Vec<String>> {
+    /// The one core the next container runs on: every candidate process sees one core
+    /// in its affinity, whatever it is run for (a trial on a timing core, a KAT run on
+    /// another), so the affinity does not tell them apart.
+    fn pick(&self) -> Option<usize> {
+        let pool = self.cpus.clone().filter(|c| !c.is_empty()).unwrap_or_else(crate::container::cores::allowed);
+        crate::container::cores::next_of(&pool)
+    }
+
+    fn run_args(&self, engine: Engine, job: &Job, name: &str, core: Option<usize>) -> Result<Vec<String>> {
         let l = &self.limits;
         let mut args: Vec<String> = vec![
             "run".into(),
@@ -327,8 +336,8 @@ impl Sandbox {
         if job.stdin.is_some() {
             args.push("--interactive".into());
         }
-        if let Some(cpus) = self.cpus.as_deref().filter(|c| !c.is_empty()) {
-            args.push(format!("--cpuset-cpus={}", crate::container::cores::format_list(cpus)));
+        if let Some(core) = core {
+            args.push(format!("--cpuset-cpus={core}"));
         }
         args.extend(engine.read_only_args());
         args.push(format!("--security-opt=seccomp={}", seccomp_profile(engine, l.perf_events, self.jit)?));
@@ -385,7 +394,9 @@ impl Sandbox {
         let scratch = tempfile::tempdir().context("cannot create a scratch folder")?;
         let name = container_name();
         // No init of the engine's: the command is process 1, which nothing inside can signal.
-        let mut args = self.run_args(engine, &Job { stdin: Some(vec![]), own_init: true, ..job.clone() }, &name)?;
+        let core = self.pick();
+        let mut args =
+            self.run_args(engine, &Job { stdin: Some(vec![]), own_init: true, ..job.clone() }, &name, core)?;
         let cgroup = TrialCgroup::create(sh, engine, &name)?;
         if let Ok(cg) = &cgroup {
             args.splice(1..1, engine.cgroup_parent_args(cg.parent()));
@@ -429,22 +440,20 @@ impl Sandbox {
             stderr,
             _registered: registered,
             cgroup,
-            cores: self.cores_watched(),
+            cores: self.cores_watched(core),
             _scratch: scratch,
         })
     }
 }
 
 impl Sandbox {
-    /// The cores a session's busy time is read on: its own and their siblings (none when
-    /// it may run anywhere: the figure would be the whole machine's).
-    fn cores_watched(&self) -> Vec<usize> {
-        let root = Utf8Path::new("/");
-        let own = self.cpus.clone().unwrap_or_default();
-        let mut all: Vec<usize> =
-            own.iter().flat_map(|&c| std::iter::once(c).chain(crate::container::cores::siblings(root, c))).collect();
+    /// The cores a session's busy time is read on: its core and the core's siblings, when
+    /// its cores were given (a timing step's).
+    fn cores_watched(&self, core: Option<usize>) -> Vec<usize> {
+        let Some(core) = core.filter(|_| self.cpus.is_some()) else { return Vec::new() };
+        let mut all = crate::container::cores::siblings(Utf8Path::new("/"), core);
+        all.push(core);
         all.sort_unstable();
-        all.dedup();
         all
     }
 }
@@ -1009,7 +1018,7 @@ mod tests {
             if !engine.seccomp_default().0.exists() {
                 continue; // the error is tested below
             }
-            let args = sb.run_args(engine, &job, "c").unwrap();
+            let args = sb.run_args(engine, &job, "c", None).unwrap();
             let seccomp = args.iter().find_map(|a| a.strip_prefix("--security-opt=seccomp=")).expect("a profile");
             let p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(seccomp).unwrap()).unwrap();
             assert_eq!(rules_for(&p, "memfd_create"), ["SCMP_ACT_ERRNO 38"]);
@@ -1022,7 +1031,15 @@ mod tests {
     }
 
     #[test]
-    fn a_sandbox_on_given_cores_confines_every_container_to_them() {
+    fn every_container_goes_to_one_core_of_its_sandboxs_in_turn() {
+        let sb = |cpus| Sandbox { backend: Backend::Host, image: None, limits: Limits::default(), jit: false, cpus };
+        let on = sb(Some(vec![2, 3, 5]));
+        let picked: std::collections::BTreeSet<usize> = (0..9).filter_map(|_| on.pick()).collect();
+        assert_eq!(picked.into_iter().collect::<Vec<_>>(), [2, 3, 5], "one core each time, every core in turn");
+        let mine = crate::container::cores::allowed();
+        for free in [sb(None), sb(Some(vec![]))] {
+            assert!(free.pick().is_some_and(|c| mine.contains(&c)), "one of the tool's own cores");
+        }
         let job = Job {
             argv: vec!["true".into()],
             workdir: "/tmp".into(),
@@ -1033,21 +1050,11 @@ mod tests {
             own_init: false,
         };
         let engine = Engine::Podman;
-        if !engine.seccomp_default().0.exists() {
-            return;
+        if engine.seccomp_default().0.exists() {
+            let b = Sandbox { backend: Backend::Container(engine), image: Some("i".into()), ..on };
+            let args = b.run_args(engine, &job, "c", Some(3)).unwrap();
+            assert_eq!(args.iter().filter(|a| a.starts_with("--cpuset")).collect::<Vec<_>>(), ["--cpuset-cpus=3"]);
         }
-        let sb = |cpus| Sandbox {
-            backend: Backend::Container(engine),
-            image: Some("i".into()),
-            limits: Limits::default(),
-            jit: false,
-            cpus,
-        };
-        let cpuset =
-            |s: Sandbox| s.run_args(engine, &job, "c").unwrap().into_iter().find(|a| a.starts_with("--cpuset"));
-        assert_eq!(cpuset(sb(Some(vec![2, 3, 5]))).as_deref(), Some("--cpuset-cpus=2-3,5"));
-        assert_eq!(cpuset(sb(None)), None);
-        assert_eq!(cpuset(sb(Some(vec![]))), None, "an empty set is no confinement, never an engine error");
     }
 
     #[test]
