@@ -529,10 +529,34 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
 /// per operation otherwise.
 fn figures(w: &mut String, (family, records): (&Family, &[Record]), head: &str) -> Result<()> {
     if family.ops.iter().any(|o| o.bytes.is_some()) {
-        per_message(w, (family, records), head)
+        per_message(w, (family, records), head)?;
     } else {
-        per_operation(w, (family, records), head)
+        per_operation(w, (family, records), head)?;
     }
+    budgets(w, records)
+}
+
+/// The time budgets the records were timed within, and what each allowed.
+fn budgets(w: &mut String, records: &[Record]) -> Result<()> {
+    let with: Vec<(&Record, &crate::evidence::schema::Budget)> =
+        records.iter().filter_map(|r| r.budget.as_ref().map(|b| (r, b))).collect();
+    let Some((_, first)) = with.first() else { return Ok(()) };
+    writeln!(
+        w,
+        "
+Time budgets ({}): each operation's trials are what fit in its budget at the cost of one trial that          calibration measured by the host's clock (the calls run after them counted as one trial more), shorter          trials when fewer than {} fit; below that, \"{}\": its figures are no result.\n",
+        md(&first.source),
+        stats::TRIALS_FLOOR,
+        stats::NOT_ENOUGH
+    )?;
+    writeln!(w, "| instance | operation | budget | per trial | allowed (trials × iters) |\n|---|---|---|---|---|")?;
+    for (r, b) in with {
+        let allowed = format!("{} × {}", b.allowed, b.iterations);
+        let allowed = if b.enough { allowed } else { format!("{allowed}: {}", stats::NOT_ENOUGH) };
+        let (budget, unit) = (forms::time(b.seconds * 1e9), forms::time(b.unit_ns));
+        writeln!(w, "| {} | {} | {budget} | {unit} | {allowed} |", md(&r.label), op_cell(r))?;
+    }
+    Ok(())
 }
 
 /// The message size an operation of the family hashes (`hash_4096`: 4096).
@@ -552,6 +576,12 @@ fn per_message(w: &mut String, (family, records): (&Family, &[Record]), head: &s
     let (mut depends, mut too_few) = (Vec::new(), Vec::new());
     for r in records {
         let a = &r.aggregate;
+        if !stats::enough(r) {
+            let size = message_bytes(family, r).map_or_else(|| op_cell(r), |b| format!("{b} B"));
+            let n = format!("{} ({} × {})", a.n, a.trials, a.iterations);
+            writeln!(w, "| {} | {size} | {} | | | | {n} | – |", md(&r.label), stats::NOT_ENOUGH)?;
+            continue;
+        }
         let Some(bytes) = message_bytes(family, r) else {
             writeln!(
                 w,
@@ -681,6 +711,11 @@ fn per_operation(w: &mut String, (family, records): (&Family, &[Record]), head: 
     writeln!(w, "|---|---|---|---|---|---|---|---|")?;
     for r in records {
         let a = &r.aggregate;
+        if !stats::enough(r) {
+            let n = format!("{} ({} × {})", a.n, a.trials, a.iterations);
+            writeln!(w, "| {} | {} | {} | – | – | – | {n} | – |", md(&r.label), op_cell(r), stats::NOT_ENOUGH)?;
+            continue;
+        }
         writeln!(
             w,
             "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} | {} |",
