@@ -543,8 +543,9 @@ fn budgets(w: &mut String, records: &[Record]) -> Result<()> {
     let Some((_, first)) = with.first() else { return Ok(()) };
     writeln!(
         w,
-        "
-Time budgets ({}): each operation's trials are what fit in its budget at the cost of one trial that          calibration measured by the host's clock (the calls run after them counted as one trial more), shorter          trials when fewer than {} fit; below that, \"{}\": its figures are no result.\n",
+        "\nTime budgets ({}): each operation's trials are what fit in its budget at the cost of one trial that \
+         calibration measured by the host's clock (the calls run after them counted as one trial more), shorter \
+         trials when fewer than {} fit; below that, \"{}\": its figures are no result.\n",
         md(&first.source),
         stats::TRIALS_FLOOR,
         stats::NOT_ENOUGH
@@ -1264,6 +1265,26 @@ mod tests {
         content_row(&mut depends, &mut too_few, "h 65536 B", &control(ContentVerdict::TooFewMeasurements, None));
         assert_eq!(depends, ["h 4096 B (t = -80.0; 50 × the reference content's time per call)"]);
         assert_eq!(too_few, ["h 65536 B (600 and 400 measurements)"]);
+    }
+
+    /// A record whose budget allowed too few trials shows no figure, and says so where
+    /// the figures would be; the budget's table says what each budget allowed.
+    #[test]
+    fn figures_a_budget_did_not_allow_are_not_shown() {
+        let golden = crate::project::root().join("xtask/tests/golden/record.json");
+        let r: Record = schema::read(&golden).unwrap().unwrap();
+        let b = stats::TimeBudget::given(std::time::Duration::from_secs(20));
+        let few = Record { budget: Some(schema::Budget::of(&b, 7.5e9, (2, 1), stats::TRIALS_FLOOR)), ..r.clone() };
+        let enough = Record { budget: Some(schema::Budget::of(&b, 3e9, (3, 13), stats::TRIALS_FLOOR)), ..r.clone() };
+        let mut page = String::new();
+        figures(&mut page, (&crate::family::KEM, &[few, enough]), "mean cycles").unwrap();
+        let rows: Vec<&str> = page.lines().filter(|l| l.starts_with(&format!("| {} |", r.label))).collect();
+        let mean = forms::time(r.aggregate.mean_ns);
+        assert!(rows[0].contains("| not enough measurements |") && !rows[0].contains(&mean), "{}", rows[0]);
+        assert!(rows[1].contains(&mean), "{}", rows[1]);
+        assert!(page.contains("Time budgets (--budget)"), "{page}");
+        assert!(page.contains("| 20 s | 7.5 s | 2 × 1: not enough measurements |"), "{page}");
+        assert!(page.contains("| 20 s | 3 s | 3 × 13 |"), "{page}");
     }
 
     #[test]
