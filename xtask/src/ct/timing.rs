@@ -72,10 +72,7 @@ pub struct Timing<'a> {
 /// A budget's first batch: what one measurement costs, by the runner's clock. Small, so
 /// that a slow operation (a second a call) spends little of its budget on it.
 pub const CALIBRATION: u64 = 32;
-/// A budgeted run outlasting its share by this factor (and `OVERRUN_SLACK`) is stopped:
-/// its measurements took longer than the first batch's, and it is not enough.
-pub const OVERRUN: u32 = 2;
-pub const OVERRUN_SLACK: Duration = Duration::from_secs(10);
+pub use stats::OVERRUN;
 
 /// A record that says why no timing was taken.
 pub fn not_run(why: &str, measurements: u64) -> CtTiming {
@@ -219,10 +216,10 @@ fn allowed(b: &TimeBudget, remaining: Duration, unit_ns: f64, cap: u64) -> Budge
     Budget::of(b, unit_ns, (n, 0), MIN_MEASUREMENTS)
 }
 
-/// When a budgeted run is stopped: `OVERRUN` times what remains, and a slack for the
-/// driver's start, never past the operator's timeout.
+/// When a budgeted run is stopped (`stats::overrun` of what remains), never past the
+/// operator's timeout.
 fn deadline(remaining: Duration, timeout: Duration) -> Duration {
-    (remaining * OVERRUN + OVERRUN_SLACK).min(timeout)
+    (remaining * OVERRUN + stats::OVERRUN_SLACK).min(timeout)
 }
 
 fn overran(deadline: Duration, n: u64, unit_ns: f64) -> String {

@@ -767,10 +767,18 @@ impl Bench {
         let (plan, trials, budget) = self.fit(&spec, plan, started, host_per_op.max(estimate));
         let within = || self.budget.as_ref().is_none_or(|b| started.elapsed() < b.per_op);
         let mut slots: Vec<Vec<(Trial, DriverReport)>> = Vec::new();
+        // A library fast in calibration and slow afterwards: no trial starts past the
+        // overrun, and the record says what ran.
+        let over = || self.budget.as_ref().is_some_and(|b| stats::overrun(b.per_op, started.elapsed()));
         for n in 0..trials {
+            if n > 0 && over() {
+                crate::warning!("{}: past its budget after {n} of {trials} trials; stopped", op.name());
+                break;
+            }
             crate::ui::doing(format!("trial {} of {trials}", n + 1));
             slots.push(vec![self.trial(ctx, runner, op, plan)?]);
         }
+        let budget = budget.map(|b| b.ran(slots.len() as u64));
         let mut counter_is_cycles = slots[0][0].1.counter == CounterKind::PerfCycles;
         let mut disturbed_total = 0;
         loop {

@@ -78,6 +78,17 @@ pub fn fits(budget_ns: f64, unit_ns: f64, cap: u64) -> u64 {
     ((budget_ns / unit_ns).floor() as u64).min(cap)
 }
 
+/// A budgeted run that outlasts its budget by this factor (and `OVERRUN_SLACK`, for a
+/// process's start) is stopped where it stands: what it took longer for than its
+/// calibration said is not measured further (ct's run, bench's next trial).
+pub const OVERRUN: u32 = 2;
+pub const OVERRUN_SLACK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Past the point where a run of `budget` is stopped.
+pub fn overrun(budget: std::time::Duration, elapsed: std::time::Duration) -> bool {
+    elapsed > budget * OVERRUN + OVERRUN_SLACK
+}
+
 /// bench's floor: fewer kept trials than the quick plan's three leave `disturbed`
 /// nothing to judge by (of two trials, each is as far from their median as the other),
 /// so a budget that fits fewer gives "not enough measurements", not figures.
@@ -135,6 +146,12 @@ impl Budget {
             floor,
             enough: allowed >= floor,
         }
+    }
+
+    /// The budget as run: `n` of what it allowed, stopped early past [`overrun`].
+    pub fn ran(self, n: u64) -> Budget {
+        let allowed = n.min(self.allowed);
+        Budget { allowed, enough: allowed >= self.floor, ..self }
     }
 
     /// Why a kept record's budget contradicts itself or the floor of today; None when
@@ -776,7 +793,14 @@ mod tests {
         assert!(Budget { enough: false, ..b.clone() }.contradiction(2000).unwrap().contains("not enough"));
         assert!(Budget { allowed: 1999, ..b.clone() }.contradiction(2000).unwrap().contains("says enough"));
         assert!(b.contradiction(3).unwrap().contains("floor"));
-        assert!(Budget { seconds: 0.0, ..b }.contradiction(2000).is_some());
+        assert!(Budget { seconds: 0.0, ..b.clone() }.contradiction(2000).is_some());
+        // Stopped early: what ran is what it allowed, and below the floor not enough.
+        let five = Budget::of(&share, 1e9, (5, 100), TRIALS_FLOOR);
+        assert_eq!((five.clone().ran(3).allowed, five.clone().ran(3).enough), (3, true));
+        assert_eq!((five.clone().ran(1).allowed, five.clone().ran(1).enough), (1, false));
+        assert_eq!(five.clone().ran(9), five);
+        let s = std::time::Duration::from_secs;
+        assert!(!overrun(s(60), s(130)) && overrun(s(60), s(131)));
     }
 
     #[test]
