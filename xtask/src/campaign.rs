@@ -53,6 +53,8 @@ pub struct Campaign {
     /// The cores timing steps run on, one at a time on each (`--timing-cores`); None:
     /// one, `cpu`'s or the profile's.
     pub timing_cores: Option<Vec<usize>>,
+    /// The timed work's budget as a whole, shared over its timed operations.
+    pub budget: Option<std::time::Duration>,
 }
 
 /// Where one step runs: its timing core (a timing step's), the cores its containers may
@@ -223,7 +225,7 @@ impl Campaign {
     }
 
     /// Timing settings of one submission: the campaign's, with the profile's defaults.
-    fn bench(&self, id: &str, ctx: &RunCtx) -> Result<Bench> {
+    fn bench(&self, id: &str, ctx: &RunCtx, budget: Option<crate::measure::stats::TimeBudget>) -> Result<Bench> {
         Bench {
             inputs: self.inputs(Some(id)),
             // Each submission's family decides its operations.
@@ -238,6 +240,7 @@ impl Campaign {
             // Per record: an interrupted bench step keeps the records it finished.
             resume: self.resume,
             slot: None,
+            budget,
         }
         .with_profile(&ctx.profile)?
         .with_baselines(&ctx.profile)
@@ -437,7 +440,12 @@ impl Campaign {
             steps: &steps,
             subs: &subs,
             layout: &layout,
-            state: State { profile: profile.clone(), ctx: std::sync::OnceLock::new(), gate: Default::default() },
+            state: State {
+                profile: profile.clone(),
+                ctx: std::sync::OnceLock::new(),
+                gate: Default::default(),
+                budget: self.budget_share(&steps, &subs, &profile.ids(&self.ids)),
+            },
             side_by_side: jobs + pool.timing > 2,
             ended: std::sync::Mutex::new(Ended::new(steps.len())),
             division,
@@ -515,6 +523,14 @@ impl Campaign {
                 Some(w) => crate::say!("  {}: skipped, {w}", p.step),
             }
             report.push(&p.step, if why.is_some() { "skipped" } else { "planned" }, 0.0, why);
+        }
+        let planned: Vec<Step> = self.steps(&subs, &names);
+        if let Some(b) = self.budget_share(&planned, &subs, &names) {
+            crate::say!(
+                "budget: {}: {} per timed operation",
+                b.source,
+                crate::measure::stats::humantime_secs(b.per_op)
+            );
         }
         self.say_estimate(&tasks);
         missing.extend(all.missing_archives(&subs));
@@ -600,7 +616,8 @@ impl Campaign {
             }
             Step::Ct(id) => {
                 let ctx = &Self::ctx_at(state, place)?;
-                let opts = if self.quick { crate::ct::CtOptions::quick() } else { crate::ct::CtOptions::default() };
+                let base = if self.quick { crate::ct::CtOptions::quick() } else { crate::ct::CtOptions::default() };
+                let opts = base.clone().with_budget(state.budget.clone(), self.quick.then_some(base.measurements));
                 let inputs = self.inputs(Some(id));
                 let work = inputs.obtain(sh, &ctx.profile, |sub| crate::ct::check(sub, &opts))?;
                 // Findings and runs without a conclusion are the step's results (on the
@@ -627,7 +644,7 @@ impl Campaign {
             }
             Step::Bench(id, _) | Step::Profile(id) => {
                 let ctx = &Self::ctx_at(state, place)?;
-                let mut bench = self.bench(id, ctx)?;
+                let mut bench = self.bench(id, ctx, state.budget.clone())?;
                 if let Some(core) = place.core {
                     let division = run.division.clone().context("a timing core without a division")?;
                     let slot = TimingSlot { division, activity: run.activity.clone(), me: place.me };
@@ -681,6 +698,46 @@ struct State {
     profile: SystemProfile,
     ctx: std::sync::OnceLock<RunCtx>,
     gate: Gates,
+    /// Each timed operation's share of `--budget`.
+    budget: Option<crate::measure::stats::TimeBudget>,
+}
+
+impl Campaign {
+    /// `--budget` in equal shares over the timed operations of `steps`.
+    fn budget_share(
+        &self,
+        steps: &[Step],
+        subs: &[Submission],
+        names: &[String],
+    ) -> Option<crate::measure::stats::TimeBudget> {
+        let sub = |id: &str| names.iter().position(|n| n == id).map(|n| &subs[n]);
+        let ops: u64 = steps.iter().filter_map(|s| Some(timed_ops(s, sub(s.id()?)?))).sum();
+        crate::measure::stats::TimeBudget::share(self.budget?, ops)
+    }
+}
+
+/// The operations a step times, each of which gets a share of the campaign's budget:
+/// bench's records (its family's same-run baseline's too), profile's (two builds each),
+/// ct's tests that are always timed (those on findings cannot be known before).
+fn timed_ops(step: &Step, sub: &Submission) -> u64 {
+    let Ok(family) = sub.family() else { return 0 };
+    let count = |s: &Submission, part: Part, ops: &dyn Fn(Option<u32>) -> usize| -> u64 {
+        s.instances.iter().filter(|i| part.takes(i) && i.timed).map(|i| ops(i.passes) as u64).sum()
+    };
+    let bench = |p: Option<u32>| family.ops_for(&[], p).map_or(0, |o| o.len());
+    match step {
+        Step::Bench(_, part) => {
+            let baseline = family.baseline.filter(|b| *b != sub.id).and_then(|b| Submission::load(b).ok());
+            count(sub, *part, &bench) + baseline.map_or(0, |b| count(&b, Part::All, &bench))
+        }
+        Step::Profile(_) => 2 * count(sub, Part::All, &|p| family.profile_ops_for(&[], p).map_or(0, |o| o.len())),
+        Step::Ct(_) => {
+            let always =
+                family.ct.map_or(0, |c| c.ops.iter().filter(|o| o.timed == crate::family::CtTimed::Always).count());
+            (sub.instances.len() * always) as u64
+        }
+        _ => 0,
+    }
 }
 
 /// The host gate, evaluated once per timing core (by its first timing step).

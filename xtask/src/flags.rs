@@ -389,6 +389,11 @@ pub struct Bench {
     /// the missing (instance, operation) pairs.
     #[arg(long)]
     pub resume: bool,
+    /// Time budget of each operation (`2m`, `30s`): the plan's trials that fit at the
+    /// cost calibration measured by the host's clock, shorter trials when fewer than 3
+    /// fit, and "not enough measurements" (no figures) when not even that does.
+    #[arg(long, value_name = "DURATION", value_parser = budget, conflicts_with = "iterations")]
+    pub budget: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -411,10 +416,15 @@ pub struct Ct {
     #[arg(long, default_value_t = crate::ct::CtOptions::default().timeout_s, value_name = "SECS")]
     pub timeout: u64,
     /// Measurements of the timing test (both classes), for decapsulation and for every
-    /// operation with a finding.
-    #[arg(long, default_value_t = crate::ct::CtOptions::default().measurements, value_name = "N",
+    /// operation with a finding (default 20000); with --budget, the most it may allow.
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u64).range(crate::ct::timing::MIN_MEASUREMENTS..=crate::ct::timing::MAX_MEASUREMENTS))]
-    pub measurements: u64,
+    pub measurements: Option<u64>,
+    /// Time budget of each operation's timing test (`10m`, `90s`): the measurements are
+    /// what fits at the cost of one, learned from a first batch by the trial runner's
+    /// clock; fewer than 2000 is "not enough measurements", no verdict.
+    #[arg(long, value_name = "DURATION", value_parser = budget)]
+    pub budget: Option<std::time::Duration>,
     /// No timing test: memcheck only.
     #[arg(long)]
     pub no_timing: bool,
@@ -518,6 +528,11 @@ pub struct Campaign {
     /// Also prints an estimate of the wall time for --jobs and --timing-cores.
     #[arg(long)]
     pub dry_run: bool,
+    /// Time budget of the campaign's timed work as a whole (`6h`), in equal shares over
+    /// its timed operations (bench's and profile's records, ct's always-timed tests),
+    /// each share passed to bench and ct as their --budget; --dry-run says the share.
+    #[arg(long, value_name = "DURATION", value_parser = budget)]
+    pub budget: Option<std::time::Duration>,
 }
 
 /// `--timing-cores`: a core list (`0,2-3`), one value (clap would read a `Vec` as many).
@@ -530,6 +545,15 @@ fn core_list(s: &str) -> Result<CoreList, String> {
         return Err("no core".into());
     }
     Ok(CoreList(cores))
+}
+
+/// A time budget (`10m`, `1h 30m`, `90s`): humantime's form, at least a second.
+fn budget(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} (a duration such as 10m or 90s)"))?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!("{s:?}: a budget of at least 1s"));
+    }
+    Ok(d)
 }
 
 /// The defaults of a run's inputs, written once in the plain type.
@@ -864,6 +888,7 @@ impl From<Bench> for crate::measure::bench::Bench {
             no_baselines: c.no_baselines,
             resume: c.resume,
             slot: None,
+            budget: c.budget.map(crate::measure::stats::TimeBudget::given),
         }
     }
 }
@@ -975,6 +1000,7 @@ impl From<Campaign> for crate::campaign::Campaign {
             jobs: c.jobs,
             dry_run: c.dry_run,
             timing_cores: c.timing_cores.map(|l| l.0),
+            budget: c.budget,
         }
     }
 }
@@ -982,8 +1008,10 @@ impl From<Campaign> for crate::campaign::Campaign {
 impl Ct {
     /// `ct`'s options; `--no-timing` is no measurements.
     pub fn options(&self) -> crate::ct::CtOptions {
-        let measurements = if self.no_timing { 0 } else { self.measurements };
-        crate::ct::CtOptions { ops: self.ops.clone(), runs: self.runs, timeout_s: self.timeout, measurements }
+        let d = crate::ct::CtOptions::default();
+        let measurements = if self.no_timing { 0 } else { self.measurements.unwrap_or(d.measurements) };
+        crate::ct::CtOptions { ops: self.ops.clone(), runs: self.runs, timeout_s: self.timeout, measurements, ..d }
+            .with_budget(self.budget.map(crate::measure::stats::TimeBudget::given), self.measurements)
     }
 }
 

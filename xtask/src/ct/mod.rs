@@ -31,6 +31,7 @@ use crate::evidence::schema::{
 use crate::evidence::Layout;
 use crate::family::{CtCheck, CtOp};
 use crate::measure::runner::{self, RunnerBinary};
+use crate::measure::stats::TimeBudget;
 use crate::project;
 
 /// What a `ct` run does beyond its inputs; the defaults live here.
@@ -39,13 +40,16 @@ pub struct CtOptions {
     pub ops: Vec<String>,
     pub runs: u32,
     pub timeout_s: u64,
-    /// The timing test's measurements, both classes together; 0: no timing test.
+    /// The timing test's measurements, both classes together; 0: no timing test. With
+    /// a budget, the most it may allow.
     pub measurements: u64,
+    /// The timing test's budget per operation, from which its count follows.
+    pub budget: Option<TimeBudget>,
 }
 
 impl Default for CtOptions {
     fn default() -> CtOptions {
-        CtOptions { ops: vec![], runs: 4, timeout_s: 3600, measurements: 20_000 }
+        CtOptions { ops: vec![], runs: 4, timeout_s: 3600, measurements: 20_000, budget: None }
     }
 }
 
@@ -54,6 +58,17 @@ impl CtOptions {
     /// timing test takes.
     pub fn quick() -> CtOptions {
         CtOptions { measurements: timing::MIN_MEASUREMENTS, ..CtOptions::default() }
+    }
+
+    /// With a time budget per operation: the count follows from it, capped by
+    /// `cap` (`--measurements`, when given) or else by the most the test takes.
+    pub fn with_budget(self, budget: Option<TimeBudget>, cap: Option<u64>) -> CtOptions {
+        match budget {
+            Some(b) if self.measurements > 0 => {
+                CtOptions { measurements: cap.unwrap_or(timing::MAX_MEASUREMENTS), budget: Some(b), ..self }
+            }
+            _ => self,
+        }
     }
 }
 
@@ -224,7 +239,7 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
                 let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, timing_summary(t));
                 match t.status {
                     CtTimingStatus::Differs => seen.findings.push(line),
-                    CtTimingStatus::Inconclusive => seen.open.push(line),
+                    CtTimingStatus::Inconclusive | CtTimingStatus::NotEnough => seen.open.push(line),
                     CtTimingStatus::Failed => seen.failures.push(line),
                     CtTimingStatus::NoneFound | CtTimingStatus::NotRun => {}
                 }
@@ -430,6 +445,7 @@ fn time_op(
         runner: &te.runner,
         measurements: ctx.opts.measurements,
         timeout: Duration::from_secs(ctx.opts.timeout_s),
+        budget: ctx.opts.budget.as_ref(),
     };
     timing::run(&t, build, ct.driver.program, op.id).map(Some)
 }
@@ -526,8 +542,9 @@ pub(crate) fn check_kept(rec: &CtRecord, sub: &Submission) -> Result<()> {
     if !timing::wanted(op, rec.status) {
         anyhow::bail!("it holds a timing test its status {} does not take", rec.status.as_str());
     }
+    counts_hold(t).map_err(|why| anyhow::anyhow!("its timing test {why}"))?;
     let judged = match t.status {
-        CtTimingStatus::NotRun | CtTimingStatus::Failed => t.status,
+        CtTimingStatus::NotRun | CtTimingStatus::Failed | CtTimingStatus::NotEnough => t.status,
         _ if t.threshold != crate::measure::stats::THRESHOLD => {
             anyhow::bail!("its timing test's threshold is {}, not {}", t.threshold, crate::measure::stats::THRESHOLD)
         }
@@ -542,6 +559,40 @@ pub(crate) fn check_kept(rec: &CtRecord, sub: &Submission) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A timing test's status against its counts and budget: a verdict (differs, none
+/// found, inconclusive) only on a whole run of at least the floor, within what its
+/// budget allowed; "not enough measurements" only where a budget allowed fewer than the
+/// floor or its run was stopped at the budget's limit (none taken).
+fn counts_hold(t: &CtTiming) -> std::result::Result<(), String> {
+    let floor = timing::MIN_MEASUREMENTS;
+    if let Some(why) = t.budget.as_ref().and_then(|b| b.contradiction(floor)) {
+        return Err(why);
+    }
+    let verdict =
+        matches!(t.status, CtTimingStatus::Differs | CtTimingStatus::NoneFound | CtTimingStatus::Inconclusive);
+    if verdict && (t.taken < floor || t.taken != t.asked || t.n[0] + t.n[1] > t.taken) {
+        return Err(format!(
+            "says {} on {} of {} measurements (a verdict needs {floor})",
+            t.status.as_str(),
+            t.taken,
+            t.asked
+        ));
+    }
+    match (&t.budget, t.status) {
+        (Some(b), _) if verdict && (!b.enough || t.taken > b.allowed) => Err(format!(
+            "says {} on {} measurements where its budget allowed {}",
+            t.status.as_str(),
+            t.taken,
+            b.allowed
+        )),
+        (None, CtTimingStatus::NotEnough) => Err("says not enough measurements without a budget".into()),
+        (Some(b), CtTimingStatus::NotEnough) if b.enough && t.taken > 0 => {
+            Err(format!("says not enough measurements where its budget allowed {}", b.allowed))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Valgrind's client-request preambles (amd64: four `rolq` of %rdi; arm64: four `ror` of
@@ -697,6 +748,44 @@ mod tests {
         assert_eq!(ids(selected(&kem, &["dec".into()], "KEM").unwrap()), ["dec"]);
         let e = selected(&kem, &["verify".into()], "KEM").unwrap_err().to_string();
         assert!(e.contains("keygen, enc, dec"), "{e}");
+    }
+
+    /// What a hostile record would claim: a verdict on fewer measurements than the floor,
+    /// or than its budget allowed, or "not enough" where the budget allowed enough.
+    #[test]
+    fn a_kept_timing_tests_status_must_follow_from_its_counts_and_budget() {
+        let golden = crate::project::root().join("xtask/tests/golden/ct_record.json");
+        let r: CtRecord = crate::evidence::schema::read(&golden).unwrap().unwrap();
+        let t = r.timing.unwrap();
+        assert!(counts_hold(&t).is_ok(), "{:?}", counts_hold(&t));
+        let why = |edit: &dyn Fn(&mut CtTiming)| {
+            let mut f = t.clone();
+            edit(&mut f);
+            counts_hold(&f).unwrap_err()
+        };
+        let few = |f: &mut CtTiming| {
+            (f.asked, f.taken, f.n) = (1000, 1000, [490, 490]);
+        };
+        assert!(why(&few).contains("a verdict needs 2000"), "{}", why(&few));
+        assert!(why(&|f| f.taken = f.asked - 1).contains("a verdict needs"));
+        let b = TimeBudget::given(Duration::from_secs(600));
+        let enough = crate::evidence::schema::Budget::of(&b, 1e6, (t.taken, 0), timing::MIN_MEASUREMENTS);
+        let budgeted = CtTiming { budget: Some(enough.clone()), ..t.clone() };
+        assert!(counts_hold(&budgeted).is_ok(), "{:?}", counts_hold(&budgeted));
+        let short = crate::evidence::schema::Budget::of(&b, 1e9, (590, 0), timing::MIN_MEASUREMENTS);
+        let e = counts_hold(&CtTiming { budget: Some(short.clone()), ..t.clone() }).unwrap_err();
+        assert!(e.contains("its budget allowed 590"), "{e}");
+        let lied = crate::evidence::schema::Budget { enough: true, ..short.clone() };
+        assert!(counts_hold(&CtTiming { budget: Some(lied), ..t.clone() }).unwrap_err().contains("says enough"));
+        // Not enough: with a budget that allowed too few, or a run stopped at its limit.
+        let not_enough =
+            |budget| CtTiming { status: CtTimingStatus::NotEnough, taken: 0, t: 0.0, n: [0, 0], budget, ..t.clone() };
+        assert!(counts_hold(&not_enough(Some(short))).is_ok());
+        let stopped = crate::evidence::schema::Budget { allowed: 0, enough: false, ..enough.clone() };
+        assert!(counts_hold(&not_enough(Some(stopped))).is_ok());
+        assert!(counts_hold(&not_enough(None)).unwrap_err().contains("without a budget"));
+        let whole = CtTiming { taken: t.taken, ..not_enough(Some(enough)) };
+        assert!(counts_hold(&whole).unwrap_err().contains("allowed 20000"));
     }
 
     #[test]

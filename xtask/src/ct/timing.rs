@@ -19,15 +19,20 @@ use anyhow::{bail, Result};
 
 use crate::compile::builder::Build;
 use crate::container::sandbox::{Sandbox, Stopped};
-use crate::evidence::schema::{CtStatus, CtTiming, CtTimingStatus, MovedTest};
+use crate::evidence::schema::{Budget, CtStatus, CtTiming, CtTimingStatus, MovedTest};
 use crate::family::{CtOp, CtTimed};
 use crate::measure::runner::{self, Runner, RunnerBinary, Timed};
-use crate::measure::stats;
+use crate::measure::stats::{self, TimeBudget};
 use crate::project;
 
 /// The most of the trial's stderr the runner keeps.
 const MAX_ERR: usize = 64 << 10;
-/// The fewest and the most measurements a timing test takes (`--measurements`).
+/// The fewest and the most measurements a timing test takes (`--measurements`). The
+/// fewest is also a budget's floor: after the warm-up share, 1,960 measurements in two
+/// classes drawn at random leave each class its `MIN_PER_CLASS` of 500 but for a chance
+/// far below one in a billion, and a budget then never gives a verdict on fewer than a
+/// fixed count may; from there to `stats::ENOUGH_MEASUREMENTS` the margin rule keeps a
+/// |t| between 4.5 and 10 inconclusive.
 pub const MIN_MEASUREMENTS: u64 = 4 * stats::MIN_PER_CLASS;
 pub const MAX_MEASUREMENTS: u64 = 1_000_000;
 
@@ -57,9 +62,17 @@ pub struct Timing<'a> {
     pub sh: &'a xshell::Shell,
     pub sb: &'a Sandbox,
     pub runner: &'a RunnerBinary,
+    /// The count without a budget; with one, the most it may allow.
     pub measurements: u64,
     pub timeout: Duration,
+    /// The operation's time budget, from which the count follows.
+    pub budget: Option<&'a TimeBudget>,
 }
+
+/// A budget's first batch: what one measurement costs, by the runner's clock. Small, so
+/// that a slow operation (a second a call) spends little of its budget on it.
+pub const CALIBRATION: u64 = 32;
+pub use stats::OVERRUN;
 
 /// A record that says why no timing was taken.
 pub fn not_run(why: &str, measurements: u64) -> CtTiming {
@@ -84,6 +97,7 @@ fn blank(status: CtTimingStatus, detail: Option<String>, asked: u64) -> CtTiming
         command: vec![],
         wall_s: 0.0,
         moved: vec![],
+        budget: None,
     }
 }
 
@@ -99,29 +113,130 @@ pub fn run(t: &Timing, build: &Build, program: &str, op: &str) -> Result<CtTimin
     let command = build.command(t.sb.backend, &argv);
     let started = Instant::now();
     let mut runner = Runner::start(t.sh, t.sb, t.runner, &like)?;
-    let n = t.measurements;
+    let mut rec = match t.budget {
+        None => judged(t, batch(&mut runner, &command, t.measurements, t.timeout)?, t.measurements),
+        Some(b) => budgeted(t, (&mut runner, &command), b, started)?,
+    };
+    rec.timer_sha256 = t.runner.sha256.clone();
+    rec.command = command;
+    rec.wall_s = started.elapsed().as_secs_f64();
+    Ok(rec)
+}
+
+/// One timed run of `n` measurements: the frame and its samples, or how it stopped.
+enum Batch {
+    Taken { frame: Frame, windows: Vec<(usize, f64)>, gaps: Vec<f64>, printed: Vec<u8> },
+    Stopped(Stopped, String),
+}
+
+fn batch(runner: &mut Runner, command: &[String], n: u64, timeout: Duration) -> Result<Batch> {
     let frame = |head: &[u8], nonce: &str| {
         Frame::parse(head, nonce, n).map(|f| {
             let len = 8 * f.taken as usize + f.err_len;
             (f, len)
         })
     };
-    let (frame, bytes) = match runner.timed(&command, n, t.timeout, frame)? {
+    let (frame, bytes) = match runner.timed(command, n, timeout, frame)? {
         Timed::Frame(frame, body) => (frame, body),
-        Timed::Stopped(stopped, stderr) => return Ok(stopped_record(t, stopped, stderr)),
+        Timed::Stopped(stopped, stderr) => return Ok(Batch::Stopped(stopped, stderr)),
     };
     let words = frame.taken as usize * 4;
     let (raw, rest) = bytes.split_at(words);
     let (gaps, printed) = rest.split_at(words);
     let gaps: Vec<f64> = samples(gaps).into_iter().map(|(_, ns)| ns).collect();
-    let mut rec = match refused(&frame) {
-        Some(why) => blank(CtTimingStatus::Failed, Some(why), n),
-        None => judge(&frame, &samples(raw), &gaps, n, printed),
+    Ok(Batch::Taken { frame, windows: samples(raw), gaps, printed: printed.to_vec() })
+}
+
+/// The record of a batch of `asked` measurements.
+fn judged(t: &Timing, batch: Batch, asked: u64) -> CtTiming {
+    match batch {
+        Batch::Stopped(stopped, stderr) => stopped_record(t, stopped, stderr, asked),
+        Batch::Taken { frame, .. } if refused(&frame).is_some() => {
+            blank(CtTimingStatus::Failed, refused(&frame), asked)
+        }
+        Batch::Taken { frame, windows, gaps, printed } => judge(&frame, &windows, &gaps, asked, &printed),
+    }
+}
+
+/// The count from the budget: a first batch of [`CALIBRATION`] measurements tells what
+/// one costs by the runner's clock (its windows and the gaps between them, the
+/// candidate's process never reads that clock), and what remains of the budget after
+/// it, over that cost, is the count, capped by `--measurements`. Below
+/// [`MIN_MEASUREMENTS`], or when the run outlasts its share (a candidate fast in its
+/// first batch and slow later), the record is "not enough measurements".
+fn budgeted(
+    t: &Timing,
+    (runner, command): (&mut Runner, &[String]),
+    b: &TimeBudget,
+    started: Instant,
+) -> Result<CtTiming> {
+    let first = t.timeout.min(b.per_op);
+    let cal = batch(runner, command, CALIBRATION, first)?;
+    let unit_ns = match &cal {
+        Batch::Taken { frame, windows, gaps, .. } if frame.kind == "done" && refused(frame).is_none() => {
+            let sum: f64 = windows.iter().map(|w| w.1).chain(gaps.iter().copied()).sum();
+            sum / frame.taken.max(1) as f64
+        }
+        Batch::Stopped(Stopped::TimedOut, _) if first < t.timeout => {
+            let budget = Budget::of(b, f64::INFINITY, (0, 0), MIN_MEASUREMENTS);
+            let why =
+                format!("a first batch of {CALIBRATION} measurements outlasted the budget of {:.0} s", budget.seconds);
+            return Ok(not_enough(budget, why));
+        }
+        _ => return Ok(judged(t, cal, CALIBRATION)),
     };
-    rec.timer_sha256 = t.runner.sha256.clone();
-    rec.command = command;
-    rec.wall_s = started.elapsed().as_secs_f64();
+    let remaining = b.per_op.saturating_sub(started.elapsed());
+    let budget = allowed(b, remaining, unit_ns, t.measurements);
+    let n = budget.allowed;
+    if !budget.enough {
+        let why = format!(
+            "the budget of {:.0} s allowed {n} measurements at {} each (the first batch's), fewer than the {} a \
+             verdict needs",
+            budget.seconds,
+            stats::human_time(unit_ns),
+            MIN_MEASUREMENTS
+        );
+        return Ok(not_enough(budget, why));
+    }
+    let deadline = deadline(remaining, t.timeout);
+    let mut rec = match batch(runner, command, n, deadline)? {
+        Batch::Stopped(Stopped::TimedOut, _) if deadline < t.timeout => {
+            let why = overran(deadline, n, unit_ns);
+            return Ok(not_enough(Budget { allowed: 0, enough: false, ..budget }, why));
+        }
+        main => judged(t, main, n),
+    };
+    rec.budget = Some(budget);
     Ok(rec)
+}
+
+/// What `remaining` of budget `b` allows at `unit_ns` a measurement, at most `cap`.
+fn allowed(b: &TimeBudget, remaining: Duration, unit_ns: f64, cap: u64) -> Budget {
+    let n = stats::fits(remaining.as_nanos() as f64, unit_ns, cap);
+    Budget::of(b, unit_ns, (n, 0), MIN_MEASUREMENTS)
+}
+
+/// When a budgeted run is stopped (`stats::overrun` of what remains), never past the
+/// operator's timeout.
+fn deadline(remaining: Duration, timeout: Duration) -> Duration {
+    (remaining * OVERRUN + stats::OVERRUN_SLACK).min(timeout)
+}
+
+fn overran(deadline: Duration, n: u64, unit_ns: f64) -> String {
+    format!(
+        "stopped after {} s: {n} measurements at the first batch's {} each needed {}, and they took more than \
+         {OVERRUN}x that; none kept",
+        deadline.as_secs(),
+        stats::human_time(unit_ns),
+        stats::human_time(n as f64 * unit_ns)
+    )
+}
+
+/// No verdict: what the budget allowed is in the record.
+fn not_enough(budget: Budget, why: String) -> CtTiming {
+    let mut r = blank(CtTimingStatus::NotEnough, Some(why), budget.allowed);
+    r.budget = Some(budget);
+    r
 }
 
 /// Why the runner killed the trial before its line was sent, if it did.
@@ -132,12 +247,12 @@ fn refused(frame: &Frame) -> Option<String> {
     })
 }
 
-fn stopped_record(t: &Timing, stopped: Stopped, stderr: String) -> CtTiming {
+fn stopped_record(t: &Timing, stopped: Stopped, stderr: String, asked: u64) -> CtTiming {
     let how = match stopped {
         Stopped::TimedOut => format!("timed out after {} s", t.timeout.as_secs()),
         Stopped::Ended(o) => format!("the trial runner's container ended ({o})"),
     };
-    blank(CtTimingStatus::Failed, Some(format!("{how}: {}", project::last_lines(&stderr, 4))), t.measurements)
+    blank(CtTimingStatus::Failed, Some(format!("{how}: {}", project::last_lines(&stderr, 4))), asked)
 }
 
 /// (class, nanoseconds) of each measurement, in the order taken.
@@ -177,6 +292,12 @@ fn judge(frame: &Frame, samples: &[(usize, f64)], gaps: &[f64], asked: u64, prin
             "the operation's process ran {} helper thread(s) or process(es): its time is not the window's alone",
             frame.helpers
         ));
+    }
+    if frame.taken < MIN_MEASUREMENTS {
+        let why = format!("{} measurements, fewer than the {MIN_MEASUREMENTS} a verdict needs", frame.taken);
+        let mut r = blank(CtTimingStatus::NotEnough, Some(why), asked);
+        r.taken = frame.taken;
+        return r;
     }
     let Some(mut w) = stats::dudect(samples) else {
         return fail(format!("fewer than {} measurements in a class", stats::MIN_PER_CLASS));
@@ -263,10 +384,10 @@ mod tests {
     #[test]
     fn a_status_needs_a_whole_run_with_no_helpers() {
         let done = Frame { kind: "done".into(), value: 0, taken: 4, helpers: 0, err_len: 0 };
-        // Too few for any test.
+        // Too few for any test: fewer than a verdict needs.
         assert_eq!(
             judge(&done, &[(0, 1.0), (1, 1.0), (0, 1.0), (1, 1.0)], &[0.0; 4], 4, b"").status,
-            CtTimingStatus::Failed
+            CtTimingStatus::NotEnough
         );
         let even: Vec<(usize, f64)> = (0..4000).map(|i| (i % 2, 1000.0 + (i % 7) as f64)).collect();
         let slow: Vec<(usize, f64)> =
@@ -325,6 +446,45 @@ mod tests {
         assert!(!r.test.starts_with(AFTER) && !r.test.starts_with(NEXT), "{}", r.test);
         // ... and the moved tests are still recorded beside it.
         assert!(r.moved.iter().any(|m| m.what == AFTER && m.t.abs() > stats::THRESHOLD), "{:?}", r.moved);
+    }
+
+    /// The rule on counts: a whole run below the floor is no verdict, however large its t.
+    #[test]
+    fn fewer_measurements_than_the_floor_give_no_verdict() {
+        let n = MIN_MEASUREMENTS - 2;
+        let shifted: Vec<(usize, f64)> = (0..n).map(|i| ((i % 2) as usize, 1000.0 + 900.0 * (i % 2) as f64)).collect();
+        let done = Frame { kind: "done".into(), value: 0, taken: n, helpers: 0, err_len: 0 };
+        let r = judge(&done, &shifted, &vec![0.0; n as usize], n, b"");
+        assert_eq!((r.status, r.t), (CtTimingStatus::NotEnough, 0.0), "{r:?}");
+        // At the floor the same shift is a verdict.
+        let n = MIN_MEASUREMENTS;
+        let shifted: Vec<(usize, f64)> = (0..n).map(|i| ((i % 2) as usize, 1000.0 + 900.0 * (i % 2) as f64)).collect();
+        let r = judge(&Frame { taken: n, ..done }, &shifted, &vec![0.0; n as usize], n, b"");
+        assert_eq!(r.status, CtTimingStatus::Differs);
+    }
+
+    /// A hostile candidate fast in the first batch and slow afterwards gets a large count
+    /// and is stopped at twice its share: "not enough measurements", no verdict. Slow in
+    /// the first batch and fast afterwards, it gets a count below the floor: the same.
+    #[test]
+    fn a_budget_allows_what_fits_and_a_run_past_it_is_not_enough() {
+        let b = TimeBudget::given(Duration::from_secs(600));
+        let fast = allowed(&b, Duration::from_secs(590), 1e6, MAX_MEASUREMENTS);
+        assert_eq!((fast.allowed, fast.enough, fast.floor), (590_000, true, MIN_MEASUREMENTS));
+        assert_eq!(allowed(&b, Duration::from_secs(590), 1e6, 20_000).allowed, 20_000, "capped by --measurements");
+        // Then each measurement takes 10 ms: 5,900 s of work, stopped at 1,190 s.
+        let stop = deadline(Duration::from_secs(590), Duration::from_secs(3600));
+        assert_eq!(stop, Duration::from_secs(1190));
+        assert!(590_000.0 * 10e-3 > stop.as_secs_f64());
+        let rec = not_enough(Budget { allowed: 0, enough: false, ..fast }, overran(stop, 590_000, 1e6));
+        assert_eq!((rec.status, rec.taken), (CtTimingStatus::NotEnough, 0));
+        assert!(rec.detail.as_deref().unwrap().contains("none kept"), "{:?}", rec.detail);
+        // Slow first (0.35 s a measurement, BRQC-512's dec): 1,685 fit, below the floor.
+        let slow = allowed(&b, Duration::from_secs(590), 0.35e9, MAX_MEASUREMENTS);
+        assert_eq!((slow.allowed, slow.enough), (1685, false));
+        // The operator's timeout bounds the deadline; a unit of no time allows nothing.
+        assert_eq!(deadline(Duration::from_secs(590), Duration::from_secs(600)), Duration::from_secs(600));
+        assert_eq!(allowed(&b, Duration::from_secs(590), 0.0, MAX_MEASUREMENTS).allowed, 0);
     }
 
     #[test]

@@ -518,6 +518,9 @@ pub struct Record {
     /// The core the trials ran on (absent: not confined to one by the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core: Option<CoreUse>,
+    /// The operation's time budget and the trials it allowed (absent: the plan's counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
     pub environment: Environment,
     pub toolchain: ToolchainRecord,
     pub sandbox: Limits,
@@ -1443,6 +1446,31 @@ pub struct CtTiming {
     /// before the timer timed the gaps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<MovedTest>,
+    /// The timing test's time budget and the measurements it allowed (absent: a fixed count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
+}
+
+/// A step's time budget for one operation and what it allowed (`measure::stats`'s
+/// budget rules): `ct`'s measurements, or `bench`'s trials of `iterations` each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// The operation's budget, in seconds.
+    pub seconds: f64,
+    /// Where it came from (`--budget`, or a campaign's share of its own).
+    pub source: String,
+    /// What one unit (a measurement, a trial) cost by the tool's clock, outside the
+    /// candidate's process, in ns; the count follows from it.
+    pub unit_ns: f64,
+    /// Measurements (ct) or trials (bench) the budget allowed, as run.
+    pub allowed: u64,
+    /// Iterations of each trial (bench; 0 for ct).
+    pub iterations: u64,
+    /// The fewest that give a verdict.
+    pub floor: u64,
+    /// `allowed` reached `floor`: otherwise the result is "not enough measurements".
+    pub enough: bool,
 }
 
 /// One of dudect's tests on where work moved out of the window would be.
@@ -1468,6 +1496,9 @@ pub enum CtTimingStatus {
     NotRun,
     /// The operation, the driver or the timer failed; `detail` says how.
     Failed,
+    /// The time budget allowed fewer measurements than a verdict needs, or the run
+    /// outlasted it: no verdict either way; `detail` and `budget` say what it allowed.
+    NotEnough,
 }
 
 impl CtTimingStatus {
@@ -1478,6 +1509,7 @@ impl CtTimingStatus {
             CtTimingStatus::Inconclusive => "timing inconclusive",
             CtTimingStatus::NotRun => "timing not run",
             CtTimingStatus::Failed => "timing failed",
+            CtTimingStatus::NotEnough => "not enough measurements",
         }
     }
 }

@@ -30,8 +30,9 @@ use crate::measure::env;
 use crate::measure::hostgate::{self, Gate};
 use crate::measure::runner::{self, Runner};
 use crate::measure::sizes::{self, CatalogRow, Sizes};
-use crate::measure::stats::{self, PlanSpec, Trial};
+use crate::measure::stats::{self, PlanSpec, TimeBudget, Trial};
 use crate::{container::emulation, project};
+use std::time::Instant;
 
 /// `bench`: time the family's operations of every instance.
 #[derive(Debug, Clone)]
@@ -48,6 +49,8 @@ pub struct Bench {
     pub resume: bool,
     /// A campaign's timing core for this bench (`cpu` is its core); None: a bench alone.
     pub slot: Option<TimingSlot>,
+    /// A time budget per operation, from which its trials and iterations follow.
+    pub budget: Option<TimeBudget>,
 }
 
 /// One timing core of a campaign, held by one step: the run's division of the cores and
@@ -748,6 +751,7 @@ impl Bench {
     /// Calibrate (unless iterations are fixed), plan, run the trials and re-run
     /// disturbed ones a bounded number of times.
     pub(crate) fn time_op(&self, ctx: &Ctx, op: &OpId) -> Result<Timed> {
+        let started = Instant::now();
         let spec = self.plan_spec();
         let (mut calibration, mut control) = (Vec::new(), Vec::new());
         let mut checked = Vec::new();
@@ -756,8 +760,13 @@ impl Bench {
         crate::ui::doing("measuring a trial process's start");
         let allowance = allowance_ns(ctx.start_cpu(runner)?, ctx.sb.jit);
         crate::ui::doing("calibrating");
+        // The last calibration run's wall time by the host's clock: what a call costs,
+        // start and warm-up included, whatever the driver says of it.
+        let mut host_per_op;
         let (plan, estimate) = if let Some(n) = self.iterations {
+            let t = Instant::now();
             let r = ctx.run(runner, op, 1, 1)?;
+            host_per_op = t.elapsed().as_nanos() as f64 / 2.0;
             checked.push(HostRun::of(&r));
             calibration.push(Calibration { iterations: 1, ns: r.ns });
             control.extend(r.control);
@@ -765,7 +774,9 @@ impl Bench {
             (stats::Plan { iterations: n, warmups: stats::plan(&spec, est).warmups }, est)
         } else {
             // One call, then a run of about a tenth of the target: one call alone is noisy.
+            let t = Instant::now();
             let first = ctx.run(runner, op, 1, 1)?;
+            host_per_op = t.elapsed().as_nanos() as f64 / 2.0;
             checked.push(HostRun::of(&first));
             calibration.push(Calibration { iterations: 1, ns: first.ns });
             control.extend(first.control);
@@ -773,7 +784,9 @@ impl Bench {
             let n = ((spec.trial_target_s * 1e8) / est.max(1.0)).floor() as u64;
             if n > 1 {
                 let n = n.min(spec.max_iterations);
+                let t = Instant::now();
                 let r = ctx.run(runner, op, n, 1)?;
+                host_per_op = t.elapsed().as_nanos() as f64 / (n + 1) as f64;
                 checked.push(HostRun::of(&r));
                 calibration.push(Calibration { iterations: n, ns: r.ns });
                 control.extend(r.control);
@@ -781,11 +794,21 @@ impl Bench {
             }
             (stats::plan(&spec, est), est)
         };
+        let (plan, trials, budget) = self.fit(&spec, plan, started, host_per_op.max(estimate));
+        let within = || self.budget.as_ref().is_none_or(|b| started.elapsed() < b.per_op);
         let mut slots: Vec<Vec<(Trial, DriverReport)>> = Vec::new();
-        for n in 0..spec.trials {
-            crate::ui::doing(format!("trial {} of {}", n + 1, spec.trials));
+        // A library fast in calibration and slow afterwards: no trial starts past the
+        // overrun, and the record says what ran.
+        let over = || self.budget.as_ref().is_some_and(|b| stats::overrun(b.per_op, started.elapsed()));
+        for n in 0..trials {
+            if n > 0 && over() {
+                crate::warning!("{}: past its budget after {n} of {trials} trials; stopped", op.name());
+                break;
+            }
+            crate::ui::doing(format!("trial {} of {trials}", n + 1));
             slots.push(vec![self.trial(ctx, runner, op, plan)?]);
         }
+        let budget = budget.map(|b| b.ran(slots.len() as u64));
         let mut counter_is_cycles = slots[0][0].1.counter == CounterKind::PerfCycles;
         let mut disturbed_total = 0;
         loop {
@@ -801,7 +824,7 @@ impl Bench {
                     last.0.disturbed = true;
                     disturbed_total += 1;
                 }
-                if slot.len() <= spec.max_reruns as usize {
+                if slot.len() <= spec.max_reruns as usize && within() {
                     slot.last_mut().unwrap().0.replaced = true;
                     slot.push(self.trial(ctx, runner, op, plan)?);
                     rerun = true;
@@ -819,7 +842,7 @@ impl Bench {
             kept.iter()
                 .map(|r| (r.host_cpu.as_ref().and_then(HostCpu::ns), r.ns, r.ticks, r.accounted_ns, r.iterations)),
         );
-        let calls = CallsPlan { n: stats::calls_for(&spec, estimate), warmups: plan.warmups, reference };
+        let calls = CallsPlan { n: calls_within(&spec, estimate, budget.as_ref()), warmups: plan.warmups, reference };
         let calls = ctx.per_call(runner, op, calls)?;
         checked.extend(calls.host.clone());
         let probe = match probe_iterations(&kept, allowance) {
@@ -835,6 +858,7 @@ impl Bench {
         crate::ui::doing("the stack run");
         let stack = Some(ctx.stack(runner, op)?);
         Ok(Timed {
+            budget,
             stack,
             per_call: Some(calls.rec),
             spec,
@@ -863,6 +887,23 @@ impl Bench {
             },
             None => schema::CoreUse { core, siblings, timing_cores: vec![core], others_on: vec![], beside: None },
         })
+    }
+
+    /// The plan within the budget, if any: its iterations, the trials to run, and what the
+    /// budget allowed (`stats::fit_trials`, on what remains of it after calibration).
+    fn fit(
+        &self,
+        spec: &PlanSpec,
+        plan: stats::Plan,
+        started: Instant,
+        per_op: f64,
+    ) -> (stats::Plan, u64, Option<schema::Budget>) {
+        let Some(b) = &self.budget else { return (plan, u64::from(spec.trials), None) };
+        let remaining = b.per_op.saturating_sub(started.elapsed()).as_nanos() as f64;
+        let f = stats::fit_trials(spec, plan, remaining, per_op);
+        let plan = stats::Plan { iterations: f.iterations, ..plan };
+        let unit = (f.iterations + plan.warmups) as f64 * per_op;
+        (plan, f.trials, Some(schema::Budget::of(b, unit, (f.trials, f.iterations), stats::TRIALS_FLOOR)))
     }
 
     fn trial(
@@ -936,6 +977,7 @@ impl Bench {
             memory,
             per_call: timed.per_call.clone(),
             core: None,
+            budget: timed.budget.clone(),
             environment: facts.environment.clone(),
             toolchain: tc.clone(),
             sandbox: ctx.sb.limits.clone(),
@@ -1317,6 +1359,8 @@ impl<'a> Kept<'a> {
             && r.host_gate == *facts.gate
             && r.system == b.inputs.system
             && r.quick == b.quick
+            && r.budget.as_ref().map(|x| (x.seconds, x.source.as_str()))
+                == b.budget.as_ref().map(|x| (x.per_op.as_secs_f64(), x.source.as_str()))
             && r.host_check.credibility != Credibility::NotCredible;
         if !same {
             crate::detail!("{rel}: made by another run setting; timed again");
@@ -1346,9 +1390,9 @@ pub(crate) fn check_figures(r: &Record) -> Result<()> {
         bail!("trial {} ran {} iterations, not the plan's {}", t.slot, t.trial.iterations, r.plan.iterations);
     }
     let slots: std::collections::BTreeSet<usize> = r.trials.iter().map(|t| t.slot).collect();
-    let planned = r.plan.spec.trials as usize;
+    let planned = planned_trials(r)?;
     if slots.len() != planned || slots.iter().any(|&s| s >= planned) {
-        bail!("its trials fill {} slots of the plan's {}", slots.len(), r.plan.spec.trials);
+        bail!("its trials fill {} slots of the plan's {planned}", slots.len());
     }
     // The host's readings of the trials bound the credibility (calibration runs, not
     // recorded, can only make it worse).
@@ -1381,6 +1425,29 @@ fn check_core(r: &Record) -> Result<()> {
         bail!("the run's other work is said to have run on core {o}, a timing core or its sibling");
     }
     Ok(())
+}
+
+/// The trials a record's plan asked: the spec's, or what its budget allowed, which holds
+/// together (enough only from the floor up, never more than the spec's, the iterations
+/// its trials ran).
+fn planned_trials(r: &Record) -> Result<usize> {
+    let Some(b) = &r.budget else { return Ok(r.plan.spec.trials as usize) };
+    if let Some(why) = b.contradiction(stats::TRIALS_FLOOR) {
+        bail!("{why}");
+    }
+    if b.allowed == 0 || b.allowed > u64::from(r.plan.spec.trials) || b.iterations != r.plan.iterations {
+        bail!(
+            "its budget allowed {} trials of {} iterations, for a plan of {} trials of {}",
+            b.allowed,
+            b.iterations,
+            r.plan.spec.trials,
+            r.plan.iterations
+        );
+    }
+    if r.plan.fixed_iterations {
+        bail!("it has a budget and fixed iterations, which exclude each other");
+    }
+    Ok(b.allowed as usize)
 }
 
 /// A calls run's figures are what its samples give, and agree with the trials'.
@@ -1463,6 +1530,8 @@ pub(crate) struct Timed {
     pub stack: Option<StackMark>,
     /// The calls run (none in tests that make a `Timed` by hand).
     pub per_call: Option<PerCall>,
+    /// What the operation's budget allowed, when it had one.
+    pub budget: Option<schema::Budget>,
 }
 
 impl Timed {
@@ -1495,6 +1564,16 @@ fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audi
 }
 
 /// The bench step's wall time against the time of its timing runs.
+/// The calls run's size: `stats::calls_for`, and within a budget no more than a trial's
+/// iterations (the budget counts the calls run as one trial more), odd.
+fn calls_within(spec: &PlanSpec, estimate: f64, budget: Option<&schema::Budget>) -> u64 {
+    let n = stats::calls_for(spec, estimate);
+    match budget {
+        Some(b) if b.iterations < n => (b.iterations - u64::from(b.iterations.is_multiple_of(2))).max(1),
+        _ => n,
+    }
+}
+
 fn overhead_line(wall: Duration, trials_ns: u64) -> String {
     let (wall, trials) = (wall.as_secs_f64(), trials_ns as f64 / 1e9);
     let ratio = if trials > 0.0 { format!("{:.2}×", wall / trials) } else { "-".into() };
@@ -1521,7 +1600,7 @@ fn print_audit(audit: &[Disagreement]) {
 fn print_row(r: &Record, kept: bool) {
     let a = &r.aggregate;
     crate::ui::row(crate::evidence::schema::ResultRow {
-        median_ns_per_op: Some(a.median_trial_ns),
+        median_ns_per_op: stats::enough(r).then_some(a.median_trial_ns),
         origin: if kept { "kept" } else { "new" }.into(),
         ..crate::evidence::schema::ResultRow::measured(&r.id, &r.label, &r.op, "timed")
     });
@@ -1542,6 +1621,15 @@ fn print_row(r: &Record, kept: bool) {
     }
     if kept {
         notes.push("kept (--resume)".into());
+    }
+    if let Some(b) = r.budget.as_ref().filter(|b| !b.enough) {
+        notes.push(format!(
+            "{}: {} s allowed {} trial(s) of {}",
+            stats::NOT_ENOUGH,
+            b.seconds,
+            b.allowed,
+            b.iterations
+        ));
     }
     crate::say!(
         "  {:<18} {:<9} {:>14} {:>10} {:>9} {:>12} {:>18}{}",
@@ -1909,5 +1997,54 @@ mod tests {
         assert!(forged(honest.clone(), &|p| p.figures.as_mut().unwrap().median /= 2).contains("not what its samples"));
         assert!(forged(low, &|p| p.doubt = None).contains("doubt is not what"));
         assert!(forged(honest, &|p| p.overhead = vec![1 << 40; 31]).contains("no less than the median call"));
+    }
+
+    /// A budget's record holds together: its trials are what it allowed, "enough" only
+    /// from the floor up, and no fixed iterations beside it.
+    #[test]
+    fn a_kept_records_budget_must_match_its_trials() {
+        let golden = project::root().join("xtask/tests/golden/record.json");
+        let r: Record = schema::read(&golden).unwrap().unwrap();
+        let planned = r.plan.spec.trials as u64;
+        let b = TimeBudget::given(Duration::from_secs(60));
+        let budget = schema::Budget::of(&b, 1e8, (planned, r.plan.iterations), stats::TRIALS_FLOOR);
+        let ok = Record { budget: Some(budget.clone()), ..r.clone() };
+        assert!(check_figures(&ok).is_ok(), "{:#}", check_figures(&ok).unwrap_err());
+        assert!(stats::enough(&ok) && stats::enough(&r));
+        let why = |edit: &dyn Fn(&mut schema::Budget)| {
+            let mut f = ok.clone();
+            edit(f.budget.as_mut().unwrap());
+            format!("{:#}", check_figures(&f).unwrap_err())
+        };
+        assert!(why(&|b| b.enough = false).contains("not enough with 3 allowed"), "{}", why(&|b| b.enough = false));
+        assert!(why(&|b| b.floor = 1).contains("floor"));
+        assert!(why(&|b| b.iterations += 1).contains("iterations"));
+        // Fewer trials allowed than the record holds, said enough or not.
+        assert!(why(&|b| b.allowed = 2).contains("says enough"));
+        assert!(why(&|b| (b.allowed, b.enough) = (2, false)).contains("slots"));
+        let fixed = Record { plan: PlanRecord { fixed_iterations: true, ..ok.plan.clone() }, ..ok.clone() };
+        assert!(format!("{:#}", check_figures(&fixed).unwrap_err()).contains("exclude"));
+        // Not enough: shown as such, never as figures (the noise rule names it first).
+        let mut few = ok.clone();
+        few.budget.as_mut().unwrap().enough = false;
+        few.budget.as_mut().unwrap().allowed = 2;
+        few.trials.retain(|t| t.slot < 2);
+        few.aggregate = stats::aggregate(&few.trials.iter().map(|t| t.trial.clone()).collect::<Vec<_>>());
+        few.reruns = few.trials.iter().filter(|t| t.trial.replaced).count();
+        few.memory =
+            Memory { stack: few.memory.stack.clone(), ..Memory::of(&few.trials, few.memory.static_image_bytes) };
+        assert!(check_figures(&few).is_ok(), "{:#}", check_figures(&few).unwrap_err());
+        assert!(!stats::enough(&few) && stats::indicative(&few)[0] == stats::NOT_ENOUGH);
+    }
+
+    #[test]
+    fn the_calls_run_stays_within_a_budgets_trial() {
+        let spec = PlanSpec::reference(1.0);
+        let b = |iterations| schema::Budget::of(&TimeBudget::given(Duration::from_secs(9)), 1.0, (3, iterations), 3);
+        assert_eq!(calls_within(&spec, 20_000.0, None), stats::CALLS_MAX);
+        assert_eq!(calls_within(&spec, 20_000.0, Some(&b(13))), 13);
+        assert_eq!(calls_within(&spec, 20_000.0, Some(&b(14))), 13);
+        assert_eq!(calls_within(&spec, 20_000.0, Some(&b(1))), 1);
+        assert_eq!(calls_within(&spec, 20_000.0, Some(&b(50_000))), stats::CALLS_MAX);
     }
 }

@@ -730,6 +730,7 @@ mod tests {
             host_check: crate::evidence::schema::HostCheck::of(&[], 0),
             stack: None,
             per_call: None,
+            budget: None,
         }
     }
 

@@ -34,6 +34,144 @@ pub fn plan(spec: &PlanSpec, ns_per_op: f64) -> Plan {
     Plan { iterations, warmups }
 }
 
+// ---- Time budgets: the counts a budget allows, and the floor of a verdict
+
+/// A step's time budget for one operation, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeBudget {
+    pub per_op: std::time::Duration,
+    pub source: String,
+}
+
+impl TimeBudget {
+    /// The operator's `--budget` of one command.
+    pub fn given(per_op: std::time::Duration) -> TimeBudget {
+        TimeBudget { per_op, source: "--budget".into() }
+    }
+
+    /// A campaign's `--budget` in equal shares over its `ops` timed operations (each
+    /// operation's cost is not known before it is timed; an equal share is the one
+    /// division that needs no guess). None without operations.
+    pub fn share(total: std::time::Duration, ops: u64) -> Option<TimeBudget> {
+        let n = u32::try_from(ops).ok().filter(|&n| n > 0)?;
+        let source = format!("campaign --budget {}: an equal share of {ops} timed operations", humantime_secs(total));
+        Some(TimeBudget { per_op: total / n, source })
+    }
+
+    pub fn ns(&self) -> f64 {
+        self.per_op.as_nanos() as f64
+    }
+}
+
+/// `1h 30m`, as `--budget` takes it (whole seconds).
+pub fn humantime_secs(d: std::time::Duration) -> String {
+    humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// Units of `unit_ns` each that fit in `budget_ns`, at most `cap`; none for a unit that
+/// is not a positive time.
+pub fn fits(budget_ns: f64, unit_ns: f64, cap: u64) -> u64 {
+    if unit_ns.is_nan() || unit_ns <= 0.0 || budget_ns.is_nan() || budget_ns <= 0.0 {
+        return 0;
+    }
+    // `as` saturates: an infinite quotient is u64::MAX, then the cap.
+    ((budget_ns / unit_ns).floor() as u64).min(cap)
+}
+
+/// A budgeted run that outlasts its budget by this factor (and `OVERRUN_SLACK`, for a
+/// process's start) is stopped where it stands: what it took longer for than its
+/// calibration said is not measured further (ct's run, bench's next trial).
+pub const OVERRUN: u32 = 2;
+pub const OVERRUN_SLACK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Past the point where a run of `budget` is stopped.
+pub fn overrun(budget: std::time::Duration, elapsed: std::time::Duration) -> bool {
+    elapsed > budget * OVERRUN + OVERRUN_SLACK
+}
+
+/// bench's floor: fewer kept trials than the quick plan's three leave `disturbed`
+/// nothing to judge by (of two trials, each is as far from their median as the other),
+/// so a budget that fits fewer gives "not enough measurements", not figures.
+pub const TRIALS_FLOOR: u64 = 3;
+
+/// Trials and iterations within a budget (`bench`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fitted {
+    pub trials: u64,
+    pub iterations: u64,
+    pub enough: bool,
+}
+
+/// The plan's trials of `plan`'s iterations (and warm-ups) that fit in `budget_ns` at
+/// `per_op_ns`, the calls run after them counted as one trial more. When fewer than
+/// [`TRIALS_FLOOR`] fit, shorter trials at the floor; when not even one iteration each
+/// fits, not enough: the trials of one iteration that fit, at least one (a record holds
+/// one) and fewer than the floor.
+pub fn fit_trials(spec: &PlanSpec, plan: Plan, budget_ns: f64, per_op_ns: f64) -> Fitted {
+    let per_trial = (plan.iterations + plan.warmups) as f64 * per_op_ns;
+    let trials = fits(budget_ns, per_trial, u64::MAX).saturating_sub(1).min(u64::from(spec.trials));
+    if trials >= TRIALS_FLOOR {
+        return Fitted { trials, iterations: plan.iterations, enough: true };
+    }
+    let per_floor_trial = budget_ns / (TRIALS_FLOOR + 1) as f64;
+    let iterations = fits(per_floor_trial, per_op_ns, u64::MAX).saturating_sub(plan.warmups).min(plan.iterations);
+    if iterations >= 1 && u64::from(spec.trials) >= TRIALS_FLOOR {
+        return Fitted { trials: TRIALS_FLOOR, iterations, enough: true };
+    }
+    let one = fits(budget_ns, (1 + plan.warmups) as f64 * per_op_ns, u64::MAX).saturating_sub(1);
+    let trials = one.clamp(1, (TRIALS_FLOOR - 1).min(u64::from(spec.trials).max(1)));
+    Fitted { trials, iterations: 1, enough: false }
+}
+
+pub use crate::evidence::schema::Budget;
+
+/// What a page and the console say where a budget allowed too few for a result.
+pub const NOT_ENOUGH: &str = "not enough measurements";
+
+/// Whether a record's budget (if any) allowed enough trials for its figures to stand.
+pub fn enough(r: &crate::evidence::schema::Record) -> bool {
+    r.budget.as_ref().is_none_or(|b| b.enough)
+}
+
+impl Budget {
+    /// What `budget` allowed: `allowed` units of `unit_ns` (of `iterations` each, bench),
+    /// enough when they reach `floor`.
+    pub fn of(budget: &TimeBudget, unit_ns: f64, (allowed, iterations): (u64, u64), floor: u64) -> Budget {
+        Budget {
+            seconds: budget.per_op.as_secs_f64(),
+            source: budget.source.clone(),
+            unit_ns: if unit_ns.is_finite() { unit_ns } else { 0.0 },
+            allowed,
+            iterations,
+            floor,
+            enough: allowed >= floor,
+        }
+    }
+
+    /// The budget as run: `n` of what it allowed, stopped early past [`overrun`].
+    pub fn ran(self, n: u64) -> Budget {
+        let allowed = n.min(self.allowed);
+        Budget { allowed, enough: allowed >= self.floor, ..self }
+    }
+
+    /// Why a kept record's budget contradicts itself or the floor of today; None when
+    /// it holds together.
+    pub fn contradiction(&self, floor: u64) -> Option<String> {
+        if self.floor != floor {
+            return Some(format!("its budget's floor is {}, not {floor}", self.floor));
+        }
+        if self.enough != (self.allowed >= self.floor) {
+            return Some(format!(
+                "its budget says {} with {} allowed of a floor of {}",
+                if self.enough { "enough" } else { "not enough" },
+                self.allowed,
+                self.floor
+            ));
+        }
+        (!self.seconds.is_finite() || self.seconds <= 0.0).then(|| format!("a budget of {} s", self.seconds))
+    }
+}
+
 pub use crate::evidence::domain::Trial;
 
 impl Trial {
@@ -268,6 +406,9 @@ pub const TRUSTED_SPREAD: f64 = 0.10;
 pub fn indicative(r: &crate::evidence::schema::Record) -> Vec<String> {
     let a = &r.aggregate;
     let mut why = Vec::new();
+    if !enough(r) {
+        why.push(NOT_ENOUGH.to_owned());
+    }
     if r.quick {
         why.push("quick run".to_owned());
     }
@@ -612,6 +753,54 @@ mod tests {
         assert_eq!(plan(&spec, 6e9), Plan { iterations: 20, warmups: 0 });
         // The arm_1 target of 0.5 s halves the short-operation count.
         assert_eq!(plan(&PlanSpec::reference(0.5), 18e6).iterations, 27);
+    }
+
+    /// The figures: BRQC-128's dec at 33 ms, BRQC-512's at 1.07 G cycles
+    /// (0.357 s at 3 GHz), on the reference plan of a 1 s trial target.
+    #[test]
+    fn a_budget_fits_the_plans_trials_then_shorter_ones_then_not_enough() {
+        let spec = PlanSpec::reference(1.0);
+        let brqc128 = plan(&spec, 33e6);
+        assert_eq!(brqc128, Plan { iterations: 30, warmups: 3 });
+        // 33 calls a trial, 1.089 s: 10 s fit 9, the calls run one of them, 5 the plan's.
+        assert_eq!(fit_trials(&spec, brqc128, 10e9, 33e6), Fitted { trials: 5, iterations: 30, enough: true });
+        // 4 s fit 3 trials with the calls run: the floor, at the plan's length.
+        assert_eq!(fit_trials(&spec, brqc128, 4.4e9, 33e6), Fitted { trials: 3, iterations: 30, enough: true });
+        let brqc512 = plan(&spec, 0.357e9);
+        assert_eq!(brqc512, Plan { iterations: 20, warmups: 1 });
+        assert_eq!(fit_trials(&spec, brqc512, 600e9, 0.357e9).trials, 5);
+        // 20 s fit one trial of 21 calls: the floor's 3 trials (and the calls run) of 13.
+        assert_eq!(fit_trials(&spec, brqc512, 20e9, 0.357e9), Fitted { trials: 3, iterations: 13, enough: true });
+        // 1 s: not one call a trial at the floor; one trial of one iteration, not enough.
+        assert_eq!(fit_trials(&spec, brqc512, 1e9, 0.357e9), Fitted { trials: 1, iterations: 1, enough: false });
+        // 2.5 s: three trials of one call and its warm-up fit, but not the calls run too.
+        assert_eq!(fit_trials(&spec, brqc512, 2.5e9, 0.357e9), Fitted { trials: 2, iterations: 1, enough: false });
+        // Fewer trials asked than the floor: never enough under a budget.
+        let two = PlanSpec { trials: 2, ..spec.clone() };
+        assert!(!fit_trials(&two, brqc128, 1e12, 33e6).enough);
+        // A cost of no time (or not a number) fits nothing.
+        assert_eq!((fits(1e9, 0.0, 9), fits(1e9, f64::NAN, 9), fits(1e9, 1.0, 9), fits(-1.0, 1.0, 9)), (0, 0, 9, 0));
+    }
+
+    #[test]
+    fn a_campaign_budget_is_shared_equally_and_a_budget_record_holds_together() {
+        let share = TimeBudget::share(std::time::Duration::from_secs(6 * 3600), 12).unwrap();
+        assert_eq!(share.per_op, std::time::Duration::from_secs(1800));
+        assert_eq!(share.source, "campaign --budget 6h: an equal share of 12 timed operations");
+        assert!(TimeBudget::share(std::time::Duration::from_secs(60), 0).is_none());
+        let b = Budget::of(&share, 1e6, (2000, 0), 2000);
+        assert!(b.enough && b.contradiction(2000).is_none());
+        assert!(Budget { enough: false, ..b.clone() }.contradiction(2000).unwrap().contains("not enough"));
+        assert!(Budget { allowed: 1999, ..b.clone() }.contradiction(2000).unwrap().contains("says enough"));
+        assert!(b.contradiction(3).unwrap().contains("floor"));
+        assert!(Budget { seconds: 0.0, ..b.clone() }.contradiction(2000).is_some());
+        // Stopped early: what ran is what it allowed, and below the floor not enough.
+        let five = Budget::of(&share, 1e9, (5, 100), TRIALS_FLOOR);
+        assert_eq!((five.clone().ran(3).allowed, five.clone().ran(3).enough), (3, true));
+        assert_eq!((five.clone().ran(1).allowed, five.clone().ran(1).enough), (1, false));
+        assert_eq!(five.clone().ran(9), five);
+        let s = std::time::Duration::from_secs;
+        assert!(!overrun(s(60), s(130)) && overrun(s(60), s(131)));
     }
 
     #[test]

@@ -109,7 +109,7 @@ fn timing(w: &mut String, records: &[CtRecord]) -> Result<()> {
         "| instance | operation | timing | t | test of the largest \\|t\\| | measurements (class 0 / 1) | mean class 0 | mean class 1 |\n|---|---|---|---|---|---|---|---|"
     )?;
     for (r, t) in &timed {
-        let figures = !matches!(t.status, CtTimingStatus::NotRun | CtTimingStatus::Failed);
+        let figures = !matches!(t.status, CtTimingStatus::NotRun | CtTimingStatus::Failed | CtTimingStatus::NotEnough);
         let (tv, n, m0, m1) = if figures {
             let ns = |v: f64| crate::pages::forms::time(v);
             (format!("{:.2}", t.t), format!("{} / {}", t.n[0], t.n[1]), ns(t.mean_ns[0]), ns(t.mean_ns[1]))
@@ -119,10 +119,42 @@ fn timing(w: &mut String, records: &[CtRecord]) -> Result<()> {
         let (label, op, test) = (md(&r.label), r.op.name(), md(&t.test));
         writeln!(w, "| {label} | {op} | {} | {tv} | {test} | {n} | {m0} | {m1} |", t.status.as_str())?;
     }
+    budgets(w, &timed)?;
     for (r, t) in &timed {
         if let Some(d) = &t.detail {
             writeln!(w, "\n- {} {} timing: {}", md(&r.label), r.op.name(), md(d))?;
         }
+    }
+    Ok(())
+}
+
+/// The time budgets the tests ran within, and the measurements each allowed.
+fn budgets(w: &mut String, timed: &[(&CtRecord, &crate::evidence::schema::CtTiming)]) -> Result<()> {
+    let with: Vec<_> = timed.iter().filter_map(|(r, t)| t.budget.as_ref().map(|b| (r, b))).collect();
+    let Some((_, first)) = with.first() else { return Ok(()) };
+    writeln!(
+        w,
+        "\nTime budgets ({}): each test's measurements are what fit in its budget at the cost of one, learned \
+         from a first batch of {} by the trial runner's clock and capped by `--measurements`; fewer than {} (or a \
+         run that outlasted {}x its share) is \"{}\", no verdict either way.\n",
+        md(&first.source),
+        crate::ct::timing::CALIBRATION,
+        crate::ct::timing::MIN_MEASUREMENTS,
+        crate::ct::timing::OVERRUN,
+        CtTimingStatus::NotEnough.as_str()
+    )?;
+    writeln!(w, "| instance | operation | budget | per measurement | allowed |\n|---|---|---|---|---|")?;
+    for (r, b) in with {
+        let ns = |v: f64| crate::pages::forms::time(v);
+        let allowed = if b.enough { b.allowed.to_string() } else { format!("{}: not enough", b.allowed) };
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {allowed} |",
+            md(&r.label),
+            r.op.name(),
+            ns(b.seconds * 1e9),
+            ns(b.unit_ns)
+        )?;
     }
     Ok(())
 }
@@ -215,7 +247,7 @@ pub fn cell(records: &[CtRecord], label: &str) -> String {
         .map(|r| r.op.name())
         .collect();
     let mut head = if n == 0 { format!("none found ({} ops)", mine.len()) } else { format!("{n} finding(s)") };
-    for status in [CtTimingStatus::Differs, CtTimingStatus::Inconclusive] {
+    for status in [CtTimingStatus::Differs, CtTimingStatus::Inconclusive, CtTimingStatus::NotEnough] {
         let ops: Vec<&str> = mine
             .iter()
             .filter(|r| r.timing.as_ref().is_some_and(|t| t.status == status))

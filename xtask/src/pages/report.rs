@@ -532,10 +532,35 @@ fn performance(w: &mut String, e: &Evidence) -> Result<()> {
 /// per operation otherwise.
 fn figures(w: &mut String, (family, records): (&Family, &[Record]), head: &str) -> Result<()> {
     if family.ops.iter().any(|o| o.bytes.is_some()) {
-        per_message(w, (family, records), head)
+        per_message(w, (family, records), head)?;
     } else {
-        per_operation(w, (family, records), head)
+        per_operation(w, (family, records), head)?;
     }
+    budgets(w, records)
+}
+
+/// The time budgets the records were timed within, and what each allowed.
+fn budgets(w: &mut String, records: &[Record]) -> Result<()> {
+    let with: Vec<(&Record, &crate::evidence::schema::Budget)> =
+        records.iter().filter_map(|r| r.budget.as_ref().map(|b| (r, b))).collect();
+    let Some((_, first)) = with.first() else { return Ok(()) };
+    writeln!(
+        w,
+        "\nTime budgets ({}): each operation's trials are what fit in its budget at the cost of one trial that \
+         calibration measured by the host's clock (the calls run after them counted as one trial more), shorter \
+         trials when fewer than {} fit; below that, \"{}\": its figures are no result.\n",
+        md(&first.source),
+        stats::TRIALS_FLOOR,
+        stats::NOT_ENOUGH
+    )?;
+    writeln!(w, "| instance | operation | budget | per trial | allowed (trials × iters) |\n|---|---|---|---|---|")?;
+    for (r, b) in with {
+        let allowed = format!("{} × {}", b.allowed, b.iterations);
+        let allowed = if b.enough { allowed } else { format!("{allowed}: {}", stats::NOT_ENOUGH) };
+        let (budget, unit) = (forms::time(b.seconds * 1e9), forms::time(b.unit_ns));
+        writeln!(w, "| {} | {} | {budget} | {unit} | {allowed} |", md(&r.label), op_cell(r))?;
+    }
+    Ok(())
 }
 
 /// The message size an operation of the family hashes (`hash_4096`: 4096).
@@ -555,6 +580,12 @@ fn per_message(w: &mut String, (family, records): (&Family, &[Record]), head: &s
     let (mut depends, mut too_few) = (Vec::new(), Vec::new());
     for r in records {
         let a = &r.aggregate;
+        if !stats::enough(r) {
+            let size = message_bytes(family, r).map_or_else(|| op_cell(r), |b| format!("{b} B"));
+            let n = format!("{} ({} × {})", a.n, a.trials, a.iterations);
+            writeln!(w, "| {} | {size} | {} | | | | {n} | – |", md(&r.label), stats::NOT_ENOUGH)?;
+            continue;
+        }
         let Some(bytes) = message_bytes(family, r) else {
             writeln!(
                 w,
@@ -684,6 +715,11 @@ fn per_operation(w: &mut String, (family, records): (&Family, &[Record]), head: 
     writeln!(w, "|---|---|---|---|---|---|---|---|")?;
     for r in records {
         let a = &r.aggregate;
+        if !stats::enough(r) {
+            let n = format!("{} ({} × {})", a.n, a.trials, a.iterations);
+            writeln!(w, "| {} | {} | {} | – | – | – | {n} | – |", md(&r.label), op_cell(r), stats::NOT_ENOUGH)?;
+            continue;
+        }
         writeln!(
             w,
             "| {} | {} | {} | {} | {} | {} | {} ({} × {}){} | {} |",
@@ -1270,6 +1306,26 @@ mod tests {
         content_row(&mut depends, &mut too_few, "h 65536 B", &control(ContentVerdict::TooFewMeasurements, None));
         assert_eq!(depends, ["h 4096 B (t = -80.0; 50 × the reference content's time per call)"]);
         assert_eq!(too_few, ["h 65536 B (600 and 400 measurements)"]);
+    }
+
+    /// A record whose budget allowed too few trials shows no figure, and says so where
+    /// the figures would be; the budget's table says what each budget allowed.
+    #[test]
+    fn figures_a_budget_did_not_allow_are_not_shown() {
+        let golden = crate::project::root().join("xtask/tests/golden/record.json");
+        let r: Record = schema::read(&golden).unwrap().unwrap();
+        let b = stats::TimeBudget::given(std::time::Duration::from_secs(20));
+        let few = Record { budget: Some(schema::Budget::of(&b, 7.5e9, (2, 1), stats::TRIALS_FLOOR)), ..r.clone() };
+        let enough = Record { budget: Some(schema::Budget::of(&b, 3e9, (3, 13), stats::TRIALS_FLOOR)), ..r.clone() };
+        let mut page = String::new();
+        figures(&mut page, (&crate::family::KEM, &[few, enough]), "mean cycles").unwrap();
+        let rows: Vec<&str> = page.lines().filter(|l| l.starts_with(&format!("| {} |", r.label))).collect();
+        let mean = forms::time(r.aggregate.mean_ns);
+        assert!(rows[0].contains("| not enough measurements |") && !rows[0].contains(&mean), "{}", rows[0]);
+        assert!(rows[1].contains(&mean), "{}", rows[1]);
+        assert!(page.contains("Time budgets (--budget)"), "{page}");
+        assert!(page.contains("| 20 s | 7.5 s | 2 × 1: not enough measurements |"), "{page}");
+        assert!(page.contains("| 20 s | 3 s | 3 × 13 |"), "{page}");
     }
 
     #[test]
