@@ -967,7 +967,8 @@ impl Ct {
     /// `ct`'s options; `--no-timing` is no measurements.
     pub fn options(&self) -> crate::ct::CtOptions {
         let measurements = if self.no_timing { 0 } else { self.measurements };
-        crate::ct::CtOptions { ops: self.ops.clone(), runs: self.runs, timeout_s: self.timeout, measurements }
+        let (ops, runs, timeout_s) = (self.ops.clone(), self.runs, self.timeout);
+        crate::ct::CtOptions { ops, runs, timeout_s, measurements, ..crate::ct::CtOptions::default() }
     }
 }
 

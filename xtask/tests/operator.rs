@@ -178,14 +178,14 @@ fn a_dry_run_estimates_the_wall_time_from_priors_then_from_costs_learned_here() 
     // Image 300 s, then 3 verifies of 60 s over 2 jobs (90 s) and 3 x 3 operations of 30 s
     // on one timing core (270 s).
     let line =
-        "about 9 min 30 s of wall time for 7 task(s), set by the timed work (bench, profile) over 1 timing cores";
+        "about 9 min 30 s of wall time for 7 task(s), set by the timed work (bench, profile, ct's timing test) over 1 timing cores";
     assert!(text.contains("estimate (no campaign step has finished here yet") && text.contains(line), "{text}");
     std::fs::create_dir_all(cache.join("durations")).unwrap();
     std::fs::write(cache.join("durations/campaign-unit-bench"), "1.0\n").unwrap();
     let run = f.run(&[&args[..], &[out.to_str().unwrap()]].concat());
     let text = common::stdout(&run);
     let line =
-        "about 6 min 30 s of wall time for 7 task(s), set by the untimed work (verify, ct, sanitize) over 2 jobs";
+        "about 6 min 30 s of wall time for 7 task(s), set by the untimed work (verify, ct's memcheck, sanitize) over 2 jobs";
     assert!(text.contains("estimate (costs learned here for bench; priors for") && text.contains(line), "{text}");
     assert_eq!(f.calls(), "", "an estimate calls no engine");
     let written = std::fs::read_dir(&out).map_or(0, Iterator::count);
