@@ -802,6 +802,33 @@ mod tests {
         assert!(e.contains("keygen, enc, dec"), "{e}");
     }
 
+    /// The timing part completes only a record the memcheck part left as it was indexed,
+    /// whose status follows from what it records.
+    #[test]
+    fn the_timing_part_reads_only_the_indexed_memcheck_record() {
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let layout = Layout::new(out, "local");
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        let path = layout.ct(&sub.id, "ML-KEM-512", "dec");
+        assert!(memchecked(&layout, &path, &sub).is_err(), "no record yet");
+        let golden = project::root().join("xtask/tests/golden/ct_record.json");
+        let mut rec: CtRecord = schema::read(&golden).unwrap().unwrap();
+        (rec.id, rec.label, rec.op, rec.timing) = (sub.id.clone(), "ML-KEM-512".into(), OpId::new("dec"), None);
+        schema::write(&path, &rec).unwrap();
+        crate::evidence::write_index(out).unwrap();
+        let kept = memchecked(&layout, &path, &sub).unwrap();
+        assert_eq!((kept.status, kept.timing.is_none()), (rec.status, true));
+        // A status its findings do not give, edited in since: refused, naming the file.
+        rec.status = if rec.findings.is_empty() { CtStatus::Findings } else { CtStatus::NoneFound };
+        schema::write(&path, &rec).unwrap();
+        let e = format!("{:#}", memchecked(&layout, &path, &sub).unwrap_err());
+        assert!(e.contains("__dec.json"), "{e}");
+        crate::evidence::write_index(out).unwrap();
+        let e = format!("{:#}", memchecked(&layout, &path, &sub).unwrap_err());
+        assert!(e.contains("its findings and bytes give"), "indexed, yet inconsistent: {e}");
+    }
+
     #[test]
     fn the_memcheck_line_keeps_the_drivers_words() {
         let argv = memcheck_argv("/build/kem_ct", "dec", 4);

@@ -611,12 +611,12 @@ impl Bench {
             kept: self.resume.then(|| Kept::of(self, &run.layout)),
         };
         let mut failures = Vec::new();
-        let mut audit: Vec<Disagreement> = Vec::new();
+        // A baseline is timed whole: `--instance` names the candidate's instances.
+        let baseline = crate::family::is_baseline(&sub.id);
+        let mut audit = kept_audit(&run.layout, sub, &|i| baseline || self.inputs.selects(i));
         // Committed before the first record and after each instance, so that an
         // interrupted run leaves a set whose manifest and audit match its records.
         commit_run(&run.layout, sub, &environment, &audit)?;
-        // A baseline is timed whole: `--instance` names the candidate's instances.
-        let baseline = crate::family::is_baseline(&sub.id);
         for inst in sub.instances.iter().filter(|i| baseline || self.inputs.selects(i)) {
             if let Some(why) = untimed(inst) {
                 crate::say!("{} {}: {why}", sub.id, inst.label);
@@ -1421,10 +1421,25 @@ impl Timed {
 /// The run's environment manifest and size audit as they stand, with the index.
 fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audit: &[Disagreement]) -> Result<()> {
     schema::write(&layout.environment(&sub.id), environment)?;
-    let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: audit.to_vec() };
+    let mut rows = audit.to_vec();
+    // In the manifest's order, whichever run found each row.
+    rows.sort_by_key(|d| sub.instances.iter().position(|i| i.label == d.instance));
+    let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: rows };
     schema::write(&layout.size_audit(&sub.id), &audit)?;
     crate::evidence::update_index(&layout.out)?;
     Ok(())
+}
+
+/// The size audit's rows of the instances this run does not time (a run of some of them:
+/// `--instance`, a campaign's step per instance), from the indexed file; a file edited
+/// since it was indexed, or unreadable, keeps none.
+fn kept_audit(layout: &Layout, sub: &Submission, runs_now: &dyn Fn(&Instance) -> bool) -> Vec<Disagreement> {
+    let path = layout.size_audit(&sub.id);
+    let indexed = crate::evidence::read_index(&layout.out)
+        .and_then(|index| crate::evidence::indexed(&layout.out, &index, &layout.relative(&path)));
+    let Ok(Some(audit)) = indexed.and_then(|()| schema::read::<SizeAudit>(&path)) else { return Vec::new() };
+    let others: Vec<&str> = sub.instances.iter().filter(|i| !runs_now(i)).map(|i| i.label.as_str()).collect();
+    audit.disagreements.into_iter().filter(|d| others.contains(&d.instance.as_str())).collect()
 }
 
 /// The bench step's wall time against the time of its timing runs.
@@ -1501,6 +1516,41 @@ pub const NOT_TIMED: &str = "not timed: manifest";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of one instance keeps the other instances' rows of the indexed size audit
+    /// (a campaign times each instance in a step of its own), and none of an edited one.
+    #[test]
+    fn a_run_of_one_instance_keeps_the_others_audit_rows_while_indexed() {
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let layout = Layout::new(out, "local");
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        let row = |label: &str| Disagreement {
+            id: sub.id.clone(),
+            instance: label.into(),
+            field: "row".into(),
+            api: None,
+            catalog: None,
+            basis: None,
+        };
+        let env: Environment =
+            schema::read(&project::root().join("xtask/tests/golden/environment.json")).unwrap().unwrap();
+        commit_run(&layout, &sub, &env, &[row("ML-KEM-1024"), row("ML-KEM-512")]).unwrap();
+        crate::evidence::write_index(out).unwrap();
+        let only_512 = |i: &Instance| i.label == "ML-KEM-512";
+        let mut kept = kept_audit(&layout, &sub, &only_512);
+        assert_eq!(kept.iter().map(|d| d.instance.as_str()).collect::<Vec<_>>(), ["ML-KEM-1024"]);
+        kept.push(row("ML-KEM-512"));
+        commit_run(&layout, &sub, &env, &kept).unwrap();
+        let audit: SizeAudit = schema::read(&layout.size_audit(&sub.id)).unwrap().unwrap();
+        let order: Vec<&str> = audit.disagreements.iter().map(|d| d.instance.as_str()).collect();
+        assert_eq!(order, ["ML-KEM-512", "ML-KEM-1024"], "the manifest's order");
+        // Edited between runs (the 1024 row's field): not the indexed file, nothing kept.
+        let path = layout.size_audit(&sub.id);
+        let text = std::fs::read_to_string(&path).unwrap().replacen("\"row\"", "\"rows\"", 1);
+        std::fs::write(&path, text).unwrap();
+        assert!(kept_audit(&layout, &sub, &only_512).is_empty());
+    }
 
     #[test]
     fn per_call_samples_outside_their_window_are_refused_and_forged_low_doubted() {
