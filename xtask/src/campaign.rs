@@ -756,7 +756,7 @@ impl Run<'_> {
             return Ok(Verdict::Pass);
         }
         let tasks = step.tasks(sub, false);
-        let units: f64 = tasks.iter().map(|t| t.units).sum();
+        let units = step.units(sub);
         let estimate = self.ended.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.costs.of(&tasks);
         crate::say!("{label} ...{}", estimate.map_or(String::new(), |e| format!(" (about {})", ui::clock(e))));
         let sh = Shell::new()?;
@@ -1220,7 +1220,7 @@ mod tests {
                 (r.id, r.label, r.op) = (sub.id.clone(), label.to_owned(), crate::family::OpId::new(op.id));
                 (r.status, r.findings) = (crate::evidence::schema::CtStatus::NoneFound, vec![]);
                 (r.secret_bytes, r.client_requests, r.public_derived) = (32, 0, vec![]);
-                let wanted = crate::ct::timing::wanted(&op, r.status) && op.id != "keygen";
+                let wanted = crate::ct::timing::wanted(op, r.status);
                 r.timing = (timing && wanted).then(|| crate::ct::timing::not_run("test", 100));
                 crate::evidence::schema::write(&layout.ct(&sub.id, label, op.id), &r).unwrap();
             }

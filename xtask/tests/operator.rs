@@ -138,7 +138,9 @@ fn a_dry_run_says_every_step_and_missing_archive_without_an_engine() {
     for line in [
         "campaign --dry-run on arm_1 (aarch64, toolchain ubuntu-26.04, engine podman)",
         "  image\n",
-        "  verify pqclean-ml-kem\n  bench pqclean-ml-kem\n  profile pqclean-ml-kem\n  ct pqclean-ml-kem\n",
+        "  verify pqclean-ml-kem\n  bench pqclean-ml-kem ML-KEM-512\n  bench pqclean-ml-kem ML-KEM-768\n",
+        "  bench pqclean-ml-kem ML-KEM-1024\n  profile pqclean-ml-kem\n  ct pqclean-ml-kem\n",
+        "  ct timing pqclean-ml-kem ML-KEM-512\n  ct timing pqclean-ml-kem ML-KEM-768\n",
         "  verify kem-03: skipped, its archive is missing",
         "  verify kem-07: skipped, every instance is built on other architectures only (manifest)",
         "missing (1):\n  - kem-03 needs its archive BAG-Loong.zip (16321958 bytes, SHA-256 2795fd57",
@@ -153,7 +155,7 @@ fn a_dry_run_says_every_step_and_missing_archive_without_an_engine() {
     let report: xtask::evidence::schema::CampaignReport = serde_json::from_slice(&run.stdout).unwrap();
     let step = |name: &str| report.steps.iter().find(|s| s.step == name).unwrap();
     assert_eq!(
-        (step("bench pqclean-ml-kem").outcome.as_str(), step("ct pqclean-ml-kem").outcome.as_str()),
+        (step("bench pqclean-ml-kem ML-KEM-768").outcome.as_str(), step("ct pqclean-ml-kem").outcome.as_str()),
         ("planned", "skipped")
     );
     assert_eq!(step("ct pqclean-ml-kem").detail.as_deref(), Some("--no-ct"));
