@@ -134,13 +134,30 @@ impl std::fmt::Display for Step {
 /// True when every file below `prefix` (relative to `root`) is in the index, unchanged,
 /// and there is at least one.
 fn indexed(root: &Utf8Path, prefix: &Utf8Path) -> bool {
+    indexed_where(root, |p| Utf8Path::new(p).starts_with(prefix))
+}
+
+/// `indexed` for the files of `dir` (relative to `root`) of `part`: one instance's
+/// (`<label>__*`), so that another instance's missing or changed file is its own
+/// step's; otherwise all of them.
+fn indexed_part(root: &Utf8Path, dir: &Utf8Path, part: &Part) -> bool {
+    let dir = dir.strip_prefix(root).unwrap_or(dir);
+    match part {
+        Part::One(label) => indexed_where(root, |p| {
+            let p = Utf8Path::new(p);
+            p.parent() == Some(dir) && p.file_name().is_some_and(|n| n.starts_with(&format!("{label}__")))
+        }),
+        _ => indexed(root, dir),
+    }
+}
+
+fn indexed_where(root: &Utf8Path, under: impl Fn(&String) -> bool) -> bool {
     let Ok(problems) = evidence::check(root) else { return false };
     let Ok(index) = evidence::read_index(root) else { return false };
-    let under = |p: &String| Utf8Path::new(p).starts_with(prefix);
     problems.index.is_none()
-        && index.keys().any(under)
+        && index.keys().any(&under)
         && problems.refused.is_empty()
-        && !problems.changed.iter().chain(&problems.missing).chain(&problems.extra).any(under)
+        && !problems.changed.iter().chain(&problems.missing).chain(&problems.extra).any(&under)
 }
 
 impl Campaign {
@@ -194,8 +211,7 @@ impl Campaign {
                     })
             })
         });
-        let rel = layout.records_dir(&sub.id);
-        complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+        complete && indexed_part(&self.out, &layout.records_dir(&sub.id), part)
     }
 
     /// The survey speaks for every instance (an interrupted profile leaves one for the
@@ -224,8 +240,7 @@ impl Campaign {
                     && self.checked(&path, |_, _, _| crate::ct::check_kept(&read()?.context("vanished")?, sub))
             })
         });
-        let rel = layout.ct_dir(&sub.id);
-        complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+        complete && indexed_part(&self.out, &layout.ct_dir(&sub.id), part)
     }
 
     /// Timing settings of one submission: the campaign's, with the profile's defaults.
@@ -1044,6 +1059,10 @@ mod tests {
         assert!(!c.bench_done(&layout, &sub, &Part::All), "its figures do not follow from its trials");
         assert!(!c.bench_done(&layout, &sub, &Part::One("ML-DSA-87".into())));
         assert!(c.bench_done(&layout, &sub, &Part::One("ML-DSA-65".into())));
+        // Another instance's record lost since the index: this instance's step is done.
+        std::fs::remove_file(layout.record(&sub.id, "ML-DSA-87", "sign_msgs")).unwrap();
+        assert!(c.bench_done(&layout, &sub, &Part::One("ML-DSA-65".into())));
+        assert!(!c.bench_done(&layout, &sub, &Part::All));
     }
 
     #[test]

@@ -613,10 +613,11 @@ impl Bench {
         let mut failures = Vec::new();
         // A baseline is timed whole: `--instance` names the candidate's instances.
         let baseline = crate::family::is_baseline(&sub.id);
-        let mut audit = kept_audit(&run.layout, sub, &|i| baseline || self.inputs.selects(i));
+        let runs_now = |i: &Instance| baseline || self.inputs.selects(i);
+        let mut audit: Vec<Disagreement> = Vec::new();
         // Committed before the first record and after each instance, so that an
         // interrupted run leaves a set whose manifest and audit match its records.
-        commit_run(&run.layout, sub, &environment, &audit)?;
+        commit_run(&run.layout, sub, &environment, (&audit, &runs_now))?;
         for inst in sub.instances.iter().filter(|i| baseline || self.inputs.selects(i)) {
             if let Some(why) = untimed(inst) {
                 crate::say!("{} {}: {why}", sub.id, inst.label);
@@ -639,13 +640,13 @@ impl Bench {
                 Some(_) => {}
                 None => continue,
             }
-            commit_run(&run.layout, sub, &environment, &audit)?;
+            commit_run(&run.layout, sub, &environment, (&audit, &runs_now))?;
         }
         let trials_ns = facts.trials_ns.get();
         // Records carry the environment as it was at the start; the manifest of the
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
-        commit_run(&run.layout, sub, &environment, &audit)?;
+        commit_run(&run.layout, sub, &environment, (&audit, &runs_now))?;
         if sub.family()?.sizes.iter().any(|s| s.external) {
             print_audit(&audit);
         }
@@ -1418,10 +1419,23 @@ impl Timed {
     }
 }
 
-/// The run's environment manifest and size audit as they stand, with the index.
-fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audit: &[Disagreement]) -> Result<()> {
+/// One writer at a time of a submission's environment manifest and size audit (a
+/// campaign's bench steps of one submission's instances may run side by side).
+static COMMIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The run's environment manifest and size audit as they stand, with the index: this
+/// run's rows of the audit (`audit`, of the instances `runs_now` takes) and the indexed
+/// file's rows of the others, read again under the lock.
+fn commit_run(
+    layout: &Layout,
+    sub: &Submission,
+    environment: &Environment,
+    (audit, runs_now): (&[Disagreement], &dyn Fn(&Instance) -> bool),
+) -> Result<()> {
+    let _one = COMMIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     schema::write(&layout.environment(&sub.id), environment)?;
-    let mut rows = audit.to_vec();
+    let mut rows = kept_audit(layout, sub, runs_now);
+    rows.extend_from_slice(audit);
     // In the manifest's order, whichever run found each row.
     rows.sort_by_key(|d| sub.instances.iter().position(|i| i.label == d.instance));
     let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: rows };
@@ -1525,31 +1539,32 @@ mod tests {
         let out = Utf8Path::from_path(t.path()).unwrap();
         let layout = Layout::new(out, "local");
         let sub = Submission::load("pqclean-ml-kem").unwrap();
-        let row = |label: &str| Disagreement {
+        let row = |label: &str, field: &str| Disagreement {
             id: sub.id.clone(),
             instance: label.into(),
-            field: "row".into(),
+            field: field.into(),
             api: None,
             catalog: None,
             basis: None,
         };
-        let env: Environment =
-            schema::read(&project::root().join("xtask/tests/golden/environment.json")).unwrap().unwrap();
-        commit_run(&layout, &sub, &env, &[row("ML-KEM-1024"), row("ML-KEM-512")]).unwrap();
-        crate::evidence::write_index(out).unwrap();
+        let golden = project::root().join("xtask/tests/golden/environment.json");
+        let env: Environment = schema::read(&golden).unwrap().unwrap();
+        let fields = || {
+            let audit: SizeAudit = schema::read(&layout.size_audit(&sub.id)).unwrap().unwrap();
+            audit.disagreements.iter().map(|d| format!("{} {}", d.instance, d.field)).collect::<Vec<_>>()
+        };
+        let all = |_: &Instance| true;
+        commit_run(&layout, &sub, &env, (&[row("ML-KEM-1024", "row"), row("ML-KEM-512", "row")], &all)).unwrap();
+        assert_eq!(fields(), ["ML-KEM-512 row", "ML-KEM-1024 row"], "the manifest's order");
         let only_512 = |i: &Instance| i.label == "ML-KEM-512";
-        let mut kept = kept_audit(&layout, &sub, &only_512);
-        assert_eq!(kept.iter().map(|d| d.instance.as_str()).collect::<Vec<_>>(), ["ML-KEM-1024"]);
-        kept.push(row("ML-KEM-512"));
-        commit_run(&layout, &sub, &env, &kept).unwrap();
-        let audit: SizeAudit = schema::read(&layout.size_audit(&sub.id)).unwrap().unwrap();
-        let order: Vec<&str> = audit.disagreements.iter().map(|d| d.instance.as_str()).collect();
-        assert_eq!(order, ["ML-KEM-512", "ML-KEM-1024"], "the manifest's order");
-        // Edited between runs (the 1024 row's field): not the indexed file, nothing kept.
+        commit_run(&layout, &sub, &env, (&[row("ML-KEM-512", "pk")], &only_512)).unwrap();
+        assert_eq!(fields(), ["ML-KEM-512 pk", "ML-KEM-1024 row"], "1024's row kept, 512's replaced");
+        // Edited between runs (1024's field): not the indexed file, none of it kept.
         let path = layout.size_audit(&sub.id);
         let text = std::fs::read_to_string(&path).unwrap().replacen("\"row\"", "\"rows\"", 1);
         std::fs::write(&path, text).unwrap();
-        assert!(kept_audit(&layout, &sub, &only_512).is_empty());
+        commit_run(&layout, &sub, &env, (&[row("ML-KEM-512", "pk")], &only_512)).unwrap();
+        assert_eq!(fields(), ["ML-KEM-512 pk"]);
     }
 
     #[test]
