@@ -287,7 +287,8 @@ fn time_submission(t: &TimeCtx, (sub, src): (&Submission, &Source), seen: &mut S
         let mut reference = None;
         for op in &ops {
             let path = t.layout.ct(&sub.id, &inst.label, op.id);
-            let mut rec = match memchecked(t.layout, &path, sub) {
+            // Other steps may be writing the index: read it when it is whole.
+            let mut rec = match crate::evidence::settled(|| memchecked(t.layout, &path, sub)) {
                 Ok(rec) => rec,
                 Err(e) => {
                     seen.failures.push(format!("{} {} {}: no timing test, {e:#}", sub.id, inst.label, op.id));

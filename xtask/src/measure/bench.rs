@@ -1434,7 +1434,8 @@ fn commit_run(
 ) -> Result<()> {
     let _one = COMMIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     schema::write(&layout.environment(&sub.id), environment)?;
-    let mut rows = kept_audit(layout, sub, runs_now);
+    // Other steps may be writing the index: read it when it is whole.
+    let mut rows = crate::evidence::settled(|| kept_audit(layout, sub, runs_now));
     rows.extend_from_slice(audit);
     // In the manifest's order, whichever run found each row.
     rows.sort_by_key(|d| sub.instances.iter().position(|i| i.label == d.instance));
