@@ -1419,6 +1419,9 @@ impl Timed {
     }
 }
 
+/// Whether a run times an instance.
+type RunsNow<'a> = dyn Fn(&Instance) -> bool + 'a;
+
 /// One writer at a time of a submission's environment manifest and size audit (a
 /// campaign's bench steps of one submission's instances may run side by side).
 static COMMIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -1430,7 +1433,7 @@ fn commit_run(
     layout: &Layout,
     sub: &Submission,
     environment: &Environment,
-    (audit, runs_now): (&[Disagreement], &dyn Fn(&Instance) -> bool),
+    (audit, runs_now): (&[Disagreement], &RunsNow<'_>),
 ) -> Result<()> {
     let _one = COMMIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     schema::write(&layout.environment(&sub.id), environment)?;
@@ -1448,7 +1451,7 @@ fn commit_run(
 /// The size audit's rows of the instances this run does not time (a run of some of them:
 /// `--instance`, a campaign's step per instance), from the indexed file; a file edited
 /// since it was indexed, or unreadable, keeps none.
-fn kept_audit(layout: &Layout, sub: &Submission, runs_now: &dyn Fn(&Instance) -> bool) -> Vec<Disagreement> {
+fn kept_audit(layout: &Layout, sub: &Submission, runs_now: &RunsNow<'_>) -> Vec<Disagreement> {
     let path = layout.size_audit(&sub.id);
     let indexed = crate::evidence::read_index(&layout.out)
         .and_then(|index| crate::evidence::indexed(&layout.out, &index, &layout.relative(&path)));
