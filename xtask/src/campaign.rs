@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use camino::Utf8Path;
 use xshell::Shell;
 
+use crate::campaign_estimate::{Costs, Kind, Options, Slow, Task};
 use crate::compile::builder::{submission_id, RunCtx};
 use crate::compile::options::{Given, Inputs};
 use crate::compile::submission::Submission;
@@ -69,9 +70,14 @@ struct Place {
 enum Step {
     Image,
     Verify(String, Part),
+    /// One instance's timing (`Part::One`); a family with a same-run baseline is timed
+    /// whole, its baseline once in the same run.
     Bench(String, Part),
     Profile(String),
+    /// ct's memcheck runs of every instance (untimed).
     Ct(String),
+    /// ct's timing test of one instance, completing its memcheck records.
+    CtTiming(String, String),
     Sanitize(String),
 }
 
@@ -92,28 +98,31 @@ impl Planned {
 }
 
 /// Which instances of a submission a step takes: with `--defer`, the `slow` ones come
-/// last, in steps of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// last, in steps of their own; a timing step takes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
     All,
     Fast,
     Slow,
+    One(String),
 }
 
 impl Part {
-    fn takes(self, inst: &crate::compile::submission::Instance) -> bool {
+    fn takes(&self, inst: &crate::compile::submission::Instance) -> bool {
         match self {
             Part::All => true,
             Part::Fast => !inst.slow,
             Part::Slow => inst.slow,
+            Part::One(label) => inst.label == *label,
         }
     }
 
-    fn note(self) -> &'static str {
+    fn note(&self) -> String {
         match self {
-            Part::All => "",
-            Part::Fast => " (all but the slow instances)",
-            Part::Slow => " (slow instances, deferred)",
+            Part::All => String::new(),
+            Part::Fast => " (all but the slow instances)".into(),
+            Part::Slow => " (slow instances, deferred)".into(),
+            Part::One(label) => format!(" {label}"),
         }
     }
 }
@@ -126,6 +135,7 @@ impl std::fmt::Display for Step {
             Step::Bench(id, part) => write!(f, "bench {}{}", submission_id(id), part.note()),
             Step::Profile(id) => write!(f, "profile {}", submission_id(id)),
             Step::Ct(id) => write!(f, "ct {}", submission_id(id)),
+            Step::CtTiming(id, label) => write!(f, "ct timing {} {label}", submission_id(id)),
             Step::Sanitize(id) => write!(f, "sanitize {}", submission_id(id)),
         }
     }
@@ -134,13 +144,30 @@ impl std::fmt::Display for Step {
 /// True when every file below `prefix` (relative to `root`) is in the index, unchanged,
 /// and there is at least one.
 fn indexed(root: &Utf8Path, prefix: &Utf8Path) -> bool {
+    indexed_where(root, |p| Utf8Path::new(p).starts_with(prefix))
+}
+
+/// `indexed` for the files of `dir` (relative to `root`) of `part`: one instance's
+/// (`<label>__*`), so that another instance's missing or changed file is its own
+/// step's; otherwise all of them.
+fn indexed_part(root: &Utf8Path, dir: &Utf8Path, part: &Part) -> bool {
+    let dir = dir.strip_prefix(root).unwrap_or(dir);
+    match part {
+        Part::One(label) => indexed_where(root, |p| {
+            let p = Utf8Path::new(p);
+            p.parent() == Some(dir) && p.file_name().is_some_and(|n| n.starts_with(&format!("{label}__")))
+        }),
+        _ => indexed(root, dir),
+    }
+}
+
+fn indexed_where(root: &Utf8Path, under: impl Fn(&String) -> bool) -> bool {
     let Ok(problems) = evidence::check(root) else { return false };
     let Ok(index) = evidence::read_index(root) else { return false };
-    let under = |p: &String| Utf8Path::new(p).starts_with(prefix);
     problems.index.is_none()
-        && index.keys().any(under)
+        && index.keys().any(&under)
         && problems.refused.is_empty()
-        && !problems.changed.iter().chain(&problems.missing).chain(&problems.extra).any(under)
+        && !problems.changed.iter().chain(&problems.missing).chain(&problems.extra).any(&under)
 }
 
 impl Campaign {
@@ -179,9 +206,10 @@ impl Campaign {
         kept.map_err(|e| crate::warning!("WARNING: {rel}: earlier result not kept, {e:#}; the step runs again")).is_ok()
     }
 
-    fn bench_done(&self, layout: &Layout, sub: &Submission) -> bool {
+    /// Every timed instance of `part` has a current record of each of its operations.
+    fn bench_done(&self, layout: &Layout, sub: &Submission, part: &Part) -> bool {
         let Ok(family) = sub.family() else { return false };
-        let complete = sub.instances.iter().filter(|i| i.timed).all(|i| {
+        let complete = sub.instances.iter().filter(|i| i.timed && part.takes(i)).all(|i| {
             let ops = family.ops_for(&[], i.passes).unwrap_or_default();
             ops.iter().all(|op| {
                 let path = layout.record(&sub.id, &i.label, op.name());
@@ -193,8 +221,7 @@ impl Campaign {
                     })
             })
         });
-        let rel = layout.records_dir(&sub.id);
-        complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+        complete && indexed_part(&self.out, &layout.records_dir(&sub.id), part)
     }
 
     /// The survey speaks for every instance (an interrupted profile leaves one for the
@@ -206,22 +233,24 @@ impl Campaign {
             && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
     }
 
-    /// Every instance has a record of every operation `ct` checks, and they are indexed.
-    fn ct_done(&self, layout: &Layout, sub: &Submission) -> bool {
-        let ops = crate::ct::default_ops(sub);
-        let complete = sub.instances.iter().all(|i| {
-            ops.iter().all(|op| {
-                let path = layout.ct(&sub.id, &i.label, op);
+    /// Every instance (of `part`) has a record of every operation `ct` checks, and they
+    /// are indexed; with `timed`, each also holds the timing test its status asks for.
+    fn ct_done(&self, layout: &Layout, sub: &Submission, (part, timed): (&Part, bool)) -> bool {
+        let Some(ct) = sub.family().ok().and_then(|f| f.ct) else { return false };
+        let complete = sub.instances.iter().filter(|i| part.takes(i)).all(|i| {
+            ct.ops.iter().all(|op| {
+                let path = layout.ct(&sub.id, &i.label, op.id);
+                let read = || crate::evidence::schema::read::<crate::evidence::schema::CtRecord>(&path);
+                // A record the memcheck step left for the timing step is no rejected one.
+                let pending = || {
+                    read().ok().flatten().is_none_or(|r| crate::ct::timing::wanted(op, r.status) && r.timing.is_none())
+                };
                 project::is_regular(&path)
-                    && self.checked(&path, |_, _, _| {
-                        let r: crate::evidence::schema::CtRecord =
-                            crate::evidence::schema::read(&path)?.context("vanished")?;
-                        crate::ct::check_kept(&r, sub)
-                    })
+                    && !(timed && pending())
+                    && self.checked(&path, |_, _, _| crate::ct::check_kept(&read()?.context("vanished")?, sub))
             })
         });
-        let rel = layout.ct_dir(&sub.id);
-        complete && indexed(&self.out, rel.strip_prefix(&self.out).unwrap_or(&rel))
+        complete && indexed_part(&self.out, &layout.ct_dir(&sub.id), part)
     }
 
     /// Timing settings of one submission: the campaign's, with the profile's defaults.
@@ -247,9 +276,9 @@ impl Campaign {
     }
 
     /// The inputs of one submission's step over `part` of its instances.
-    fn part_inputs(&self, id: &str, part: Part) -> Result<Inputs> {
+    fn part_inputs(&self, id: &str, part: &Part) -> Result<Inputs> {
         let mut inputs = self.inputs(Some(id));
-        if part != Part::All {
+        if *part != Part::All {
             let sub = Submission::load(id)?;
             inputs.instances = sub.instances.iter().filter(|i| part.takes(i)).map(|i| i.label.clone()).collect();
         }
@@ -318,30 +347,35 @@ impl Campaign {
             let split = self.defer && sub.instances.iter().any(|i| i.slow);
             let part = if split { Part::Fast } else { Part::All };
             if sub.instances.iter().any(|i| part.takes(i)) {
-                plan.push(Planned::run(Step::Verify(sub.id.clone(), part)));
-                plan.push(self.bench_step(sub, part));
+                plan.push(Planned::run(Step::Verify(sub.id.clone(), part.clone())));
+                plan.extend(self.bench_steps(sub, part));
             }
             plan.push(self.profile_step(sub, split));
-            plan.push(self.ct_step(sub, split));
+            plan.extend(self.ct_steps(sub, split));
             plan.push(self.sanitize_step(sub, split));
             if split {
                 deferred.push(Planned::run(Step::Verify(sub.id.clone(), Part::Slow)));
-                deferred.push(self.bench_step(sub, Part::Slow));
+                deferred.extend(self.bench_steps(sub, Part::Slow));
             }
         }
         plan.extend(deferred);
         plan
     }
 
-    fn bench_step(&self, sub: &Submission, part: Part) -> Planned {
-        let step = Step::Bench(sub.id.clone(), part);
+    /// The timing steps of `part`: one per timed instance, or one for all of them when
+    /// the family has a same-run baseline (timed once per run, and compared only with
+    /// records of its own run).
+    fn bench_steps(&self, sub: &Submission, part: Part) -> Vec<Planned> {
+        let whole = Step::Bench(sub.id.clone(), part.clone());
         if self.no_bench {
-            Planned::skip(step, "--no-bench")
-        } else if !timed_any(sub, part) {
-            Planned::skip(step, "no instance is timed (timed = false in the manifest)")
-        } else {
-            Planned::run(step)
+            return vec![Planned::skip(whole, "--no-bench")];
+        } else if !timed_any(sub, &part) {
+            return vec![Planned::skip(whole, "no instance is timed (timed = false in the manifest)")];
+        } else if sub.family().map_or(true, |f| f.baseline.is_some()) {
+            return vec![Planned::run(whole)];
         }
+        let timed = sub.instances.iter().filter(|i| part.takes(i) && i.timed);
+        timed.map(|i| Planned::run(Step::Bench(sub.id.clone(), Part::One(i.label.clone())))).collect()
     }
 
     fn profile_step(&self, sub: &Submission, split: bool) -> Planned {
@@ -353,6 +387,16 @@ impl Campaign {
             _ => return Planned::run(Step::Profile(sub.id.clone())),
         };
         Planned::skip(Step::Profile(sub.id.clone()), why)
+    }
+
+    /// ct's memcheck step, and a timing step per instance after it.
+    fn ct_steps(&self, sub: &Submission, split: bool) -> Vec<Planned> {
+        let memcheck = self.ct_step(sub, split);
+        if memcheck.skipped.is_some() {
+            return vec![memcheck];
+        }
+        let timing = sub.instances.iter().map(|i| Planned::run(Step::CtTiming(sub.id.clone(), i.label.clone())));
+        std::iter::once(memcheck).chain(timing).collect()
     }
 
     fn ct_step(&self, sub: &Submission, split: bool) -> Planned {
@@ -447,11 +491,12 @@ impl Campaign {
                 budget: self.budget_share(&steps, &subs, &profile.ids(&self.ids)),
             },
             side_by_side: jobs + pool.timing > 2,
+            slots: Options { jobs: u32::try_from(jobs).unwrap_or(u32::MAX), timing_cores: pool.timing as u32 },
             ended: std::sync::Mutex::new(Ended::new(steps.len())),
             division,
             activity: Default::default(),
         };
-        let nodes = graph(&steps, &subs, self.defer);
+        let nodes = graph(&steps, &subs, self.defer, &Costs::here());
         say_pool(steps.len(), pool, run.division.as_ref());
         crate::sched::run(&nodes, pool, &run).map_err(|e| anyhow::anyhow!("campaign plan: {e}"))?;
         let ended = run.ended.into_inner().map_err(|_| anyhow::anyhow!("a campaign worker panicked"))?;
@@ -568,9 +613,10 @@ impl Campaign {
         match step {
             Step::Image => false,
             Step::Verify(..) => self.verify_done(layout, sub),
-            Step::Bench(..) => self.bench_done(layout, sub),
+            Step::Bench(_, part) => self.bench_done(layout, sub, part),
             Step::Profile(_) => self.profile_done(layout, sub),
-            Step::Ct(_) => self.ct_done(layout, sub),
+            Step::Ct(_) => self.ct_done(layout, sub, (&Part::All, false)),
+            Step::CtTiming(_, label) => self.ct_done(layout, sub, (&Part::One(label.clone()), true)),
             Step::Sanitize(_) => {
                 let any = layout.sanitize(&sub.id, "-");
                 let dir = any.parent().map(|d| layout.relative(d)).unwrap_or_default();
@@ -600,7 +646,7 @@ impl Campaign {
             Step::Verify(id, part) => {
                 let ctx = &Self::ctx_at(state, place)?;
                 let verify = Verify {
-                    inputs: self.part_inputs(id, *part)?,
+                    inputs: self.part_inputs(id, part)?,
                     kat_manifest: None,
                     timeout: self.timeout,
                     resume: self.resume,
@@ -614,11 +660,17 @@ impl Campaign {
                 }
                 Ok(())
             }
-            Step::Ct(id) => {
+            Step::Ct(id) | Step::CtTiming(id, _) => {
                 let ctx = &Self::ctx_at(state, place)?;
                 let base = if self.quick { crate::ct::CtOptions::quick() } else { crate::ct::CtOptions::default() };
                 let opts = base.clone().with_budget(state.budget.clone(), self.quick.then_some(base.measurements));
-                let inputs = self.inputs(Some(id));
+                let (opts, inputs) = match step {
+                    Step::CtTiming(_, label) => (
+                        crate::ct::CtOptions { parts: crate::ct::Parts::Timing, ..opts },
+                        self.part_inputs(id, &Part::One(label.clone()))?,
+                    ),
+                    _ => (crate::ct::CtOptions { parts: crate::ct::Parts::Memcheck, ..opts }, self.inputs(Some(id))),
+                };
                 let work = inputs.obtain(sh, &ctx.profile, |sub| crate::ct::check(sub, &opts))?;
                 // Findings and runs without a conclusion are the step's results (on the
                 // pages); a failed run or build fails it.
@@ -651,7 +703,7 @@ impl Campaign {
                     (bench.cpu, bench.slot) = (Some(core), Some(slot));
                 }
                 if let Step::Bench(_, part) = step {
-                    bench.inputs.instances = self.part_inputs(id, *part)?.instances;
+                    bench.inputs.instances = self.part_inputs(id, part)?.instances;
                 }
                 let gate = gate_once(&state.gate, &bench, ctx)?;
                 let failures = if matches!(step, Step::Bench(..)) {
@@ -721,20 +773,19 @@ impl Campaign {
 /// ct's tests that are always timed (those on findings cannot be known before).
 fn timed_ops(step: &Step, sub: &Submission) -> u64 {
     let Ok(family) = sub.family() else { return 0 };
-    let count = |s: &Submission, part: Part, ops: &dyn Fn(Option<u32>) -> usize| -> u64 {
+    let count = |s: &Submission, part: &Part, ops: &dyn Fn(Option<u32>) -> usize| -> u64 {
         s.instances.iter().filter(|i| part.takes(i) && i.timed).map(|i| ops(i.passes) as u64).sum()
     };
     let bench = |p: Option<u32>| family.ops_for(&[], p).map_or(0, |o| o.len());
     match step {
         Step::Bench(_, part) => {
             let baseline = family.baseline.filter(|b| *b != sub.id).and_then(|b| Submission::load(b).ok());
-            count(sub, *part, &bench) + baseline.map_or(0, |b| count(&b, Part::All, &bench))
+            count(sub, part, &bench) + baseline.map_or(0, |b| count(&b, &Part::All, &bench))
         }
-        Step::Profile(_) => 2 * count(sub, Part::All, &|p| family.profile_ops_for(&[], p).map_or(0, |o| o.len())),
-        Step::Ct(_) => {
-            let always =
-                family.ct.map_or(0, |c| c.ops.iter().filter(|o| o.timed == crate::family::CtTimed::Always).count());
-            (sub.instances.len() * always) as u64
+        Step::Profile(_) => 2 * count(sub, &Part::All, &|p| family.profile_ops_for(&[], p).map_or(0, |o| o.len())),
+        // The timing part, one instance; memcheck (`Step::Ct`) is untimed.
+        Step::CtTiming(..) => {
+            family.ct.map_or(0, |c| c.ops.iter().filter(|o| o.timed == crate::family::CtTimed::Always).count()) as u64
         }
         _ => 0,
     }
@@ -771,17 +822,19 @@ fn say_pool(steps: usize, pool: crate::sched::Pool, division: Option<&crate::con
 }
 
 /// How the steps ended so far, by index: (outcome, seconds, detail) as reported; the
-/// interruption, if one came; the estimates learnt.
+/// interruption, if one came; the costs learnt (this run's, and this machine's before:
+/// no prior, a kind without a cost is said).
 struct Ended {
     outcomes: Vec<Option<(&'static str, f64, Option<String>)>>,
     tool_failure: bool,
     interrupted: Option<anyhow::Error>,
-    clock: Estimator,
+    costs: Costs,
 }
 
 impl Ended {
     fn new(n: usize) -> Ended {
-        Ended { outcomes: vec![None; n], tool_failure: false, interrupted: None, clock: Estimator::default() }
+        let costs = Costs::here().without_priors();
+        Ended { outcomes: vec![None; n], tool_failure: false, interrupted: None, costs }
     }
 }
 
@@ -797,6 +850,8 @@ struct Run<'a> {
     state: State,
     /// Several steps at once: each line says whose it is.
     side_by_side: bool,
+    /// The workers and timing slots, for the time left.
+    slots: Options,
     ended: std::sync::Mutex<Ended>,
     /// The timing cores and the rest, when given.
     division: Option<crate::container::cores::Division>,
@@ -824,9 +879,10 @@ impl Run<'_> {
         ended
     }
 
-    /// The steps that have not ended, for the estimate of what is left.
-    fn remaining(&self, ended: &Ended) -> Vec<Step> {
-        self.steps.iter().zip(&ended.outcomes).filter(|(_, o)| o.is_none()).map(|(s, _)| s.clone()).collect()
+    /// The tasks of the steps that have not ended, for the estimate of what is left.
+    fn remaining(&self, ended: &Ended) -> Vec<Task> {
+        let open = self.steps.iter().zip(&ended.outcomes).filter(|(_, o)| o.is_none());
+        open.flat_map(|(s, _)| s.tasks(self.sub(s), false)).collect()
     }
 
     /// Where step `n` runs: a timing step on its slot's core, the others on the cores left.
@@ -848,8 +904,9 @@ impl Run<'_> {
             drop(self.end(n, "kept", 0.0, None));
             return Ok(Verdict::Pass);
         }
+        let tasks = step.tasks(sub, false);
         let units = step.units(sub);
-        let estimate = self.ended.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clock.of(step, units);
+        let estimate = self.ended.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.costs.of(&tasks);
         crate::say!("{label} ...{}", estimate.map_or(String::new(), |e| format!(" (about {})", ui::clock(e))));
         let sh = Shell::new()?;
         sh.change_dir(&self.dir);
@@ -862,11 +919,10 @@ impl Run<'_> {
         match result {
             Ok(()) => {
                 let mut ended = self.end(n, "done", secs, None);
-                ended.clock.learn(step, units, secs);
-                let left = ended.clock.left(&self.remaining(&ended), self.subs);
+                ended.costs.learn(step.kind(), units, secs);
+                let left = crate::campaign_estimate::left(&self.remaining(&ended), &ended.costs, self.slots);
                 drop(ended);
                 crate::say!("{label}: done in {secs:.1} s; {left}");
-                crate::campaign_estimate::Costs::remember(step.kind(), units, secs);
                 Ok(Verdict::Pass)
             }
             Err(e) if e.is::<Interrupted>() => {
@@ -910,15 +966,24 @@ impl crate::sched::Work for Run<'_> {
 /// The campaign's steps as a graph: everything needs the image; a submission's other
 /// steps need each of its verify steps before them; its slow instances' verify waits for
 /// the others' (one summary file); with `--defer` the slow parts wait for every other
-/// step. Bench, profile and ct hold the timing resource. Weights favour slow work.
-fn graph(steps: &[Step], subs: &[Submission], defer: bool) -> Vec<crate::sched::Node> {
+/// step. A ct timing step follows its submission's memcheck step (whose records it
+/// completes). Bench, profile and ct's timing test hold the timing resource. Weights are
+/// the steps' expected seconds (`costs`), so slow work starts first.
+fn graph(steps: &[Step], subs: &[Submission], defer: bool, costs: &Costs) -> Vec<crate::sched::Node> {
     let sub = |s: &Step| subs.iter().find(|x| s.id().map(submission_id) == Some(x.id.as_str()));
-    let deferred = |s: &Step| matches!(s, Step::Verify(_, Part::Slow) | Step::Bench(_, Part::Slow));
+    let deferred = |s: &Step| match s {
+        Step::Verify(_, Part::Slow) | Step::Bench(_, Part::Slow) => true,
+        Step::Bench(_, Part::One(label)) => {
+            defer && sub(s).is_some_and(|x| x.instances.iter().any(|i| i.label == *label && i.slow))
+        }
+        _ => false,
+    };
     let mut nodes = Vec::new();
     for (n, step) in steps.iter().enumerate() {
+        let tasks = step.tasks(sub(step), false);
         let mut node = crate::sched::Node {
-            timing: matches!(step, Step::Bench(..) | Step::Profile(_) | Step::Ct(_)),
-            weight: step.weight(sub(step)),
+            timing: step.kind().timed(),
+            weight: costs.of(&tasks).map_or(1.0, |d| d.as_secs_f64()),
             ..Default::default()
         };
         let earlier = steps[..n].iter().enumerate();
@@ -928,6 +993,11 @@ fn graph(steps: &[Step], subs: &[Submission], defer: bool) -> Vec<crate::sched::
             node.after.extend(verifies.map(|(i, _)| i));
         } else {
             node.needs.extend(verifies.map(|(i, _)| i));
+        }
+        // After, not needs: a memcheck step that failed for one instance (a failed build,
+        // a failed run) leaves the other instances' records to time, as one ct run did.
+        if let Step::CtTiming(id, _) = step {
+            node.after.extend(earlier.filter(|(_, s)| **s == Step::Ct(id.clone())).map(|(i, _)| i));
         }
         if defer && deferred(step) {
             node.after.extend(steps.iter().enumerate().filter(|(_, s)| !deferred(s)).map(|(i, _)| i));
@@ -941,115 +1011,72 @@ impl Step {
     fn id(&self) -> Option<&str> {
         match self {
             Step::Image => None,
-            Step::Verify(id, _) | Step::Bench(id, _) | Step::Profile(id) | Step::Ct(id) | Step::Sanitize(id) => {
-                Some(id)
-            }
+            Step::Verify(id, _)
+            | Step::Bench(id, _)
+            | Step::Profile(id)
+            | Step::Ct(id)
+            | Step::CtTiming(id, _)
+            | Step::Sanitize(id) => Some(id),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Step::Image => Kind::Image,
+            Step::Verify(..) => Kind::Verify,
+            Step::Bench(..) => Kind::Bench,
+            Step::Profile(_) => Kind::Profile,
+            Step::Ct(_) => Kind::Ct,
+            Step::CtTiming(..) => Kind::CtTiming,
+            Step::Sanitize(_) => Kind::Sanitize,
+        }
+    }
+
+    /// The instances the step takes.
+    fn part(&self) -> Part {
+        match self {
+            Step::Verify(_, p) | Step::Bench(_, p) => p.clone(),
+            Step::CtTiming(_, label) => Part::One(label.clone()),
+            _ => Part::All,
         }
     }
 
     /// How much work the step is, in units of its kind (instances, or records).
     fn units(&self, sub: Option<&Submission>) -> f64 {
-        let part = match self {
-            Step::Verify(_, p) | Step::Bench(_, p) => *p,
-            _ => Part::All,
-        };
-        let instances = sub.map_or(1, |s| s.instances.iter().filter(|i| part.takes(i)).count());
-        let ops = sub.and_then(|s| s.family().ok()).map_or(1, |f| f.default_ops().len());
-        match self {
-            Step::Image => 1.0,
-            Step::Verify(..) | Step::Profile(_) | Step::Sanitize(_) => instances as f64,
-            Step::Bench(..) => (instances * ops) as f64,
-            Step::Ct(_) => (instances * sub.map_or(1, |s| crate::ct::default_ops(s).len())) as f64,
-        }
-    }
-}
-
-impl Step {
-    /// The step's expected work for the scheduler: its units, an instance marked `slow`
-    /// counting ten, each KAT file of a family with several (a hash's four) once more.
-    fn weight(&self, sub: Option<&Submission>) -> f64 {
-        let Some(sub) = sub else { return 1.0 };
-        let part = match self {
-            Step::Verify(_, p) | Step::Bench(_, p) => *p,
-            _ => Part::All,
-        };
-        let files = sub.family().map_or(1, |f| f.kat_parts.len()) as f64;
-        let taken = sub.instances.iter().filter(|i| part.takes(i));
-        let load: f64 = taken.clone().map(|i| if i.slow { 10.0 } else { 1.0 }).sum();
-        let per_instance = self.units(Some(sub)) / taken.count().max(1) as f64;
-        load * per_instance * files
+        self.tasks(sub, false).iter().map(|t| t.units).sum()
     }
 
-    /// The estimate's tasks of this step: one per instance it takes (the image: one).
-    fn tasks(&self, sub: Option<&Submission>, blocked: bool) -> Vec<crate::campaign_estimate::Task> {
-        use crate::campaign_estimate::{Kind, Slow, Task};
-        let kind = Kind::named(self.kind()).unwrap_or(Kind::Image);
+    /// The estimate's tasks of this step: one per instance it takes (the image: one),
+    /// each in units of its kind: an instance verified, profiled or sanitized (a KAT file
+    /// of a family with several counting once more), an operation timed or checked.
+    fn tasks(&self, sub: Option<&Submission>, blocked: bool) -> Vec<Task> {
+        let kind = self.kind();
         let image = Task { kind, id: String::new(), label: None, units: 1.0, slow: None, blocked };
         let Some(sub) = sub.filter(|_| *self != Step::Image) else { return vec![image] };
-        let part = match self {
-            Step::Verify(_, p) | Step::Bench(_, p) => *p,
-            _ => Part::All,
+        let family = sub.family().ok();
+        let files = family.as_ref().map_or(1, |f| f.kat_parts.len()) as f64;
+        let default_ops = family.as_ref().map_or(1, |f| f.default_ops().len()) as f64;
+        let ct_ops = family.as_ref().and_then(|f| f.ct).map_or(Vec::new(), |c| c.ops.to_vec());
+        let always = ct_ops.iter().filter(|o| o.timed == crate::family::CtTimed::Always).count().max(1);
+        let units = |i: &crate::compile::submission::Instance| match kind {
+            Kind::Image => 1.0,
+            Kind::Verify => files,
+            Kind::Profile | Kind::Sanitize => 1.0,
+            Kind::Bench => family.as_ref().and_then(|f| f.ops_for(&[], i.passes).ok()).map_or(1, |o| o.len()) as f64,
+            Kind::Ct => ct_ops.len().max(1) as f64,
+            // The operations always timed; one with a finding is timed too.
+            Kind::CtTiming => always as f64,
         };
-        let taken = sub.instances.iter().filter(|i| part.takes(i)).count().max(1);
-        let per_instance = self.units(Some(sub)) / taken as f64;
-        let timed_only = matches!(self, Step::Bench(..) | Step::Profile(_));
-        let ops = sub.family().map_or(1, |f| f.default_ops().len()) as f64;
         let slow = |i: &crate::compile::submission::Instance| {
             let limit = i.timeout.unwrap_or(crate::compile::options::KAT_TIMEOUT_SECS);
-            i.slow.then_some(Slow { kat_limit_s: limit as f64, kat_records: i.kat_records, ops })
+            i.slow.then_some(Slow { kat_limit_s: limit as f64, kat_records: i.kat_records, ops: default_ops })
         };
+        let timed_only = matches!(kind, Kind::Bench | Kind::Profile);
+        let part = self.part();
         (sub.instances.iter().filter(|i| part.takes(i) && (i.timed || !timed_only)))
-            .map(|i| Task { label: Some(i.label.clone()), units: per_instance, slow: slow(i), ..image.clone() })
+            .map(|i| Task { label: Some(i.label.clone()), units: units(i), slow: slow(i), ..image.clone() })
             .map(|t| Task { id: submission_id(&sub.id).to_owned(), ..t })
             .collect()
-    }
-}
-
-/// Estimates from the work already done: seconds per unit of each kind of step
-/// (an instance verified, a record timed). A kind not yet run has no estimate, which
-/// is said rather than guessed.
-#[derive(Default)]
-struct Estimator {
-    /// Kind → (seconds, units) done.
-    done: std::collections::BTreeMap<&'static str, (f64, f64)>,
-}
-
-impl Step {
-    fn kind(&self) -> &'static str {
-        match self {
-            Step::Image => "image",
-            Step::Verify(..) => "verify",
-            Step::Bench(..) => "bench",
-            Step::Profile(_) => "profile",
-            Step::Ct(_) => "ct",
-            Step::Sanitize(_) => "sanitize",
-        }
-    }
-}
-
-impl Estimator {
-    fn learn(&mut self, step: &Step, units: f64, secs: f64) {
-        let e = self.done.entry(step.kind()).or_default();
-        (e.0, e.1) = (e.0 + secs, e.1 + units);
-    }
-
-    fn of(&self, step: &Step, units: f64) -> Option<std::time::Duration> {
-        let (secs, done) = self.done.get(step.kind())?;
-        (*done > 0.0).then(|| std::time::Duration::from_secs_f64(secs / done * units))
-    }
-
-    /// `about 3 min 10 s left`, or which kinds have no estimate yet.
-    fn left(&self, remaining: &[Step], subs: &[Submission]) -> String {
-        let units = |s: &Step| s.units(subs.iter().find(|x| s.id().map(submission_id) == Some(x.id.as_str())));
-        let known: f64 = remaining.iter().filter_map(|s| self.of(s, units(s))).map(|d| d.as_secs_f64()).sum();
-        let mut unknown: Vec<&str> = remaining.iter().filter(|s| self.of(s, 1.0).is_none()).map(Step::kind).collect();
-        unknown.dedup();
-        let known = ui::clock(std::time::Duration::from_secs_f64(known));
-        match (remaining.is_empty(), unknown.is_empty()) {
-            (true, _) => "nothing left".into(),
-            (false, true) => format!("about {known} left"),
-            (false, false) => format!("about {known} left, plus the first {} step(s)", unknown.join(", ")),
-        }
     }
 }
 
@@ -1065,7 +1092,7 @@ fn drop_other_arches(sub: &mut Submission, arch: crate::evidence::domain::Arch) 
 }
 
 /// Some instance of `part` is timed (`timed = false` ones are verified only).
-fn timed_any(sub: &Submission, part: Part) -> bool {
+fn timed_any(sub: &Submission, part: &Part) -> bool {
     let untimed: Vec<&str> =
         sub.instances.iter().filter(|i| part.takes(i) && !i.timed).map(|i| i.label.as_str()).collect();
     for label in &untimed {
@@ -1152,17 +1179,26 @@ mod tests {
             }
         }
         evidence::write_index(out).unwrap();
-        assert!(!c.bench_done(&layout, &sub), "a signature's sign_msgs is one of its operations");
+        assert!(!c.bench_done(&layout, &sub, &Part::All), "a signature's sign_msgs is one of its operations");
+        // Per instance: the others' steps are done.
+        assert!(c.bench_done(&layout, &sub, &Part::One("ML-DSA-44".into())));
+        assert!(!c.bench_done(&layout, &sub, &Part::One("ML-DSA-87".into())));
         let mut r = record.clone();
         (r.id, r.label, r.op) = (sub.id.clone(), "ML-DSA-87".into(), ops[3].clone());
         crate::evidence::schema::write(&layout.record(&sub.id, "ML-DSA-87", "sign_msgs"), &r).unwrap();
         evidence::write_index(out).unwrap();
-        assert!(c.bench_done(&layout, &sub));
+        assert!(c.bench_done(&layout, &sub, &Part::All));
         // A figure edited and indexed again by hand: not a step done.
         r.aggregate.mean_ns /= 2.0;
         crate::evidence::schema::write(&layout.record(&sub.id, "ML-DSA-87", "sign_msgs"), &r).unwrap();
         evidence::write_index(out).unwrap();
-        assert!(!c.bench_done(&layout, &sub), "its figures do not follow from its trials");
+        assert!(!c.bench_done(&layout, &sub, &Part::All), "its figures do not follow from its trials");
+        assert!(!c.bench_done(&layout, &sub, &Part::One("ML-DSA-87".into())));
+        assert!(c.bench_done(&layout, &sub, &Part::One("ML-DSA-65".into())));
+        // Another instance's record lost since the index: this instance's step is done.
+        std::fs::remove_file(layout.record(&sub.id, "ML-DSA-87", "sign_msgs")).unwrap();
+        assert!(c.bench_done(&layout, &sub, &Part::One("ML-DSA-65".into())));
+        assert!(!c.bench_done(&layout, &sub, &Part::All));
     }
 
     #[test]
@@ -1191,64 +1227,196 @@ mod tests {
                 .for_each(|o| write(&inst.label, o.name()));
         }
         evidence::write_index(out).unwrap();
-        assert!(!c.bench_done(&layout, &sub), "pass 4 of a 4-pass instance is one of its operations");
+        assert!(!c.bench_done(&layout, &sub, &Part::All), "pass 4 of a 4-pass instance is one of its operations");
         write("AFS_KEX_C512", "pass4");
         evidence::write_index(out).unwrap();
-        assert!(c.bench_done(&layout, &sub), "passes 5 to 8 are not");
+        assert!(c.bench_done(&layout, &sub, &Part::All), "passes 5 to 8 are not");
+    }
+
+    /// The steps of `subs` (by id) and their graph.
+    fn planned(c: &Campaign, subs: &[Submission]) -> (Vec<Step>, Vec<crate::sched::Node>) {
+        let names: Vec<String> = subs.iter().map(|s| s.id.clone()).collect();
+        let steps = c.steps(subs, &names);
+        let nodes = graph(&steps, subs, c.defer, &Costs::default());
+        (steps, nodes)
+    }
+
+    fn position(steps: &[Step], name: &str) -> usize {
+        steps.iter().position(|x| x.to_string() == name).unwrap_or_else(|| panic!("{name}: {steps:?}"))
     }
 
     /// Two submissions: each step needs the image and its own verify, never the other
-    /// submission's; timing steps hold the timing resource; `--defer` puts the slow
-    /// parts after every other step, and a slow instance weighs more.
+    /// submission's; timing steps (one per instance) hold the timing resource, ct's
+    /// memcheck does not and its timing steps follow it; `--defer` puts the slow parts
+    /// after every other step, and a slow instance weighs more.
     #[test]
     fn the_campaign_graph_links_each_step_to_its_own_submission() {
         let t = tempfile::tempdir().unwrap();
         let (mut c, _) = campaign_in(Utf8Path::from_path(t.path()).unwrap());
         c.no_sanitize = true;
         let (kem, sig) = (Submission::load("pqclean-ml-kem").unwrap(), Submission::load("pqclean-ml-dsa").unwrap());
-        let names = ["pqclean-ml-kem".to_owned(), "pqclean-ml-dsa".to_owned()];
-        let steps = c.steps(&[kem.clone(), sig.clone()], &names);
-        let at = |s: &str| steps.iter().position(|x| x.to_string() == s).unwrap_or_else(|| panic!("{s}: {steps:?}"));
-        let nodes = graph(&steps, &[kem.clone(), sig.clone()], false);
+        let (steps, nodes) = planned(&c, &[kem.clone(), sig.clone()]);
+        let at = |s: &str| position(&steps, s);
+        let names: Vec<String> = steps.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            names[..10],
+            [
+                "image",
+                "verify pqclean-ml-kem",
+                "bench pqclean-ml-kem ML-KEM-512",
+                "bench pqclean-ml-kem ML-KEM-768",
+                "bench pqclean-ml-kem ML-KEM-1024",
+                "profile pqclean-ml-kem",
+                "ct pqclean-ml-kem",
+                "ct timing pqclean-ml-kem ML-KEM-512",
+                "ct timing pqclean-ml-kem ML-KEM-768",
+                "ct timing pqclean-ml-kem ML-KEM-1024",
+            ]
+        );
         assert!(nodes[at("image")].needs.is_empty());
-        let bench = &nodes[at("bench pqclean-ml-dsa")];
+        let bench = &nodes[at("bench pqclean-ml-dsa ML-DSA-65")];
         assert_eq!(bench.needs, [at("image"), at("verify pqclean-ml-dsa")]);
-        assert!(bench.timing && nodes[at("ct pqclean-ml-kem")].timing && !nodes[at("verify pqclean-ml-kem")].timing);
+        assert!(bench.timing && !nodes[at("verify pqclean-ml-kem")].timing);
+        assert!(!nodes[at("ct pqclean-ml-kem")].timing, "memcheck runs beside other work");
+        let ct_timing = &nodes[at("ct timing pqclean-ml-kem ML-KEM-768")];
+        assert!(ct_timing.timing);
+        assert_eq!(ct_timing.needs, [at("image"), at("verify pqclean-ml-kem")]);
+        assert_eq!(ct_timing.after, [at("ct pqclean-ml-kem")], "it completes the memcheck records");
         assert_eq!(
             nodes[at("verify pqclean-ml-dsa")].needs,
             [at("image")],
             "verifies of two submissions go side by side"
         );
+        // Weights in seconds of the priors: a KEM instance's bench is 3 operations of 30 s,
+        // a signature's 4 (sign_msgs too).
+        assert_eq!(nodes[at("bench pqclean-ml-kem ML-KEM-512")].weight, 90.0);
+        assert_eq!(nodes[at("bench pqclean-ml-dsa ML-DSA-87")].weight, 120.0);
+        assert_eq!(nodes[at("verify pqclean-ml-kem")].weight, 180.0);
 
         // --defer with a slow instance: its verify follows the others' verify (one
         // summary) and every step not deferred; its bench needs both verifies.
         let mut slow = sig.clone();
         slow.instances[2].slow = true;
         c.defer = true;
-        let steps = c.steps(&[kem.clone(), slow.clone()], &names);
-        let nodes = graph(&steps, &[kem, slow.clone()], true);
-        let at = |s: &str| steps.iter().position(|x| x.to_string() == s).unwrap_or_else(|| panic!("{s}: {steps:?}"));
+        let (steps, nodes) = planned(&c, &[kem.clone(), slow.clone()]);
+        let at = |s: &str| position(&steps, s);
         let (fast, late) = (
             at("verify pqclean-ml-dsa (all but the slow instances)"),
             at("verify pqclean-ml-dsa (slow instances, deferred)"),
         );
-        assert!(nodes[late].after.contains(&fast) && nodes[late].after.contains(&at("bench pqclean-ml-kem")));
+        assert!(
+            nodes[late].after.contains(&fast) && nodes[late].after.contains(&at("bench pqclean-ml-kem ML-KEM-512"))
+        );
         assert!(!nodes[late].needs.contains(&fast), "a failed fast part does not stop the slow one's KATs");
-        assert_eq!(nodes[at("bench pqclean-ml-dsa (slow instances, deferred)")].needs, [at("image"), fast, late]);
+        let slow_bench = at("bench pqclean-ml-dsa ML-DSA-87");
+        assert!(slow_bench > late, "listed with the deferred steps");
+        assert_eq!(nodes[slow_bench].needs, [at("image"), fast, late]);
+        assert!(nodes[slow_bench].after.contains(&at("bench pqclean-ml-dsa ML-DSA-44")), "deferred");
+        assert_eq!(nodes[at("bench pqclean-ml-dsa ML-DSA-44")].needs, [at("image"), fast]);
         let one = Step::Verify("pqclean-ml-dsa".into(), Part::All);
-        assert!(one.weight(Some(&slow)) > one.weight(Some(&sig)), "a slow instance weighs more");
+        let weight = |s: &Submission| Costs::default().of(&one.tasks(Some(s), false)).unwrap();
+        assert!(weight(&slow) > weight(&sig), "a slow instance weighs more");
+    }
+
+    /// kem-07's BRQC instances: a bench step each, the slow one (by its KAT limit)
+    /// heaviest, so the scheduler starts it first; a hash function's four KAT files
+    /// weigh on its verify, and its bench runs whole (its same-run baseline once).
+    #[test]
+    fn timing_steps_are_per_instance_and_slow_ones_weigh_most() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut c, _) = campaign_in(Utf8Path::from_path(t.path()).unwrap());
+        (c.no_sanitize, c.no_ct, c.no_profile) = (true, true, true);
+        let mut kem = Submission::load("kem-07").unwrap();
+        let labels: Vec<String> = kem.instances.iter().map(|i| i.label.clone()).collect();
+        kem.instances[1].slow = true;
+        let hash = Submission::load("hash-01").unwrap();
+        let (steps, nodes) = planned(&c, &[kem.clone(), hash.clone()]);
+        let at = |s: &str| position(&steps, s);
+        let bench = |l: &str| at(&format!("bench kem-07 {l}"));
+        for l in &labels {
+            let n = &nodes[bench(l)];
+            assert!(n.timing && n.needs == [0, at("verify kem-07")], "{l}: {n:?}");
+        }
+        let (plain, heavy) = (nodes[bench(&labels[0])].weight, nodes[bench(&labels[1])].weight);
+        // 3 operations × 8 calls of a KAT record's share of its 600 s limit, against 3 × 30 s.
+        assert_eq!((heavy, plain), (480.0, 90.0));
+        let whole = at("bench hash-01");
+        assert!(!steps.iter().any(|s| matches!(s, Step::Bench(id, Part::One(_)) if id == "hash-01")), "{steps:?}");
+        assert!(nodes[whole].timing);
+        let files = hash.family().unwrap().kat_parts.len() as f64;
+        assert_eq!(files, 4.0);
+        let verify = &nodes[at("verify hash-01")];
+        assert_eq!(verify.weight, 60.0 * files * hash.instances.len() as f64, "{:?}", hash.instances.len());
+        // A key exchange's bench counts each instance's own operations.
+        let kex = Submission::load("kex-02").unwrap();
+        let (steps, _) = planned(&c, std::slice::from_ref(&kex));
+        let units: Vec<f64> =
+            steps.iter().filter(|s| matches!(s, Step::Bench(..))).map(|s| s.units(Some(&kex))).collect();
+        let want: Vec<f64> = (kex.instances.iter())
+            .map(|i| kex.family().unwrap().ops_for(&[], i.passes).unwrap().len() as f64)
+            .collect();
+        assert_eq!(units, want);
+    }
+
+    /// ct's two parts resume apart: records without their timing test are the memcheck
+    /// step done and the timing step not.
+    #[test]
+    fn a_ct_timing_step_is_done_only_when_the_records_hold_their_timing_test() {
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let (c, layout) = campaign_in(out);
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        let golden = project::root().join("xtask/tests/golden/ct_record.json");
+        let rec: crate::evidence::schema::CtRecord = crate::evidence::schema::read(&golden).unwrap().unwrap();
+        let ct = sub.family().unwrap().ct.unwrap();
+        let write = |label: &str, timing: bool| {
+            for op in ct.ops {
+                let mut r = rec.clone();
+                (r.id, r.label, r.op) = (sub.id.clone(), label.to_owned(), crate::family::OpId::new(op.id));
+                (r.status, r.findings) = (crate::evidence::schema::CtStatus::NoneFound, vec![]);
+                (r.secret_bytes, r.client_requests, r.public_derived) = (32, 0, vec![]);
+                let wanted = crate::ct::timing::wanted(op, r.status);
+                r.timing = (timing && wanted).then(|| crate::ct::timing::not_run("test", 100));
+                crate::evidence::schema::write(&layout.ct(&sub.id, label, op.id), &r).unwrap();
+            }
+        };
+        for i in &sub.instances {
+            write(&i.label, i.label != "ML-KEM-768");
+        }
+        evidence::write_index(out).unwrap();
+        let done = |s: Step| c.done(&s, &layout, &sub);
+        assert!(done(Step::Ct(sub.id.clone())), "every memcheck record is there");
+        assert!(done(Step::CtTiming(sub.id.clone(), "ML-KEM-512".into())));
+        assert!(!done(Step::CtTiming(sub.id.clone(), "ML-KEM-768".into())), "its dec has no timing test yet");
+        write("ML-KEM-768", true);
+        evidence::write_index(out).unwrap();
+        assert!(done(Step::CtTiming(sub.id.clone(), "ML-KEM-768".into())));
     }
 
     #[test]
-    fn estimates_learn_seconds_per_unit_of_each_kind() {
-        let mut clock = Estimator::default();
+    fn estimates_learn_seconds_per_unit_of_each_kind_and_the_time_left_is_wall_time() {
+        let mut costs = Costs::default().without_priors();
         let (v, b) = (Step::Verify("a".into(), Part::All), Step::Bench("a".into(), Part::All));
-        assert_eq!(clock.of(&v, 3.0), None, "no verify has run: no guess");
-        clock.learn(&Step::Image, 1.0, 2.0);
-        clock.learn(&v, 3.0, 30.0);
-        assert_eq!(clock.of(&v, 2.0), Some(std::time::Duration::from_secs(20)), "10 s per instance");
-        assert_eq!(clock.left(&[], &[]), "nothing left");
-        let left = clock.left(&[Step::Verify("b".into(), Part::All), b], &[]);
-        assert_eq!(left, "about 10 s left, plus the first bench step(s)");
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        assert_eq!(costs.of(&v.tasks(Some(&sub), false)), None, "no verify has run: no guess");
+        costs.learn(Kind::Image, 1.0, 2.0);
+        costs.learn(Kind::Verify, 3.0, 30.0);
+        let one = Step::Verify("a".into(), Part::One("ML-KEM-512".into()));
+        assert_eq!(costs.of(&one.tasks(Some(&sub), false)), Some(std::time::Duration::from_secs(10)));
+        let opts = Options { jobs: 1, timing_cores: 1 };
+        assert_eq!(crate::campaign_estimate::left(&[], &costs, opts), "nothing left");
+        let mut left: Vec<Task> = v.tasks(Some(&sub), false);
+        left.extend(b.tasks(Some(&sub), false));
+        assert_eq!(
+            crate::campaign_estimate::left(&left, &costs, opts),
+            "about 30 s left, plus the first bench step(s)"
+        );
+        // Three verifies of 10 s on three workers: 10 s of wall time, not 30.
+        let three = Options { jobs: 3, timing_cores: 1 };
+        assert_eq!(crate::campaign_estimate::left(&left[..3], &costs, three), "about 10 s left");
+        // Bench learnt at 5 s per operation: 9 operations on the one timing slot, 45 s,
+        // more than the verifies over three workers.
+        costs.learn(Kind::Bench, 3.0, 15.0);
+        assert_eq!(crate::campaign_estimate::left(&left, &costs, three), "about 45 s left");
     }
 }

@@ -1,16 +1,18 @@
-//! The wall time `campaign --dry-run` expects a plan to take, for a number of verify
-//! jobs and of timing cores. Pure arithmetic over a plan's tasks (one per instance and
-//! step) and a table of costs; the campaign turns its plan into tasks.
+//! The wall time a campaign's plan is expected to take, for a number of verify jobs and
+//! of timing cores: before it runs (`--dry-run`) and, for the steps left, while it runs.
+//! Pure arithmetic over a plan's tasks (one per instance and step) and a table of costs;
+//! the campaign turns its steps into tasks.
 //!
-//! Costs are seconds per unit of a step kind (an instance verified, a record timed, as
-//! the campaign's own estimator counts them): learned on this machine when a campaign
-//! step of that kind has finished here, otherwise the prior below. An instance its
+//! Costs are seconds per unit of a step kind (an instance verified, a record timed), the
+//! one learner of them (`Costs`): what this run's finished steps took, else what the
+//! last step of that kind took on this machine (the cache), else the prior below (only
+//! where a guess is wanted: the dry run). An instance its
 //! manifest marks `slow` is estimated from its own KAT time limit, which the manifests
 //! set from the published figures (the reference harness's times).
 //!
 //! The model: the toolchain image first, then two pools working at once, `jobs` slots
-//! for what is not timed (verify, ct, sanitize) and `timing_cores` slots for what is
-//! (bench, profile); an instance's own steps follow each other. The wall time is the
+//! for what is not timed (verify, ct's memcheck, sanitize) and `timing_cores` slots for
+//! what is (bench, profile, ct's timing test); an instance's own steps follow each other. The wall time is the
 //! image plus the largest of: the untimed work over its slots, the timed work over its
 //! slots, the longest instance's own chain. A lower bound of any schedule, and within
 //! one chain of what a greedy scheduler reaches.
@@ -25,12 +27,16 @@ pub enum Kind {
     Verify,
     Bench,
     Profile,
+    /// ct's memcheck runs.
     Ct,
+    /// ct's timing test.
+    CtTiming,
     Sanitize,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [Kind::Image, Kind::Verify, Kind::Bench, Kind::Profile, Kind::Ct, Kind::Sanitize];
+    pub const ALL: [Kind; 7] =
+        [Kind::Image, Kind::Verify, Kind::Bench, Kind::Profile, Kind::Ct, Kind::CtTiming, Kind::Sanitize];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -39,6 +45,7 @@ impl Kind {
             Kind::Bench => "bench",
             Kind::Profile => "profile",
             Kind::Ct => "ct",
+            Kind::CtTiming => "ct-timing",
             Kind::Sanitize => "sanitize",
         }
     }
@@ -49,8 +56,8 @@ impl Kind {
     }
 
     /// Runs on a pinned timing core, one process per core.
-    fn timed(self) -> bool {
-        matches!(self, Kind::Bench | Kind::Profile)
+    pub fn timed(self) -> bool {
+        matches!(self, Kind::Bench | Kind::Profile | Kind::CtTiming)
     }
 
     /// Seconds per unit when nothing is learned here: coarse figures of a reference
@@ -67,6 +74,8 @@ impl Kind {
             Kind::Profile => 120.0,
             // One operation under valgrind, runs with fixed and random secrets.
             Kind::Ct => 60.0,
+            // One operation's timing test: its measurements as timed trials.
+            Kind::CtTiming => 60.0,
             // An ASan+UBSan build, its KAT run and the family checks.
             Kind::Sanitize => 90.0,
         }
@@ -103,6 +112,8 @@ impl Slow {
             Kind::Profile => units * TIMED_CALLS * record_s,
             // Its runs under valgrind, each cut at ct's time limit.
             Kind::Ct => units * (runs * VALGRIND * call_s).min(runs * ct.timeout_s as f64),
+            // Its measurements, cut at ct's time limit.
+            Kind::CtTiming => units * (ct.measurements as f64 * call_s).min(ct.timeout_s as f64),
         }
     }
 }
@@ -120,10 +131,19 @@ pub struct Task {
     pub blocked: bool,
 }
 
-/// Seconds per unit of each kind learned on this machine.
+/// Seconds per unit of each kind: the one learner of costs, for the dry run's estimate,
+/// each step's own and the time left of a running campaign.
 #[derive(Debug, Clone, Default)]
 pub struct Costs {
+    /// Learned on this machine by earlier steps (the cache).
     pub learned: BTreeMap<Kind, f64>,
+    /// This run's steps: seconds and units done, by kind (they replace `learned`).
+    run: BTreeMap<Kind, (f64, f64)>,
+    /// No prior for a kind not learned: its tasks have no estimate, which is said rather
+    /// than guessed (a running campaign's).
+    no_priors: bool,
+    /// What is learned is kept in the cache for the next campaign.
+    persist: bool,
 }
 
 /// The cache file's key of a kind's learned cost (seconds per unit).
@@ -132,26 +152,55 @@ fn key(kind: Kind) -> String {
 }
 
 impl Costs {
-    /// The costs campaigns learned on this machine (the tool's cache, never evidence).
+    /// The costs campaigns learned on this machine (the tool's cache, never evidence);
+    /// what this run learns is kept there too.
     pub fn here() -> Costs {
         let learned =
             Kind::ALL.into_iter().filter_map(|k| crate::ui::last_duration(&key(k)).map(|d| (k, d.as_secs_f64())));
-        Costs { learned: learned.collect() }
+        Costs { learned: learned.collect(), persist: true, ..Costs::default() }
     }
 
-    /// Keep what a finished step took per unit, for the next dry run's estimate.
-    pub fn remember(kind_name: &str, units: f64, secs: f64) {
-        if let Some(kind) = Kind::named(kind_name).filter(|_| units > 0.0 && secs.is_finite()) {
+    /// These costs, a kind not learned having none (no prior: a running campaign's).
+    pub fn without_priors(self) -> Costs {
+        Costs { no_priors: true, ..self }
+    }
+
+    /// A finished step of `kind` took `secs` for `units`: this run's cost of the kind from
+    /// now on, and (from `here`) the cache's, for the next campaign.
+    pub fn learn(&mut self, kind: Kind, units: f64, secs: f64) {
+        if units <= 0.0 || !secs.is_finite() {
+            return;
+        }
+        let done = self.run.entry(kind).or_default();
+        (done.0, done.1) = (done.0 + secs, done.1 + units);
+        if self.persist {
             crate::ui::remember_duration(&key(kind), Duration::from_secs_f64((secs / units).max(0.0)));
         }
     }
 
-    fn secs(&self, task: &Task) -> f64 {
-        match (task.slow, self.learned.get(&task.kind)) {
-            (Some(slow), _) if task.kind != Kind::Image => slow.secs(task.kind, task.units),
-            (_, Some(per_unit)) => per_unit * task.units,
-            (_, None) => task.kind.prior() * task.units,
+    /// Seconds per unit of `kind`: this run's, else learned here before.
+    fn per_unit(&self, kind: Kind) -> Option<f64> {
+        match self.run.get(&kind) {
+            Some(&(secs, units)) if units > 0.0 => Some(secs / units),
+            _ => self.learned.get(&kind).copied(),
         }
+    }
+
+    /// A task's seconds: a slow instance's own figure, else the learned cost, else the
+    /// prior (None without priors).
+    pub fn secs(&self, task: &Task) -> Option<f64> {
+        match (task.slow, self.per_unit(task.kind)) {
+            (Some(slow), _) if task.kind != Kind::Image => Some(slow.secs(task.kind, task.units)),
+            (_, Some(per_unit)) => Some(per_unit * task.units),
+            (_, None) if self.no_priors => None,
+            (_, None) => Some(task.kind.prior() * task.units),
+        }
+    }
+
+    /// The seconds of all of `tasks` (one step's), when each has an estimate.
+    pub fn of(&self, tasks: &[Task]) -> Option<Duration> {
+        let secs: Option<f64> = tasks.iter().map(|t| self.secs(t)).sum();
+        secs.map(|s| Duration::from_secs_f64(s.max(0.0)))
     }
 }
 
@@ -177,9 +226,9 @@ impl Options {
 /// What bounds the wall time.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bound {
-    /// The untimed work (verify, ct, sanitize) over the jobs.
+    /// The untimed work (verify, ct's memcheck, sanitize) over the jobs.
     Untimed,
-    /// The timed work (bench, profile) over the timing cores.
+    /// The timed work (bench, profile, ct's timing test) over the timing cores.
     Timed,
     /// One instance's own steps, one after the other (`id label`).
     Chain(String),
@@ -199,11 +248,16 @@ pub struct Estimate {
     /// The submissions with the most work, most first, with their seconds.
     pub heaviest: Vec<(String, f64)>,
     pub tasks: usize,
+    /// Kinds of tasks with no cost yet (without priors), left out of the figures.
+    pub unknown: Vec<Kind>,
 }
 
 /// The estimate of `tasks` (blocked ones left out: see `split`).
 pub fn estimate(tasks: &[Task], costs: &Costs, opts: Options) -> Estimate {
-    let secs: Vec<(&Task, f64)> = tasks.iter().map(|t| (t, costs.secs(t))).collect();
+    let secs: Vec<(&Task, f64)> = tasks.iter().filter_map(|t| Some((t, costs.secs(t)?))).collect();
+    let mut unknown: Vec<Kind> = tasks.iter().filter(|t| costs.secs(t).is_none()).map(|t| t.kind).collect();
+    unknown.sort();
+    unknown.dedup();
     let sum = |f: &dyn Fn(&Task) -> bool| secs.iter().filter(|(t, _)| f(t)).map(|(_, s)| s).sum::<f64>();
     let image_s = sum(&|t| t.kind == Kind::Image);
     let untimed_s = sum(&|t| t.kind != Kind::Image && !t.kind.timed());
@@ -239,6 +293,24 @@ pub fn estimate(tasks: &[Task], costs: &Costs, opts: Options) -> Estimate {
         by_kind,
         heaviest,
         tasks: tasks.len(),
+        unknown,
+    }
+}
+
+/// The time left of a running campaign: the estimate's wall time of the steps not ended
+/// (`about 3 min 10 s left`), and which kinds have no cost yet.
+pub fn left(remaining: &[Task], costs: &Costs, opts: Options) -> String {
+    if remaining.is_empty() {
+        return "nothing left".into();
+    }
+    let e = estimate(remaining, costs, opts);
+    let known = clock(e.wall_s);
+    match e.unknown.is_empty() {
+        true => format!("about {known} left"),
+        false => {
+            let kinds: Vec<&str> = e.unknown.iter().map(|k| k.name()).collect();
+            format!("about {known} left, plus the first {} step(s)", kinds.join(", "))
+        }
     }
 }
 
@@ -267,8 +339,10 @@ pub fn sources(costs: &Costs) -> String {
 /// The lines `--dry-run` prints for one estimate.
 pub fn lines(e: &Estimate, opts: Options) -> Vec<String> {
     let why = match &e.bound {
-        Bound::Untimed => format!("the untimed work (verify, ct, sanitize) over {} jobs", opts.jobs),
-        Bound::Timed => format!("the timed work (bench, profile) over {} timing cores", opts.timing_cores),
+        Bound::Untimed => format!("the untimed work (verify, ct's memcheck, sanitize) over {} jobs", opts.jobs),
+        Bound::Timed => {
+            format!("the timed work (bench, profile, ct's timing test) over {} timing cores", opts.timing_cores)
+        }
         Bound::Chain(which) => format!("the steps of {which}, one after the other"),
     };
     let kinds: Vec<String> = e.by_kind.iter().map(|(k, s)| format!("{} {}", k.name(), clock(*s))).collect();
@@ -390,6 +464,9 @@ mod tests {
         let mut costs = Costs::default();
         assert!(sources(&costs).starts_with("no campaign step has finished here yet"));
         costs.learned.insert(Kind::Verify, 1.0);
-        assert_eq!(sources(&costs), "costs learned here for verify; priors for image, bench, profile, ct, sanitize");
+        assert_eq!(
+            sources(&costs),
+            "costs learned here for verify; priors for image, bench, profile, ct, ct-timing, sanitize"
+        );
     }
 }

@@ -17,13 +17,19 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     let first = xtask(&args, None);
     assert!(first.status.success());
     let text = stdout(&first);
+    // A bench step and a ct timing step per instance; ct's memcheck step beside them.
     let steps = [
-        "[1/6] image",
-        "[2/6] verify pqclean-ml-kem",
-        "[3/6] bench pqclean-ml-kem",
-        "[4/6] profile pqclean-ml-kem",
-        "[5/6] ct pqclean-ml-kem",
-        "[6/6] sanitize pqclean-ml-kem",
+        "[1/11] image",
+        "[2/11] verify pqclean-ml-kem",
+        "[3/11] bench pqclean-ml-kem ML-KEM-512",
+        "[4/11] bench pqclean-ml-kem ML-KEM-768",
+        "[5/11] bench pqclean-ml-kem ML-KEM-1024",
+        "[6/11] profile pqclean-ml-kem",
+        "[7/11] ct pqclean-ml-kem",
+        "[8/11] ct timing pqclean-ml-kem ML-KEM-512",
+        "[9/11] ct timing pqclean-ml-kem ML-KEM-768",
+        "[10/11] ct timing pqclean-ml-kem ML-KEM-1024",
+        "[11/11] sanitize pqclean-ml-kem",
     ];
     for step in steps {
         assert!(text.contains(&format!("{step}: done in")), "{step}\n{text}");
@@ -43,10 +49,15 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
         assert_eq!(keygen.status, CtStatus::NoneFound, "{label}: {:?}", keygen.findings);
         assert!(keygen.public_derived.iter().any(|f| f.at.function.contains("rej_uniform")), "{label}");
         assert!(keygen.declassified.iter().any(|d| d.contains("gen_matrix")), "{label}: {:?}", keygen.declassified);
+        // Decapsulation is always timed: its timing step completed the memcheck record.
+        let path = out.join(format!("local/ct/pqclean-ml-kem/{label}__dec.json"));
+        let dec: CtRecord =
+            xtask::evidence::schema::read(camino::Utf8Path::from_path(&path).unwrap()).unwrap().unwrap();
+        assert!(dec.timing.is_some() && dec.status != CtStatus::Failed, "{label}: {:?}", dec.status);
     }
 
-    // One record lost (an interrupted bench): --resume times that one alone and keeps
-    // the other eight. Resumed under --json: stdout is the run report alone.
+    // One record lost (an interrupted bench): --resume times that instance's step alone,
+    // which keeps its two other records. Resumed under --json: stdout is the run report alone.
     let records = out.join("local/records/pqclean-ml-kem");
     let started = |name: &str| common::record(&out, "pqclean-ml-kem", "ML-KEM-512", name).started;
     let kept_before = started("keygen");
@@ -54,10 +65,10 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
     let resumed = xtask(&[&args[..], &["--resume", "--json"]].concat(), None);
     assert!(resumed.status.success());
     let text = String::from_utf8_lossy(&resumed.stderr);
-    for step in [steps[1], steps[3], steps[4], steps[5]] {
-        assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{text}");
+    for (n, step) in steps.iter().enumerate().skip(1).filter(|(n, _)| *n != 3) {
+        assert!(text.contains(&format!("{step}: evidence present and indexed, skipped")), "{n}: {text}");
     }
-    assert_eq!(text.matches("kept (--resume)").count(), 8, "{text}");
+    assert_eq!(text.matches("kept (--resume)").count(), 2, "{text}");
     assert_eq!(started("keygen"), kept_before, "a kept record is not timed again");
     assert!(records.join("ML-KEM-768__enc.json").is_file(), "the lost record is timed again");
     let report: CampaignReport = serde_json::from_slice(&resumed.stdout).expect("campaign --json");
@@ -67,9 +78,14 @@ fn campaign_runs_the_default_and_resumes_from_indexed_evidence() {
         [
             ("image", "done"),
             ("verify pqclean-ml-kem", "kept"),
-            ("bench pqclean-ml-kem", "done"),
+            ("bench pqclean-ml-kem ML-KEM-512", "kept"),
+            ("bench pqclean-ml-kem ML-KEM-768", "done"),
+            ("bench pqclean-ml-kem ML-KEM-1024", "kept"),
             ("profile pqclean-ml-kem", "kept"),
             ("ct pqclean-ml-kem", "kept"),
+            ("ct timing pqclean-ml-kem ML-KEM-512", "kept"),
+            ("ct timing pqclean-ml-kem ML-KEM-768", "kept"),
+            ("ct timing pqclean-ml-kem ML-KEM-1024", "kept"),
             ("sanitize pqclean-ml-kem", "kept")
         ]
     );
@@ -107,8 +123,15 @@ fn a_key_exchange_campaign_times_each_instances_passes_and_resumes() {
     let first = xtask(&args, None);
     assert!(first.status.success());
     let text = stdout(&first);
-    let steps =
-        ["[2/5] verify fixture-kex", "[3/5] bench fixture-kex", "[4/5] profile fixture-kex", "[5/5] ct fixture-kex"];
+    let steps = [
+        "[2/8] verify fixture-kex",
+        "[3/8] bench fixture-kex kex-p0",
+        "[4/8] bench fixture-kex kex-p4",
+        "[5/8] profile fixture-kex",
+        "[6/8] ct fixture-kex",
+        "[7/8] ct timing fixture-kex kex-p0",
+        "[8/8] ct timing fixture-kex kex-p4",
+    ];
     for step in steps {
         assert!(text.contains(&format!("{step}: done in")), "{step}\n{text}");
     }

@@ -138,7 +138,9 @@ fn a_dry_run_says_every_step_and_missing_archive_without_an_engine() {
     for line in [
         "campaign --dry-run on arm_1 (aarch64, toolchain ubuntu-26.04, engine podman)",
         "  image\n",
-        "  verify pqclean-ml-kem\n  bench pqclean-ml-kem\n  profile pqclean-ml-kem\n  ct pqclean-ml-kem\n",
+        "  verify pqclean-ml-kem\n  bench pqclean-ml-kem ML-KEM-512\n  bench pqclean-ml-kem ML-KEM-768\n",
+        "  bench pqclean-ml-kem ML-KEM-1024\n  profile pqclean-ml-kem\n  ct pqclean-ml-kem\n",
+        "  ct timing pqclean-ml-kem ML-KEM-512\n  ct timing pqclean-ml-kem ML-KEM-768\n",
         "  verify kem-03: skipped, its archive is missing",
         "  verify kem-07: skipped, every instance is built on other architectures only (manifest)",
         "missing (1):\n  - kem-03 needs its archive BAG-Loong.zip (16321958 bytes, SHA-256 2795fd57",
@@ -153,7 +155,7 @@ fn a_dry_run_says_every_step_and_missing_archive_without_an_engine() {
     let report: xtask::evidence::schema::CampaignReport = serde_json::from_slice(&run.stdout).unwrap();
     let step = |name: &str| report.steps.iter().find(|s| s.step == name).unwrap();
     assert_eq!(
-        (step("bench pqclean-ml-kem").outcome.as_str(), step("ct pqclean-ml-kem").outcome.as_str()),
+        (step("bench pqclean-ml-kem ML-KEM-768").outcome.as_str(), step("ct pqclean-ml-kem").outcome.as_str()),
         ("planned", "skipped")
     );
     assert_eq!(step("ct pqclean-ml-kem").detail.as_deref(), Some("--no-ct"));
@@ -178,14 +180,14 @@ fn a_dry_run_estimates_the_wall_time_from_priors_then_from_costs_learned_here() 
     // Image 300 s, then 3 verifies of 60 s over 2 jobs (90 s) and 3 x 3 operations of 30 s
     // on one timing core (270 s).
     let line =
-        "about 9 min 30 s of wall time for 7 task(s), set by the timed work (bench, profile) over 1 timing cores";
+        "about 9 min 30 s of wall time for 7 task(s), set by the timed work (bench, profile, ct's timing test) over 1 timing cores";
     assert!(text.contains("estimate (no campaign step has finished here yet") && text.contains(line), "{text}");
     std::fs::create_dir_all(cache.join("durations")).unwrap();
     std::fs::write(cache.join("durations/campaign-unit-bench"), "1.0\n").unwrap();
     let run = f.run(&[&args[..], &[out.to_str().unwrap()]].concat());
     let text = common::stdout(&run);
     let line =
-        "about 6 min 30 s of wall time for 7 task(s), set by the untimed work (verify, ct, sanitize) over 2 jobs";
+        "about 6 min 30 s of wall time for 7 task(s), set by the untimed work (verify, ct's memcheck, sanitize) over 2 jobs";
     assert!(text.contains("estimate (costs learned here for bench; priors for") && text.contains(line), "{text}");
     assert_eq!(f.calls(), "", "an estimate calls no engine");
     let written = std::fs::read_dir(&out).map_or(0, Iterator::count);

@@ -4,7 +4,8 @@
 //! runs, reads memcheck's XML and writes one record per operation.
 //!
 //! Decapsulation, and every operation with a finding, also gets a dudect-style timing
-//! test (`timing`).
+//! test (`timing`). A campaign runs the two parts as steps of their own (`Parts`): the
+//! memcheck part writes each record without its timing test, the timing part completes it.
 //!
 //! A finding is a fact memcheck saw on the paths run. No finding is no proof, and a
 //! candidate's own code can mark its secrets defined: the library is scanned for valgrind
@@ -45,11 +46,27 @@ pub struct CtOptions {
     pub measurements: u64,
     /// The timing test's budget per operation, from which its count follows.
     pub budget: Option<TimeBudget>,
+    /// The parts this run takes (the command: both).
+    pub parts: Parts,
+}
+
+/// The two parts of a check: memcheck's runs (untimed) and the timing test (timed). A
+/// campaign runs them as steps of their own, so that memcheck runs beside other work;
+/// the timing part reads the memcheck part's records and completes them, so a record
+/// still holds both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Parts {
+    #[default]
+    Both,
+    /// memcheck only: records without a timing test, which the timing part completes.
+    Memcheck,
+    /// The timing test of the operations whose memcheck record asks for one.
+    Timing,
 }
 
 impl Default for CtOptions {
     fn default() -> CtOptions {
-        CtOptions { ops: vec![], runs: 4, timeout_s: 3600, measurements: 20_000, budget: None }
+        CtOptions { ops: vec![], runs: 4, timeout_s: 3600, measurements: 20_000, budget: None, parts: Parts::Both }
     }
 }
 
@@ -100,36 +117,49 @@ pub fn run_ct(sh: &Shell, inputs: &Inputs, opts: &CtOptions) -> Result<Seen> {
     ct_all(sh, (inputs, opts), &run.ctx, &run.work)
 }
 
-/// Check `work` in the analysis image beside `run`'s toolchain image (a campaign step).
+/// The parts `opts` asks for of `work`: memcheck in the analysis image beside `run`'s
+/// toolchain image, the timing test in the toolchain image (a campaign's steps).
 pub fn ct_all(
     sh: &Shell,
     (inputs, opts): (&Inputs, &CtOptions),
     run: &RunCtx,
     work: &[(Submission, Source)],
 ) -> Result<Seen> {
+    let mut seen = Seen::default();
+    if opts.parts == Parts::Timing {
+        let timing = timing_env(sh, (inputs, opts), run)?;
+        let t = TimeCtx { sh, inputs, opts, layout: &run.layout, timing: timing.as_ref() };
+        for (sub, src) in work {
+            time_submission(&t, (sub, src), &mut seen)?;
+        }
+    } else {
+        memcheck_all(sh, (inputs, opts), run, work, &mut seen)?;
+    }
+    crate::evidence::reindex(&inputs.out)?;
+    Ok(seen)
+}
+
+/// Check `work` in the analysis image beside `run`'s toolchain image, with the timing
+/// test unless `opts` asks for memcheck only.
+fn memcheck_all(
+    sh: &Shell,
+    (inputs, opts): (&Inputs, &CtOptions),
+    run: &RunCtx,
+    work: &[(Submission, Source)],
+    seen: &mut Seen,
+) -> Result<()> {
     let analysis = run.env.analysis(sh)?;
     let sb = analysis.sandbox(inputs.limits());
     let tc = analysis.record(sh, &sb)?;
     let layer =
         analysis.lock.as_ref().and_then(|l| l.analysis.clone()).context("no analysis layer in the image lock")?;
-    let timing = timing_env(sh, (inputs, opts), run)?;
-    let mut seen = Seen::default();
+    let timing = if opts.parts == Parts::Both { timing_env(sh, (inputs, opts), run)? } else { None };
     for (sub, src) in work {
-        let ctx = Ctx {
-            sh,
-            inputs,
-            opts,
-            env: &analysis,
-            sb: &sb,
-            tc: &tc,
-            layer: &layer,
-            layout: &run.layout,
-            timing: timing.as_ref(),
-        };
-        ct_submission(&ctx, sub, src, &mut seen)?;
+        let t = TimeCtx { sh, inputs, opts, layout: &run.layout, timing: timing.as_ref() };
+        let ctx = Ctx { t, env: &analysis, sb: &sb, tc: &tc, layer: &layer };
+        ct_submission(&ctx, sub, src, seen)?;
     }
-    crate::evidence::reindex(&inputs.out)?;
-    Ok(seen)
+    Ok(())
 }
 
 /// Where the timing test runs: the toolchain image (not the analysis image), in the
@@ -189,45 +219,52 @@ fn selected(ct: &CtCheck, asked: &[String], noun: &str) -> Result<Vec<CtOp>> {
         .collect()
 }
 
-/// What every operation's run shares.
-struct Ctx<'a> {
+/// What every timing test shares.
+struct TimeCtx<'a> {
     sh: &'a Shell,
     inputs: &'a Inputs,
     opts: &'a CtOptions,
+    layout: &'a Layout,
+    /// Where the timing test runs; None when it is not run here (emulation, or
+    /// `--no-timing`, or a memcheck part).
+    timing: Option<&'a TimingEnv<'a>>,
+}
+
+/// What every operation's memcheck run shares, and its timing tests.
+struct Ctx<'a> {
+    t: TimeCtx<'a>,
     env: &'a BuildEnv,
     sb: &'a Sandbox,
     tc: &'a ToolchainRecord,
     layer: &'a AnalysisLayer,
-    layout: &'a Layout,
-    /// Where the timing test runs; None when it is not run.
-    timing: Option<&'a TimingEnv<'a>>,
 }
 
 fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> Result<()> {
     let family = sub.family()?;
     let ct = family.ct.context("no ct driver")?;
-    let ops = selected(&ct, &ctx.opts.ops, family.noun)?;
-    let bctx = BuildCtx { sh: ctx.sh, env: ctx.env, tc: ctx.tc, sb: ctx.sb, sub, src, inputs: ctx.inputs };
+    let ops = selected(&ct, &ctx.t.opts.ops, family.noun)?;
+    let (sh, inputs, layout) = (ctx.t.sh, ctx.t.inputs, ctx.t.layout);
+    let bctx = BuildCtx { sh, env: ctx.env, tc: ctx.tc, sb: ctx.sb, sub, src, inputs };
     crate::say!("{} ({}): constant-time check under {}", sub.id, sub.name, ctx.layer.valgrind_version);
     let runs_now = |label: &str, op: &str| {
-        sub.instances.iter().any(|i| i.label == label && ctx.inputs.selects(i)) && ops.iter().any(|o| o.id == op)
+        sub.instances.iter().any(|i| i.label == label && inputs.selects(i)) && ops.iter().any(|o| o.id == op)
     };
-    drop_unchecked(ctx.layout, sub, &runs_now)?;
-    for inst in sub.instances.iter().filter(|i| ctx.inputs.selects(i)) {
+    drop_unchecked(layout, sub, &runs_now)?;
+    for inst in sub.instances.iter().filter(|i| inputs.selects(i)) {
         let Built::Ok(build) = bctx.ensure_ct(inst)? else {
             seen.failures
                 .push(format!("{} {}: the constant-time build failed (see `cargo xtask verify`)", sub.id, inst.label));
             continue;
         };
         let requests = client_requests(&build.out.join(recipe::LIBRARY))?;
-        let reference = reference_build(ctx, (sub, src), inst)?;
+        let reference = reference_build(&ctx.t, (sub, src), inst)?;
         let builds = Builds { ct: &build, reference: reference.as_ref() };
         for op in &ops {
             let _live = crate::ui::progress(format!("ct {} {} {}", sub.id, inst.label, op.id), None);
             let rec = record(ctx, (sub, inst, &builds), (&ct, op), requests)?;
             print_row(&rec);
-            schema::write(&ctx.layout.ct(&sub.id, &inst.label, op.id), &rec)?;
-            crate::evidence::update_index(&ctx.inputs.out)?;
+            schema::write(&layout.ct(&sub.id, &inst.label, op.id), &rec)?;
+            crate::evidence::update_index(&inputs.out)?;
             let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, summary(&rec));
             match rec.status {
                 CtStatus::Findings => seen.findings.push(line),
@@ -235,18 +272,71 @@ fn ct_submission(ctx: &Ctx, sub: &Submission, src: &Source, seen: &mut Seen) -> 
                 CtStatus::Undetermined | CtStatus::NothingPoisoned => seen.open.push(line),
                 CtStatus::Failed => seen.failures.push(line),
             }
-            if let Some(t) = &rec.timing {
-                let line = format!("{} {} {}: {}", sub.id, inst.label, op.id, timing_summary(t));
-                match t.status {
-                    CtTimingStatus::Differs => seen.findings.push(line),
-                    CtTimingStatus::Inconclusive | CtTimingStatus::NotEnough => seen.open.push(line),
-                    CtTimingStatus::Failed => seen.failures.push(line),
-                    CtTimingStatus::NoneFound | CtTimingStatus::NotRun => {}
-                }
-            }
+            seen.timing(&rec);
         }
     }
     Ok(())
+}
+
+impl Seen {
+    /// The line of a record's timing test, if it has one.
+    fn timing(&mut self, rec: &CtRecord) {
+        let Some(t) = &rec.timing else { return };
+        let line = format!("{} {} {}: {}", rec.id, rec.label, rec.op.name(), timing_summary(t));
+        match t.status {
+            CtTimingStatus::Differs => self.findings.push(line),
+            CtTimingStatus::Inconclusive | CtTimingStatus::NotEnough => self.open.push(line),
+            CtTimingStatus::Failed => self.failures.push(line),
+            CtTimingStatus::NoneFound | CtTimingStatus::NotRun => {}
+        }
+    }
+}
+
+/// The timing part of `sub`'s selected instances: each operation's record, as the
+/// memcheck part left it, completed with the timing test its status asks for.
+fn time_submission(t: &TimeCtx, (sub, src): (&Submission, &Source), seen: &mut Seen) -> Result<()> {
+    let family = sub.family()?;
+    let ct = family.ct.context("no ct driver")?;
+    let ops = selected(&ct, &t.opts.ops, family.noun)?;
+    for inst in sub.instances.iter().filter(|i| t.inputs.selects(i)) {
+        let mut reference = None;
+        for op in &ops {
+            let path = t.layout.ct(&sub.id, &inst.label, op.id);
+            // Other steps may be writing the index: read it when it is whole.
+            let mut rec = match crate::evidence::settled(|| memchecked(t.layout, &path, sub)) {
+                Ok(rec) => rec,
+                Err(e) => {
+                    seen.failures.push(format!("{} {} {}: no timing test, {e:#}", sub.id, inst.label, op.id));
+                    continue;
+                }
+            };
+            if !timing::wanted(op, rec.status) {
+                continue;
+            }
+            // Built once per instance, and only when some operation is timed.
+            if reference.is_none() {
+                reference = Some(reference_build(t, (sub, src), inst)?);
+            }
+            rec.timing = timing_of(t, (sub, inst, reference.as_ref().and_then(Option::as_ref)), (&ct, op), rec.status)?;
+            rec.finished = project::now_utc();
+            print_row(&rec);
+            schema::write(&path, &rec)?;
+            crate::evidence::update_index(&t.inputs.out)?;
+            seen.timing(&rec);
+        }
+    }
+    Ok(())
+}
+
+/// The memcheck part's record at `path`: the indexed file, its status following from
+/// what it records; otherwise why not.
+fn memchecked(layout: &Layout, path: &Utf8Path, sub: &Submission) -> Result<CtRecord> {
+    let rel = layout.relative(path);
+    let index = crate::evidence::read_index(&layout.out)?;
+    crate::evidence::indexed(&layout.out, &index, &rel)?;
+    let rec: CtRecord = schema::read(path)?.with_context(|| format!("{rel}: no memcheck record"))?;
+    check_kept(&rec, sub).with_context(|| rel.clone())?;
+    Ok(rec)
 }
 
 /// The records of `sub` this run keeps (other instances' or operations') are evidence
@@ -309,10 +399,9 @@ fn record(
     (ct, op): (&CtCheck, &CtOp),
     requests: u32,
 ) -> Result<CtRecord> {
-    let (started, build) = (project::now_utc(), builds.ct);
-    let mut job =
-        build.run_job(ctx.sb.backend, &[ct.driver.program.to_owned()], Duration::from_secs(ctx.opts.timeout_s));
-    let command = memcheck_argv(&job.argv[0], op.id, ctx.opts.runs);
+    let (started, build, opts) = (project::now_utc(), builds.ct, ctx.t.opts);
+    let mut job = build.run_job(ctx.sb.backend, &[ct.driver.program.to_owned()], Duration::from_secs(opts.timeout_s));
+    let command = memcheck_argv(&job.argv[0], op.id, opts.runs);
     // The XML goes to the sandbox's stdout through fd 3; the program's own stdout is
     // /dev/null, so a chatty library cannot break the report by accident.
     job.argv = ["/bin/sh", "-c", "exec 3>&1 >/dev/null; exec \"$0\" \"$@\""].map(String::from).into();
@@ -320,7 +409,7 @@ fn record(
     let t = Instant::now();
     // valgrind translates the program into executable anonymous memory of its own.
     let memcheck_sb = Sandbox { jit: true, ..ctx.sb.clone() };
-    let (finished, xml) = memcheck_sb.run_captured(ctx.sh, &job, memcheck::MAX_XML)?;
+    let (finished, xml) = memcheck_sb.run_captured(ctx.t.sh, &job, memcheck::MAX_XML)?;
     let wall_s = t.elapsed().as_secs_f64();
     let roots = memcheck::Roots { src: recipe::SRC, drivers: recipe::DRIVERS };
     let seen = if finished.outcome.success() {
@@ -338,16 +427,10 @@ fn record(
         Err(why) => (CtStatus::Failed, vec![], vec![], [0; 3], Some(why)),
     };
     let (status, detail) = with_requests(status, detail, requests);
-    let timing = match derived.first() {
-        Some(d) if timing::wanted(op, status) && ctx.opts.measurements > 0 => {
-            let why = format!(
-                "its two classes of secret input also differ in a value public by design ({}), whose handling may \
-                 take its own time (manifest: ct_public_derived)",
-                d.why
-            );
-            Some(timing::not_run(&why, ctx.opts.measurements))
-        }
-        _ => time_op(ctx, (inst, builds.reference), (ct, op), status)?,
+    let timing = match opts.parts {
+        // The timing part completes the record.
+        Parts::Memcheck => None,
+        _ => timing_of(&ctx.t, (sub, inst, builds.reference), (ct, op), status)?,
     };
     let mut declassified: Vec<String> = inst.ct_public_sk.iter().map(|r| r.describe()).collect();
     declassified.extend(derived.iter().map(|d| d.describe()));
@@ -356,9 +439,9 @@ fn record(
         id: sub.id.clone(),
         label: inst.label.clone(),
         op: OpId::new(op.id),
-        system: ctx.inputs.system.clone(),
+        system: ctx.t.inputs.system.clone(),
         secrets: op.secrets.to_owned(),
-        runs: ctx.opts.runs,
+        runs: opts.runs,
         status,
         detail,
         findings,
@@ -375,10 +458,31 @@ fn record(
         library_sha256: build.record.output_sha256(recipe::LIBRARY).context("no library")?.to_owned(),
         wall_s,
         timing,
-        harness_commit: project::harness_commit(ctx.sh),
+        harness_commit: project::harness_commit(ctx.t.sh),
         started,
         finished: project::now_utc(),
     })
+}
+
+/// The timing test of `op` when its status asks for one: not run when the manifest names
+/// a value public by design that its two classes also differ in.
+fn timing_of(
+    t: &TimeCtx,
+    (sub, inst, reference): (&Submission, &Instance, Option<&std::result::Result<Build, String>>),
+    (ct, op): (&CtCheck, &CtOp),
+    status: CtStatus,
+) -> Result<Option<CtTiming>> {
+    match public_derived(sub, op.id).first() {
+        Some(d) if timing::wanted(op, status) && t.opts.measurements > 0 => {
+            let why = format!(
+                "its two classes of secret input also differ in a value public by design ({}), whose handling may \
+                 take its own time (manifest: ct_public_derived)",
+                d.why
+            );
+            Ok(Some(timing::not_run(&why, t.opts.measurements)))
+        }
+        _ => time_op(t, (inst, reference), (ct, op), status),
+    }
 }
 
 /// The manifest's public-derived values of `op`.
@@ -406,7 +510,7 @@ struct Builds<'a> {
 /// The reference build of `inst` in the toolchain image (as verify and bench build it),
 /// when this run times anything.
 fn reference_build(
-    ctx: &Ctx,
+    ctx: &TimeCtx,
     (sub, src): (&Submission, &Source),
     inst: &Instance,
 ) -> Result<Option<std::result::Result<Build, String>>> {
@@ -422,7 +526,7 @@ fn reference_build(
 
 /// The timing test of `op`, when it gets one.
 fn time_op(
-    ctx: &Ctx,
+    ctx: &TimeCtx,
     (inst, reference): (&Instance, Option<&std::result::Result<Build, String>>),
     (ct, op): (&CtCheck, &CtOp),
     status: CtStatus,
@@ -786,6 +890,33 @@ mod tests {
         assert!(counts_hold(&not_enough(None)).unwrap_err().contains("without a budget"));
         let whole = CtTiming { taken: t.taken, ..not_enough(Some(enough)) };
         assert!(counts_hold(&whole).unwrap_err().contains("allowed 20000"));
+    }
+
+    /// The timing part completes only a record the memcheck part left as it was indexed,
+    /// whose status follows from what it records.
+    #[test]
+    fn the_timing_part_reads_only_the_indexed_memcheck_record() {
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let layout = Layout::new(out, "local");
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        let path = layout.ct(&sub.id, "ML-KEM-512", "dec");
+        assert!(memchecked(&layout, &path, &sub).is_err(), "no record yet");
+        let golden = project::root().join("xtask/tests/golden/ct_record.json");
+        let mut rec: CtRecord = schema::read(&golden).unwrap().unwrap();
+        (rec.id, rec.label, rec.op, rec.timing) = (sub.id.clone(), "ML-KEM-512".into(), OpId::new("dec"), None);
+        schema::write(&path, &rec).unwrap();
+        crate::evidence::write_index(out).unwrap();
+        let kept = memchecked(&layout, &path, &sub).unwrap();
+        assert_eq!((kept.status, kept.timing.is_none()), (rec.status, true));
+        // A status its findings do not give, edited in since: refused, naming the file.
+        rec.status = if rec.findings.is_empty() { CtStatus::Findings } else { CtStatus::NoneFound };
+        schema::write(&path, &rec).unwrap();
+        let e = format!("{:#}", memchecked(&layout, &path, &sub).unwrap_err());
+        assert!(e.contains("__dec.json"), "{e}");
+        crate::evidence::write_index(out).unwrap();
+        let e = format!("{:#}", memchecked(&layout, &path, &sub).unwrap_err());
+        assert!(e.contains("its findings and bytes give"), "indexed, yet inconsistent: {e}");
     }
 
     #[test]

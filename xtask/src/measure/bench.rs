@@ -642,12 +642,13 @@ impl Bench {
             kept: self.resume.then(|| Kept::of(self, &run.layout)),
         };
         let mut failures = Vec::new();
+        // A baseline is timed whole: `--instance` names the candidate's instances.
+        let baseline = crate::family::is_baseline(&sub.id);
+        let runs_now = |i: &Instance| baseline || self.inputs.selects(i);
         let mut audit: Vec<Disagreement> = Vec::new();
         // Committed before the first record and after each instance, so that an
         // interrupted run leaves a set whose manifest and audit match its records.
-        commit_run(&run.layout, sub, &environment, &audit)?;
-        // A baseline is timed whole: `--instance` names the candidate's instances.
-        let baseline = crate::family::is_baseline(&sub.id);
+        commit_run(&run.layout, sub, &environment, (&audit, &runs_now))?;
         for inst in sub.instances.iter().filter(|i| baseline || self.inputs.selects(i)) {
             if let Some(why) = untimed(inst) {
                 crate::say!("{} {}: {why}", sub.id, inst.label);
@@ -670,13 +671,13 @@ impl Bench {
                 Some(_) => {}
                 None => continue,
             }
-            commit_run(&run.layout, sub, &environment, &audit)?;
+            commit_run(&run.layout, sub, &environment, (&audit, &runs_now))?;
         }
         let trials_ns = facts.trials_ns.get();
         // Records carry the environment as it was at the start; the manifest of the
         // whole run, with its end, goes next to them.
         environment.campaign_end = Some(project::now_utc());
-        commit_run(&run.layout, sub, &environment, &audit)?;
+        commit_run(&run.layout, sub, &environment, (&audit, &runs_now))?;
         if sub.family()?.sizes.iter().any(|s| s.external) {
             print_audit(&audit);
         }
@@ -1554,13 +1555,45 @@ impl Timed {
     }
 }
 
-/// The run's environment manifest and size audit as they stand, with the index.
-fn commit_run(layout: &Layout, sub: &Submission, environment: &Environment, audit: &[Disagreement]) -> Result<()> {
+/// Whether a run times an instance.
+type RunsNow<'a> = dyn Fn(&Instance) -> bool + 'a;
+
+/// One writer at a time of a submission's environment manifest and size audit (a
+/// campaign's bench steps of one submission's instances may run side by side).
+static COMMIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The run's environment manifest and size audit as they stand, with the index: this
+/// run's rows of the audit (`audit`, of the instances `runs_now` takes) and the indexed
+/// file's rows of the others, read again under the lock.
+fn commit_run(
+    layout: &Layout,
+    sub: &Submission,
+    environment: &Environment,
+    (audit, runs_now): (&[Disagreement], &RunsNow<'_>),
+) -> Result<()> {
+    let _one = COMMIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     schema::write(&layout.environment(&sub.id), environment)?;
-    let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: audit.to_vec() };
+    // Other steps may be writing the index: read it when it is whole.
+    let mut rows = crate::evidence::settled(|| kept_audit(layout, sub, runs_now));
+    rows.extend_from_slice(audit);
+    // In the manifest's order, whichever run found each row.
+    rows.sort_by_key(|d| sub.instances.iter().position(|i| i.label == d.instance));
+    let audit = SizeAudit { schema: schema::version::<SizeAudit>(), id: sub.id.clone(), disagreements: rows };
     schema::write(&layout.size_audit(&sub.id), &audit)?;
     crate::evidence::update_index(&layout.out)?;
     Ok(())
+}
+
+/// The size audit's rows of the instances this run does not time (a run of some of them:
+/// `--instance`, a campaign's step per instance), from the indexed file; a file edited
+/// since it was indexed, or unreadable, keeps none.
+fn kept_audit(layout: &Layout, sub: &Submission, runs_now: &RunsNow<'_>) -> Vec<Disagreement> {
+    let path = layout.size_audit(&sub.id);
+    let indexed = crate::evidence::read_index(&layout.out)
+        .and_then(|index| crate::evidence::indexed(&layout.out, &index, &layout.relative(&path)));
+    let Ok(Some(audit)) = indexed.and_then(|()| schema::read::<SizeAudit>(&path)) else { return Vec::new() };
+    let others: Vec<&str> = sub.instances.iter().filter(|i| !runs_now(i)).map(|i| i.label.as_str()).collect();
+    audit.disagreements.into_iter().filter(|d| others.contains(&d.instance.as_str())).collect()
 }
 
 /// The bench step's wall time against the time of its timing runs.
@@ -1656,6 +1689,42 @@ pub const NOT_TIMED: &str = "not timed: manifest";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of one instance keeps the other instances' rows of the indexed size audit
+    /// (a campaign times each instance in a step of its own), and none of an edited one.
+    #[test]
+    fn a_run_of_one_instance_keeps_the_others_audit_rows_while_indexed() {
+        let t = tempfile::tempdir().unwrap();
+        let out = Utf8Path::from_path(t.path()).unwrap();
+        let layout = Layout::new(out, "local");
+        let sub = Submission::load("pqclean-ml-kem").unwrap();
+        let row = |label: &str, field: &str| Disagreement {
+            id: sub.id.clone(),
+            instance: label.into(),
+            field: field.into(),
+            api: None,
+            catalog: None,
+            basis: None,
+        };
+        let golden = project::root().join("xtask/tests/golden/environment.json");
+        let env: Environment = schema::read(&golden).unwrap().unwrap();
+        let fields = || {
+            let audit: SizeAudit = schema::read(&layout.size_audit(&sub.id)).unwrap().unwrap();
+            audit.disagreements.iter().map(|d| format!("{} {}", d.instance, d.field)).collect::<Vec<_>>()
+        };
+        let all = |_: &Instance| true;
+        commit_run(&layout, &sub, &env, (&[row("ML-KEM-1024", "row"), row("ML-KEM-512", "row")], &all)).unwrap();
+        assert_eq!(fields(), ["ML-KEM-512 row", "ML-KEM-1024 row"], "the manifest's order");
+        let only_512 = |i: &Instance| i.label == "ML-KEM-512";
+        commit_run(&layout, &sub, &env, (&[row("ML-KEM-512", "pk")], &only_512)).unwrap();
+        assert_eq!(fields(), ["ML-KEM-512 pk", "ML-KEM-1024 row"], "1024's row kept, 512's replaced");
+        // Edited between runs (1024's field): not the indexed file, none of it kept.
+        let path = layout.size_audit(&sub.id);
+        let text = std::fs::read_to_string(&path).unwrap().replacen("\"row\"", "\"rows\"", 1);
+        std::fs::write(&path, text).unwrap();
+        commit_run(&layout, &sub, &env, (&[row("ML-KEM-512", "pk")], &only_512)).unwrap();
+        assert_eq!(fields(), ["ML-KEM-512 pk"]);
+    }
 
     #[test]
     fn per_call_samples_outside_their_window_are_refused_and_forged_low_doubted() {
