@@ -151,12 +151,17 @@ fn the_survey_cannot_be_forged_from_the_candidates_process() {
 /// A library that asks which program it is in (`/proc/self/exe`, argv[0]) and is honest
 /// only where the KAT text and the replay are made, a trivial KEM (pk = sk) where it is
 /// timed: every run starts the one program with no argument, so it is the trivial KEM
-/// in the KAT run too, and fails there.
+/// in the KAT run too, and fails there. `fix-cpus` asks instead whether it may run on one
+/// core only, as a pinned trial may: every container has one core, so it is the trivial
+/// KEM in the KAT run too.
 #[test]
 fn a_library_asking_which_program_it_is_in_is_the_same_in_every_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let insts: Vec<Inst> =
-        vec![("fix-16", 16, String::new()), ("fix-chameleon", 16, "#define FIX_CHAMELEON 1\n".into())];
+    let insts: Vec<Inst> = vec![
+        ("fix-16", 16, String::new()),
+        ("fix-chameleon", 16, "#define FIX_CHAMELEON 1\n".into()),
+        ("fix-cpus", 16, "#define FIX_CHAMELEON_CPUS 1\n".into()),
+    ];
     let (m, zip) = setup(tmp.path(), &insts);
     let out = tmp.path().join("out");
     let (m, zip, o) = (m.to_str().unwrap(), zip.to_str().unwrap(), out.to_str().unwrap());
@@ -166,6 +171,7 @@ fn a_library_asking_which_program_it_is_in_is_the_same_in_every_run() {
     assert_eq!(common::entry(&s, "fix-16").status.name(), "PASS");
     // Its trivial keys do not decapsulate: the KAT driver's own check stops it.
     assert_eq!(common::entry(&s, "fix-chameleon").status.name(), "CRYPTOFAIL");
+    assert_eq!(common::entry(&s, "fix-cpus").status.name(), "CRYPTOFAIL", "one core in the KAT run too");
     // One program, one argv: the mode comes on stdin.
     let honest = common::entry(&s, "fix-16");
     assert_eq!(honest.run_command, ["/build/candidate", "<", "kat"], "{:?}", honest.run_command);
