@@ -491,7 +491,11 @@ impl Campaign {
                 budget: self.budget_share(&steps, &subs, &profile.ids(&self.ids)),
             },
             side_by_side: jobs + pool.timing > 2,
-            slots: Options { jobs: u32::try_from(jobs).unwrap_or(u32::MAX), timing_cores: pool.timing as u32 },
+            slots: Options {
+                jobs: u32::try_from(jobs).unwrap_or(u32::MAX),
+                timing_cores: pool.timing as u32,
+                op_budget_s: None,
+            },
             ended: std::sync::Mutex::new(Ended::new(steps.len())),
             division,
             activity: Default::default(),
@@ -570,14 +574,15 @@ impl Campaign {
             report.push(&p.step, if why.is_some() { "skipped" } else { "planned" }, 0.0, why);
         }
         let planned: Vec<Step> = self.steps(&subs, &names);
-        if let Some(b) = self.budget_share(&planned, &subs, &names) {
+        let share = self.budget_share(&planned, &subs, &names);
+        if let Some(b) = &share {
             crate::say!(
                 "budget: {}: {} per timed operation",
                 b.source,
                 crate::measure::stats::humantime_secs(b.per_op)
             );
         }
-        self.say_estimate(&tasks);
+        self.say_estimate(&tasks, share.map(|b| b.per_op.as_secs_f64()));
         missing.extend(all.missing_archives(&subs));
         if !missing.is_empty() {
             crate::say!("missing ({}):", missing.len());
@@ -594,11 +599,13 @@ impl Campaign {
         }
     }
 
-    /// The wall-time estimate of the planned tasks (`campaign_estimate`).
-    fn say_estimate(&self, tasks: &[crate::campaign_estimate::Task]) {
+    /// The wall-time estimate of the planned tasks (`campaign_estimate`), bench's and ct's
+    /// timed operations within `--budget`'s share when one is given.
+    fn say_estimate(&self, tasks: &[crate::campaign_estimate::Task], op_budget_s: Option<f64>) {
         use crate::campaign_estimate as est;
         let timing = self.timing_cores.as_ref().map_or(1, Vec::len) as u32;
-        let (opts, costs) = (est::Options::new(self.jobs, Some(timing)), est::Costs::here());
+        let opts = est::Options { op_budget_s, ..est::Options::new(self.jobs, Some(timing)) };
+        let costs = est::Costs::here();
         let (now, all) = est::split(tasks, &costs, opts);
         crate::say!("estimate ({}):", est::sources(&costs));
         est::lines(&now, opts).iter().for_each(|l| crate::say!("  {l}"));
@@ -1403,7 +1410,7 @@ mod tests {
         costs.learn(Kind::Verify, 3.0, 30.0);
         let one = Step::Verify("a".into(), Part::One("ML-KEM-512".into()));
         assert_eq!(costs.of(&one.tasks(Some(&sub), false)), Some(std::time::Duration::from_secs(10)));
-        let opts = Options { jobs: 1, timing_cores: 1 };
+        let opts = Options { jobs: 1, timing_cores: 1, op_budget_s: None };
         assert_eq!(crate::campaign_estimate::left(&[], &costs, opts), "nothing left");
         let mut left: Vec<Task> = v.tasks(Some(&sub), false);
         left.extend(b.tasks(Some(&sub), false));
@@ -1412,7 +1419,7 @@ mod tests {
             "about 30 s left, plus the first bench step(s)"
         );
         // Three verifies of 10 s on three workers: 10 s of wall time, not 30.
-        let three = Options { jobs: 3, timing_cores: 1 };
+        let three = Options { jobs: 3, timing_cores: 1, op_budget_s: None };
         assert_eq!(crate::campaign_estimate::left(&left[..3], &costs, three), "about 10 s left");
         // Bench learnt at 5 s per operation: 9 operations on the one timing slot, 45 s,
         // more than the verifies over three workers.

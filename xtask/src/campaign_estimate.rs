@@ -205,12 +205,15 @@ impl Costs {
 }
 
 /// The estimate's inputs beside the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     /// Untimed work at a time (verify's `--jobs`).
     pub jobs: u32,
     /// Timing processes at a time, each on a core of its own.
     pub timing_cores: u32,
+    /// Seconds a timed operation may take (`--budget`'s share): bench's and ct's timing
+    /// test cost no more than that per operation.
+    pub op_budget_s: Option<f64>,
 }
 
 impl Options {
@@ -219,7 +222,16 @@ impl Options {
     pub fn new(jobs: Option<u32>, timing_cores: Option<u32>) -> Options {
         let timing_cores = timing_cores.unwrap_or(1).max(1);
         let cores = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
-        Options { jobs: jobs.unwrap_or_else(|| cores.saturating_sub(timing_cores)).max(1), timing_cores }
+        let jobs = jobs.unwrap_or_else(|| cores.saturating_sub(timing_cores)).max(1);
+        Options { jobs, timing_cores, op_budget_s: None }
+    }
+
+    /// A task's seconds within the budget of its operations, if it has one.
+    fn capped(&self, task: &Task, secs: f64) -> f64 {
+        match self.op_budget_s {
+            Some(b) if matches!(task.kind, Kind::Bench | Kind::CtTiming) => secs.min(b * task.units),
+            _ => secs,
+        }
     }
 }
 
@@ -254,7 +266,7 @@ pub struct Estimate {
 
 /// The estimate of `tasks` (blocked ones left out: see `split`).
 pub fn estimate(tasks: &[Task], costs: &Costs, opts: Options) -> Estimate {
-    let secs: Vec<(&Task, f64)> = tasks.iter().filter_map(|t| Some((t, costs.secs(t)?))).collect();
+    let secs: Vec<(&Task, f64)> = tasks.iter().filter_map(|t| Some((t, opts.capped(t, costs.secs(t)?)))).collect();
     let mut unknown: Vec<Kind> = tasks.iter().filter(|t| costs.secs(t).is_none()).map(|t| t.kind).collect();
     unknown.sort();
     unknown.dedup();
@@ -394,7 +406,7 @@ mod tests {
         let costs = Costs::default();
         // Untimed: 60 + 60 + 1000 = 1120. Timed: 90 + 90 + 2 units * 8 calls * 50 s = 980.
         // Chains: a1 150, a2 150, b1 1000 + 800 = 1800.
-        let e = estimate(&plan(), &costs, Options { jobs: 4, timing_cores: 1 });
+        let e = estimate(&plan(), &costs, Options { jobs: 4, timing_cores: 1, op_budget_s: None });
         assert_eq!((e.image_s, e.untimed_s, e.timed_s), (300.0, 1120.0, 980.0));
         assert_eq!(e.chain, ("b b1".to_owned(), 1800.0));
         assert_eq!(e.bound, Bound::Chain("b b1".into()));
@@ -409,12 +421,23 @@ mod tests {
         costs.learned.insert(Kind::Verify, 2000.0);
         costs.learned.insert(Kind::Bench, 10.0);
         // Untimed: 2000 + 2000 + 1000 (b1's own) = 5000, over 1 job. Timed: 30 + 30 + 800.
-        let e = estimate(&plan(), &costs, Options { jobs: 1, timing_cores: 1 });
+        let e = estimate(&plan(), &costs, Options { jobs: 1, timing_cores: 1, op_budget_s: None });
         assert_eq!((e.untimed_s, e.timed_s), (5000.0, 860.0));
         assert_eq!((e.wall_s, e.bound), (5300.0, Bound::Untimed));
         // Three jobs: 1667 s each, less than a1's (and a2's) chain of 2030; of the two, a1.
-        let e = estimate(&plan(), &costs, Options { jobs: 3, timing_cores: 1 });
+        let e = estimate(&plan(), &costs, Options { jobs: 3, timing_cores: 1, op_budget_s: None });
         assert_eq!((e.wall_s, e.bound), (2330.0, Bound::Chain("a a1".into())));
+    }
+
+    #[test]
+    fn a_budget_caps_the_timed_operations_and_nothing_else() {
+        let costs = Costs::default();
+        let free = estimate(&plan(), &costs, Options { jobs: 4, timing_cores: 1, op_budget_s: None });
+        let capped = estimate(&plan(), &costs, Options { jobs: 4, timing_cores: 1, op_budget_s: Some(1.0) });
+        assert!(capped.timed_s < free.timed_s, "{} {}", capped.timed_s, free.timed_s);
+        let bench_ops: f64 = plan().iter().filter(|t| t.kind == Kind::Bench && t.slow.is_none()).map(|t| t.units).sum();
+        assert!(capped.timed_s >= bench_ops, "one second per operation at least");
+        assert_eq!(capped.untimed_s, free.untimed_s, "untimed work has no budget");
     }
 
     #[test]
@@ -422,9 +445,9 @@ mod tests {
         let mut costs = Costs::default();
         costs.learned.insert(Kind::Bench, 1000.0);
         // Timed: 3000 + 3000 + 800 = 6800; a1's chain is 60 + 3000.
-        let one = estimate(&plan(), &costs, Options { jobs: 8, timing_cores: 1 });
+        let one = estimate(&plan(), &costs, Options { jobs: 8, timing_cores: 1, op_budget_s: None });
         assert_eq!((one.wall_s, one.bound), (300.0 + 6800.0, Bound::Timed));
-        let four = estimate(&plan(), &costs, Options { jobs: 8, timing_cores: 4 });
+        let four = estimate(&plan(), &costs, Options { jobs: 8, timing_cores: 4, op_budget_s: None });
         assert_eq!((four.wall_s, four.bound), (300.0 + 3060.0, Bound::Chain("a a1".into())));
     }
 
@@ -443,7 +466,7 @@ mod tests {
     fn blocked_tasks_count_only_in_the_whole_plan() {
         let mut tasks = plan();
         tasks.iter_mut().filter(|t| t.id == "b").for_each(|t| t.blocked = true);
-        let (now, all) = split(&tasks, &Costs::default(), Options { jobs: 4, timing_cores: 1 });
+        let (now, all) = split(&tasks, &Costs::default(), Options { jobs: 4, timing_cores: 1, op_budget_s: None });
         assert_eq!((now.tasks, all.tasks), (5, 7));
         // Now: untimed 120 / 4 = 30, timed 180, chains 150: the timed pool.
         assert_eq!((now.wall_s, now.bound), (480.0, Bound::Timed));
@@ -454,7 +477,7 @@ mod tests {
     fn a_kind_is_found_by_the_campaigns_name_and_the_lines_say_the_bound() {
         assert_eq!(Kind::named("sanitize"), Some(Kind::Sanitize));
         assert_eq!(Kind::named("verify "), None);
-        let opts = Options { jobs: 4, timing_cores: 1 };
+        let opts = Options { jobs: 4, timing_cores: 1, op_budget_s: None };
         let lines = lines(&estimate(&plan(), &Costs::default(), opts), opts);
         assert_eq!(
             lines[0],
